@@ -1,0 +1,58 @@
+// Builds the three artifacts: dist/server.mjs (API + jobs + static serving; node_modules beside it),
+// dist/svc-runner.mjs (ONE self-contained file), dist/web/ (the admin pages).
+import { cpSync, mkdirSync, readFileSync } from 'node:fs';
+import * as esbuild from 'esbuild';
+
+const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
+const define = { __SVC_VERSION__: JSON.stringify(pkg.version) };
+// ESM bundles that still contain CommonJS dependencies need a require() of their own.
+const banner = { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" };
+
+export const builds = [
+  {
+    entryPoints: ['functions/server.ts'],
+    outfile: 'dist/server.mjs',
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external', // PGlite loads its WASM next to its own module; the image ships node_modules
+    sourcemap: true,
+    define,
+    banner,
+  },
+  {
+    entryPoints: ['runner/cli.ts'],
+    outfile: 'dist/svc-runner.mjs',
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    define,
+    banner: { js: '#!/usr/bin/env node\n' + banner.js },
+    external: ['@parcel/watcher'], // optional native module, loaded only when present
+  },
+  {
+    entryPoints: ['web-static/app.ts'],
+    outfile: 'dist/web/app.js',
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    target: 'es2022',
+    minify: true,
+    sourcemap: true,
+    define,
+  },
+];
+
+export function copyStatic() {
+  mkdirSync('dist/web', { recursive: true });
+  cpSync('web-static/index.html', 'dist/web/index.html');
+  cpSync('web-static/app.css', 'dist/web/app.css');
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await Promise.all(builds.map((b) => esbuild.build({ logLevel: 'warning', ...b })));
+  copyStatic();
+  console.log('built dist/server.mjs, dist/svc-runner.mjs, dist/web/');
+}

@@ -1,0 +1,56 @@
+// Data retention (spec: Operations → Retention). Deletes in batches so a large backlog never holds
+// long locks; each job is idempotent, so a run taken over after a crash simply continues.
+import { sql } from '../lib/db/index.ts';
+import type { Config } from '../lib/config.ts';
+import type { Db } from '../lib/db/index.ts';
+import type { JobDefinition } from './scheduler.ts';
+
+const BATCH = 5000;
+
+/** Tables the retention jobs may clean: a closed list, so no table name ever comes from input. */
+export const RETAINED_TABLES = ['activity_items', 'outbound_deliveries', 'inbound_deliveries', 'codehost_deliveries'] as const;
+type RetainedTable = (typeof RETAINED_TABLES)[number];
+
+export async function deleteOlderThan(db: Db, table: RetainedTable, days: number, signal?: AbortSignal): Promise<number> {
+  if (!RETAINED_TABLES.includes(table)) throw new Error(`not a retained table: ${table}`);
+  const name = sql.raw(table);
+  let total = 0;
+  for (;;) {
+    signal?.throwIfAborted();
+    const [{ n }] = await db.query<{ n: number }>(sql`
+      with doomed as (
+        select ctid from ${name} where created_at < now() - make_interval(days => ${days}) limit ${BATCH}
+      ), gone as (
+        delete from ${name} where ctid in (select ctid from doomed) returning 1
+      )
+      select count(*)::int as n from gone`);
+    total += n;
+    if (n < BATCH) return total;
+  }
+}
+
+export function retentionJobs(config: Config): JobDefinition[] {
+  return [
+    {
+      name: 'retention.activity',
+      description: `Delete activity feed items older than ${config.ACTIVITY_RETENTION_DAYS} days (ACTIVITY_RETENTION_DAYS)`,
+      cron: config.ACTIVITY_RETENTION_CRON,
+      run: async ({ db, signal }) => ({ deleted: await deleteOlderThan(db, 'activity_items', config.ACTIVITY_RETENTION_DAYS, signal) }),
+    },
+    {
+      name: 'retention.deliveries',
+      description: 'Delete outbound webhook and inbound trigger deliveries older than 30 days',
+      cron: config.DELIVERY_RETENTION_CRON,
+      run: async ({ db, signal }) => ({
+        outbound: await deleteOlderThan(db, 'outbound_deliveries', 30, signal),
+        inbound: await deleteOlderThan(db, 'inbound_deliveries', 30, signal),
+      }),
+    },
+    {
+      name: 'retention.codehost_deliveries',
+      description: 'Delete code-host app webhook deliveries older than 14 days',
+      cron: config.CODEHOST_DELIVERY_RETENTION_CRON,
+      run: async ({ db, signal }) => ({ deleted: await deleteOlderThan(db, 'codehost_deliveries', 14, signal) }),
+    },
+  ];
+}

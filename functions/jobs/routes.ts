@@ -1,0 +1,67 @@
+// System jobs next to their next run and last result (spec: the admin Schedules page).
+import { z } from 'zod';
+import { sql } from '../lib/db/index.ts';
+import { notFound } from '../lib/errors.ts';
+import { parseWith } from '../lib/http.ts';
+import type { Route } from '../lib/context.ts';
+
+const jobParams = z.object({ name: z.string().regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be a job name' }) });
+
+interface LastRun {
+  job: string;
+  scheduled_for: Date;
+  status: string;
+  attempt: number;
+  started_at: Date;
+  finished_at: Date | null;
+  result: unknown;
+  error: string | null;
+}
+
+export const routes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/schedules',
+    async handler(_request, { db, scheduler }) {
+      const defs = scheduler.definitions();
+      const last = await db.query<LastRun>(sql`
+        select distinct on (job) job, scheduled_for, status, attempt, started_at, finished_at, result, error
+          from job_runs where job = any(${defs.map((d) => d.name)})
+         order by job, scheduled_for desc`);
+      const byJob = new Map(last.map((r) => [r.job, r]));
+      return Response.json({
+        jobs: defs.map((d) => {
+          const r = byJob.get(d.name);
+          return {
+            name: d.name,
+            kind: 'system',
+            description: d.description,
+            cron: d.cron,
+            nextRunAt: scheduler.nextRun(d.name)?.toISOString() ?? null,
+            lastRun: r
+              ? {
+                  scheduledFor: new Date(r.scheduled_for).toISOString(),
+                  status: r.status,
+                  attempt: r.attempt,
+                  startedAt: new Date(r.started_at).toISOString(),
+                  finishedAt: r.finished_at ? new Date(r.finished_at).toISOString() : null,
+                  result: r.result,
+                  error: r.error,
+                }
+              : null,
+          };
+        }),
+      });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/schedules/:name/run',
+    async handler(request, { scheduler }) {
+      const { name } = parseWith(jobParams, request.params);
+      if (!scheduler.definitions().some((d) => d.name === name)) throw notFound(`no system job named ${name}`);
+      const at = await scheduler.runNow(name);
+      return Response.json({ job: name, scheduledFor: at?.toISOString() ?? null, started: at !== null }, { status: 202 });
+    },
+  },
+];

@@ -1,0 +1,125 @@
+// Configuration from the environment, validated once at start (DESIGN §4).
+// A bad value stops the start with a message naming the variable — never the value of a secret.
+import { Cron } from 'croner';
+import { z } from 'zod';
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const int = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, { message: 'must be a whole number' })
+    .default(String(fallback))
+    .transform(Number)
+    .pipe(z.number().int().min(min, { message: `must be at least ${min}` }).max(max, { message: `must be at most ${max}` }));
+
+const cron = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .refine(
+      (pattern) => {
+        try {
+          new Cron(pattern, { paused: true });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { message: 'must be a cron pattern (5 or 6 fields, e.g. "30 4 * * *")' },
+    );
+
+const encryptionKey = z
+  .string()
+  .optional()
+  .refine((v) => v === undefined || v === '' || decodedKeyLength(v) === 32, {
+    message: 'must be 32 random bytes, base64-encoded (generate with: openssl rand -base64 32)',
+  })
+  .transform((v) => (v ? v : undefined));
+
+function decodedKeyLength(value: string): number {
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(value)) return -1;
+  return Buffer.from(value, 'base64').length;
+}
+
+const databaseUrl = z
+  .string()
+  .optional()
+  .transform((v) => (v ? v : undefined))
+  .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), {
+    message: 'must start with postgres:// or postgresql://',
+  });
+
+const envShape = z.object({
+    PORT: int(8080, 0, 65535),
+    HOST: z.string().default('0.0.0.0'),
+    PUBLIC_URL: z
+      .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
+      .optional(),
+    DATABASE_URL: databaseUrl,
+    DATABASE_DRIVER: z.enum(['pglite', 'postgres', 'neon']).optional(),
+    DATABASE_POOL_MAX: int(10, 1, 200),
+    DATABASE_CONNECT_TIMEOUT_SECONDS: int(300, 1, 86400),
+    NEON_WS_PROXY: z.string().optional(),
+    PGLITE_DATA_DIR: z.string().default('./data/pglite'),
+    MIGRATIONS_DIR: z.string().optional(),
+    WEB_DIR: z.string().optional(),
+    APP_ENCRYPTION_KEY: encryptionKey,
+    ACTIVITY_RETENTION_DAYS: int(180, 1, 36500),
+    ACTIVITY_RETENTION_CRON: cron('30 4 * * *'),
+    DELIVERY_RETENTION_CRON: cron('45 4 * * *'),
+    CODEHOST_DELIVERY_RETENTION_CRON: cron('50 4 * * *'),
+    AUDIT_VERIFY_CRON: cron('0 3 * * *'),
+    JOBS_ENABLED: bool(true),
+    JOB_LEASE_SECONDS: int(60, 2, 3600),
+    WEBHOOKS_WORKER_ENABLED: bool(true),
+    MAX_BODY_BYTES: int(1048576, 1024, 104857600),
+    SHUTDOWN_TIMEOUT_SECONDS: int(10, 0, 600),
+    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+});
+
+export const configSchema = envShape
+  .transform((c) => ({
+    ...c,
+    DATABASE_DRIVER: c.DATABASE_DRIVER ?? inferDriver(c.DATABASE_URL),
+  }))
+  .superRefine((c, ctx) => {
+    if (c.DATABASE_DRIVER !== 'pglite' && !c.DATABASE_URL) {
+      ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: `is required when DATABASE_DRIVER=${c.DATABASE_DRIVER}` });
+    }
+  });
+
+/** Every variable the service reads; the README's configuration table documents each. */
+export const CONFIG_KEYS = Object.keys(envShape.shape);
+
+export type Config = z.infer<typeof configSchema>;
+
+function inferDriver(url: string | undefined): 'pglite' | 'postgres' | 'neon' {
+  if (!url) return 'pglite';
+  return /\.neon\.tech(:\d+)?\//.test(url) ? 'neon' : 'postgres';
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+/** Parse the environment. Empty strings count as unset, like docker's `VAR=` lines. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(envShape.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    // zod messages describe the rule, never echo the value, so secrets cannot leak here.
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'} ${i.message}`));
+  }
+  return parsed.data;
+}

@@ -1,0 +1,44 @@
+// Open the database named by the configuration, retrying with backoff while it is unreachable, so a
+// container that starts before its database waits with a clear log line instead of crash-looping.
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { redactUrl } from '../log.ts';
+import type { Db } from './port.ts';
+
+export type { Db, Queryable, Row } from './port.ts';
+export { sql } from './port.ts';
+
+export async function openDb(config: Config): Promise<Db> {
+  switch (config.DATABASE_DRIVER) {
+    case 'pglite':
+      return (await import('./pglite.ts')).openPglite(config.PGLITE_DATA_DIR);
+    case 'postgres':
+      return (await import('./postgres.ts')).openPostgres(config.DATABASE_URL!, config.DATABASE_POOL_MAX);
+    case 'neon':
+      return (await import('./neon.ts')).openNeon(config.DATABASE_URL!, config.DATABASE_POOL_MAX, config.NEON_WS_PROXY);
+  }
+}
+
+export async function connectWithRetry(
+  config: Config,
+  log: Logger,
+  sleep = (ms: number) => new Promise((r) => setTimeout(r, ms)),
+): Promise<Db> {
+  const target = config.DATABASE_URL ? redactUrl(config.DATABASE_URL) : config.PGLITE_DATA_DIR;
+  const deadline = Date.now() + config.DATABASE_CONNECT_TIMEOUT_SECONDS * 1000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const db = await openDb(config);
+      log.info('database connected', { driver: config.DATABASE_DRIVER, target });
+      return db;
+    } catch (err) {
+      const wait = Math.min(30_000, 1000 * 2 ** (attempt - 1));
+      const reason = err instanceof Error ? err.message : String(err);
+      if (config.DATABASE_DRIVER === 'pglite' || Date.now() + wait > deadline) {
+        throw new Error(`cannot open the database (${config.DATABASE_DRIVER} ${target}) after ${attempt} attempt(s): ${reason}`);
+      }
+      log.warn('database unreachable, retrying', { driver: config.DATABASE_DRIVER, target, attempt, retryInSeconds: wait / 1000, reason });
+      await sleep(wait);
+    }
+  }
+}

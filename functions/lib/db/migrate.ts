@@ -1,0 +1,90 @@
+// Forward-only migrations (spec: Upgrade; DESIGN §2). Each file runs in its own transaction under a
+// transaction-level advisory lock, so replicas that start together apply each file exactly once and
+// in order; a crash mid-file rolls that file back and the next start applies it again. Applied files
+// are recorded with a SHA-256 checksum: an edited applied file is a start error, never silently skipped.
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../log.ts';
+import { sql } from './port.ts';
+import type { Db, Queryable } from './port.ts';
+
+const LOCK_KEY = 4_242_001; // pg_advisory_xact_lock key reserved for migrations and the seed
+const FILE = /^(\d{4})_[a-z0-9_-]+\.sql$/;
+
+export interface Migration {
+  name: string;
+  checksum: string;
+  text: string;
+}
+
+export class MigrationError extends Error {}
+
+export function loadMigrations(dir: string): Migration[] {
+  const names = readdirSync(dir).filter((n) => FILE.test(n)).sort();
+  const seen = new Set<string>();
+  return names.map((name) => {
+    const number = FILE.exec(name)![1];
+    if (seen.has(number)) throw new MigrationError(`two migrations share the number ${number} in ${dir}`);
+    seen.add(number);
+    const text = readFileSync(join(dir, name), 'utf8');
+    return { name, text, checksum: createHash('sha256').update(text).digest('hex') };
+  });
+}
+
+async function lock(tx: Queryable) {
+  await tx.query(sql`select pg_advisory_xact_lock(${LOCK_KEY})`);
+  await tx.exec(`create table if not exists schema_migrations (
+    name text primary key,
+    checksum text not null,
+    applied_at timestamptz not null default now()
+  )`);
+}
+
+export async function migrate(db: Db, migrations: Migration[], log: Logger): Promise<{ applied: string[] }> {
+  const applied: string[] = [];
+  const known = new Set(migrations.map((m) => m.name));
+  await db.transaction(async (tx) => {
+    await lock(tx);
+    const rows = await tx.query<{ name: string }>(sql`select name from schema_migrations order by name`);
+    const unknown = rows.map((r) => r.name).filter((n) => !known.has(n));
+    if (unknown.length) {
+      throw new MigrationError(
+        `the database has migrations this version does not know (${unknown.join(', ')}): it was upgraded by a newer version; migrations only go forward — restore a dump or run the newer version`,
+      );
+    }
+  });
+  for (const m of migrations) {
+    await db.transaction(async (tx) => {
+      await lock(tx);
+      const [row] = await tx.query<{ checksum: string }>(sql`select checksum from schema_migrations where name = ${m.name}`);
+      if (row) {
+        if (row.checksum !== m.checksum) {
+          throw new MigrationError(
+            `migration ${m.name} was edited after it was applied (recorded checksum ${row.checksum.slice(0, 12)}…, file ${m.checksum.slice(0, 12)}…); add a new migration instead of editing an applied one`,
+          );
+        }
+        return;
+      }
+      log.info('applying migration', { name: m.name });
+      try {
+        await tx.exec(m.text);
+      } catch (err) {
+        throw new MigrationError(`migration ${m.name} failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      await tx.query(sql`insert into schema_migrations (name, checksum) values (${m.name}, ${m.checksum})`);
+      applied.push(m.name);
+    });
+  }
+  log.info('migrations up to date', { total: migrations.length, applied: applied.length });
+  return { applied };
+}
+
+/** The idempotent seed (spec: Upgrade step 2), under the same lock so replicas do not race. */
+export async function seed(db: Db, text: string, log: Logger): Promise<void> {
+  await db.transaction(async (tx) => {
+    await lock(tx);
+    await tx.exec(text);
+  });
+  log.info('seed applied');
+}

@@ -1,0 +1,60 @@
+// The database port (DESIGN §2): one small interface above PGlite, postgres.js and Neon, so every
+// query and migration runs unchanged on all three. SQL stays SQL: a tagged template collects values
+// as $n parameters, and a nested sql`` fragment is spliced in with its parameters renumbered.
+export type Row = Record<string, unknown>;
+
+export class Sql {
+  constructor(
+    readonly strings: readonly string[],
+    readonly values: readonly unknown[],
+  ) {}
+
+  /** Flatten into text with $1…$n and the matching parameter list. */
+  compile(): { text: string; params: unknown[] } {
+    const params: unknown[] = [];
+    const walk = (q: Sql): string => {
+      let text = q.strings[0];
+      q.values.forEach((value, i) => {
+        if (value instanceof Sql) text += walk(value);
+        else {
+          params.push(value);
+          text += `$${params.length}`;
+        }
+        text += q.strings[i + 1];
+      });
+      return text;
+    };
+    return { text: walk(this), params };
+  }
+}
+
+export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
+  return new Sql(strings, values);
+}
+
+/** Trusted SQL text (identifiers chosen by our code, never by a request). */
+sql.raw = (text: string): Sql => new Sql([text], []);
+
+/** Join fragments with a separator, e.g. a list of values or conditions. */
+sql.join = (parts: Sql[], separator: string): Sql => {
+  if (parts.length === 0) return sql.raw('');
+  const strings = ['', ...parts.slice(1).map(() => separator), ''];
+  return new Sql(strings, parts);
+};
+
+export interface Queryable {
+  query<T = Row>(q: Sql): Promise<T[]>;
+  /** Several statements without parameters (migrations, the seed). */
+  exec(text: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly driver: 'pglite' | 'postgres' | 'neon';
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Subscribe to NOTIFY on a channel; returns the unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  notify(channel: string, payload: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const quoteIdent = (name: string) => '"' + name.replace(/"/g, '""') + '"';

@@ -1,0 +1,129 @@
+// The API process: config → database (with retry) → migrations → seed → scheduler → HTTP.
+// Nothing listens until migrations and the seed succeeded, so /health is never ok on a broken schema.
+// `node dist/server.mjs`           serve
+// `node dist/server.mjs migrate`   apply migrations and the seed, then exit
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServerAdapter } from '@whatwg-node/server';
+import { VERSION } from '../protocol/version.ts';
+import { createApp } from './app.ts';
+import { retentionJobs } from './jobs/retention.ts';
+import { Scheduler } from './jobs/scheduler.ts';
+import { ConfigError, loadConfig } from './lib/config.ts';
+import type { Config } from './lib/config.ts';
+import { connectWithRetry } from './lib/db/index.ts';
+import type { Db } from './lib/db/index.ts';
+import { loadMigrations, migrate, seed } from './lib/db/migrate.ts';
+import { createLogger } from './lib/log.ts';
+import type { Logger } from './lib/log.ts';
+
+export function migrationsDir(config: Config): string {
+  return resolve(config.MIGRATIONS_DIR ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'sql'));
+}
+
+async function prepareDatabase(config: Config, log: Logger): Promise<Db> {
+  const db = await connectWithRetry(config, log);
+  try {
+    const dir = migrationsDir(config);
+    await migrate(db, loadMigrations(dir), log);
+    await seed(db, readFileSync(join(dir, 'seed.sql'), 'utf8'), log);
+    return db;
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+}
+
+async function serve(config: Config, log: Logger): Promise<void> {
+  const db = await prepareDatabase(config, log);
+  const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
+  for (const job of retentionJobs(config)) scheduler.register(job);
+  if (config.JOBS_ENABLED) scheduler.start();
+  else log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
+
+  const fetch = createApp({ config, db, log, scheduler });
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const adapter = createServerAdapter(async (request: Request) => {
+    inFlight++;
+    try {
+      return await fetch(request);
+    } finally {
+      if (--inFlight === 0) drained?.();
+    }
+  });
+  const server = createServer(adapter);
+  server.keepAliveTimeout = 5_000;
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 60_000;
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(config.PORT, config.HOST, () => ok());
+  });
+  const { port } = server.address() as AddressInfo;
+  log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, version: VERSION, port });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const graceMs = config.SHUTDOWN_TIMEOUT_SECONDS * 1000;
+    log.info('shutting down', { signal, inFlight });
+    server.close(); // stop accepting; in-flight requests continue
+    server.closeIdleConnections();
+    const idle = setInterval(() => server.closeIdleConnections(), 100);
+    if (inFlight > 0) {
+      await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => setTimeout(r, graceMs))]);
+    }
+    clearInterval(idle);
+    server.closeAllConnections();
+    await scheduler.stop(graceMs);
+    await db.close().catch((err) => log.error('closing the database failed', { error: err }));
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+async function main(argv: string[]): Promise<number> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`svc: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const log = createLogger(config.LOG_LEVEL);
+  const command = argv[0] ?? 'serve';
+  try {
+    if (command === 'serve') {
+      await serve(config, log);
+      return -1; // keep running
+    }
+    if (command === 'migrate') {
+      const db = await prepareDatabase(config, log);
+      await db.close();
+      return 0;
+    }
+    if (command === 'version' || command === '--version') {
+      process.stdout.write(`${VERSION}\n`);
+      return 0;
+    }
+    process.stderr.write(`usage: server.mjs [serve|migrate|version]\nunknown command: ${command}\n`);
+    return 2;
+  } catch (err) {
+    log.error('start failed', { error: err instanceof Error ? err.message : String(err) });
+    return 1;
+  }
+}
+
+main(process.argv.slice(2)).then((code) => {
+  if (code >= 0) process.exit(code);
+});

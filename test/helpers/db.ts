@@ -1,0 +1,79 @@
+// Test databases: a fresh PGlite data dir (copied from a template, so no initdb per test) or a fresh
+// database on the real PostgreSQL server named by TEST_DATABASE_URL. SVC_TEST_DB picks the driver.
+import { randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import postgres from 'postgres';
+import { openPglite } from '../../functions/lib/db/pglite.ts';
+import { openPostgres } from '../../functions/lib/db/postgres.ts';
+import type { Db } from '../../functions/lib/db/port.ts';
+
+export const TEST_DB = (process.env.SVC_TEST_DB ?? 'pglite') as 'pglite' | 'postgres';
+export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const ROOT = resolve(import.meta.dirname, '..', '..');
+export const TMP = join(ROOT, '.tmp');
+const TEMPLATE = join(TMP, 'pglite-template');
+
+export function tempDir(prefix = 'svc-'): string {
+  mkdirSync(TMP, { recursive: true });
+  return mkdtempSync(join(TMP, prefix));
+}
+
+/** An initialised, empty PGlite data dir, made once and copied per use. */
+export async function pgliteDataDir(): Promise<string> {
+  if (!existsSync(join(TEMPLATE, 'PG_VERSION'))) {
+    const building = tempDir('template-');
+    const db = await openPglite(building);
+    await db.close();
+    try {
+      renameSync(building, TEMPLATE);
+    } catch {
+      rmSync(building, { recursive: true, force: true }); // another test process made it first
+    }
+  }
+  const dir = tempDir('pglite-');
+  cpSync(TEMPLATE, dir, { recursive: true });
+  return dir;
+}
+
+/** A new, empty database on the PostgreSQL server; drop() removes it. */
+export async function freshPostgres(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = `svc_t_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: async () => {
+      const a = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+      await a.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
+      await a.end();
+    },
+  };
+}
+
+/** The domain code's Db port over a fresh database of the selected driver. */
+export async function openTestDb(): Promise<{ db: Db; cleanup: () => Promise<void> }> {
+  if (TEST_DB === 'postgres') {
+    const pg = await freshPostgres();
+    const db = await openPostgres(pg.url, 5);
+    return { db, cleanup: async () => (await db.close(), await pg.drop()) };
+  }
+  const dir = await pgliteDataDir();
+  const db = await openPglite(dir);
+  return { db, cleanup: async () => (await db.close(), rmSync(dir, { recursive: true, force: true })) };
+}
+
+/** Server environment pointing at a fresh database of the selected driver. */
+export async function serverDbEnv(): Promise<{ env: Record<string, string>; cleanup: () => Promise<void> }> {
+  if (TEST_DB === 'postgres') {
+    const pg = await freshPostgres();
+    return { env: { DATABASE_URL: pg.url }, cleanup: pg.drop };
+  }
+  const dir = await pgliteDataDir();
+  return { env: { PGLITE_DATA_DIR: dir }, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+}

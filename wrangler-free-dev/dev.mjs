@@ -1,0 +1,49 @@
+// Local dev server without Cloudflare tooling: rebuild on change (esbuild watch) and restart
+// dist/server.mjs after each server build. Usage: npm run dev
+import { spawn } from 'node:child_process';
+import { watch } from 'node:fs';
+import * as esbuild from 'esbuild';
+import { builds, copyStatic } from '../esbuild.config.mjs';
+
+let child;
+let restartTimer;
+function restart() {
+  clearTimeout(restartTimer);
+  restartTimer = setTimeout(() => {
+    const start = () => {
+      child = spawn(process.execPath, ['--enable-source-maps', 'dist/server.mjs'], { stdio: 'inherit', env: process.env });
+    };
+    if (child && child.exitCode === null) {
+      child.once('exit', start);
+      child.kill('SIGTERM');
+    } else start();
+  }, 100);
+}
+
+const onEnd = (name, after) => ({
+  name,
+  setup(build) {
+    build.onEnd((result) => {
+      if (result.errors.length) return console.error(`[dev] ${name}: build failed, keeping the previous version`);
+      console.log(`[dev] ${name} rebuilt`);
+      after?.();
+    });
+  },
+});
+
+const contexts = await Promise.all(
+  builds.map((b, i) =>
+    esbuild.context({ logLevel: 'warning', ...b, plugins: [onEnd(b.outfile, i === 0 ? restart : undefined)] }),
+  ),
+);
+copyStatic();
+watch('web-static', () => copyStatic());
+await Promise.all(contexts.map((c) => c.watch()));
+
+const stop = async () => {
+  await Promise.all(contexts.map((c) => c.dispose()));
+  child?.kill('SIGTERM');
+  process.exit(0);
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
