@@ -38,6 +38,18 @@ async function prepareDatabase(config: Config, log: Logger): Promise<Db> {
 }
 
 async function serve(config: Config, log: Logger): Promise<void> {
+  // Signals first: a SIGTERM while connecting or migrating exits at once (the migration's transaction
+  // rolls back); once serving, it drains. Installed before "listening" is logged, so no window where
+  // the default action kills the process.
+  let shutdown: ((signal: string) => Promise<void>) | undefined;
+  const onSignal = (signal: string) => {
+    if (shutdown) return void shutdown(signal);
+    log.info('stopped during start-up', { signal });
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+
   const db = await prepareDatabase(config, log);
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
   for (const job of retentionJobs(config)) scheduler.register(job);
@@ -63,11 +75,8 @@ async function serve(config: Config, log: Logger): Promise<void> {
     server.once('error', fail);
     server.listen(config.PORT, config.HOST, () => ok());
   });
-  const { port } = server.address() as AddressInfo;
-  log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, version: VERSION, port });
-
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     const graceMs = config.SHUTDOWN_TIMEOUT_SECONDS * 1000;
@@ -85,8 +94,8 @@ async function serve(config: Config, log: Logger): Promise<void> {
     log.info('stopped');
     process.exit(0);
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  const { port } = server.address() as AddressInfo;
+  log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, version: VERSION, port });
 }
 
 async function main(argv: string[]): Promise<number> {

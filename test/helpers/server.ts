@@ -21,6 +21,8 @@ export interface StartOptions {
   dbEnv?: Record<string, string>;
   /** Resolve once the process exits instead of waiting for it to listen. */
   expectExit?: boolean;
+  /** Resolve once the output matches this instead of waiting for it to listen (port is then 0). */
+  waitFor?: RegExp;
   timeoutMs?: number;
 }
 
@@ -45,6 +47,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   const listening = new Promise<number>((ok, fail) => {
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
+      if (opts.waitFor?.test(out)) return ok(0);
       const m = /listening .*port=(\d+)/.exec(out);
       if (m) ok(Number(m[1]));
     };
@@ -68,7 +71,7 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
   }
   try {
     const port = await listening;
-    return { ...base, url: `http://127.0.0.1:${port}`, port };
+    return { ...base, url: port ? `http://127.0.0.1:${port}` : '', port };
   } catch (err) {
     await cleanup();
     throw err;

@@ -42,6 +42,9 @@ sql.join = (parts: Sql[], separator: string): Sql => {
   return new Sql(strings, parts);
 };
 
+// JSON parameters: pass the object itself with a ::jsonb cast (sql`${obj}::jsonb`). Every driver
+// serializes objects for json/jsonb parameters; a pre-stringified value would be stored as a JSON string.
+
 export interface Queryable {
   query<T = Row>(q: Sql): Promise<T[]>;
   /** Several statements without parameters (migrations, the seed). */

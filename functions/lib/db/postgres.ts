@@ -9,7 +9,8 @@ function wrap(conn: postgres.Sql | postgres.TransactionSql): Queryable {
   return {
     async query<T>(q: Sql) {
       const { text, params } = q.compile();
-      return (await conn.unsafe(text, params as postgres.ParameterOrJSON<never>[])) as unknown as T[];
+      // A plain array: postgres.js decorates its result list with count/command/columns.
+      return [...(await conn.unsafe(text, params as postgres.ParameterOrJSON<never>[]))] as T[];
     },
     async exec(text: string) {
       await conn.unsafe(text).simple();
