@@ -22,7 +22,7 @@ create table model_prices (
 -- across replicas; a running row whose lease expired is taken over by another replica.
 create table job_runs (
   job text not null,
-  scheduled_for timestamptz not null,
+  scheduled_for timestamptz(3) not null, -- ms precision: the key round-trips through JS Dates
   status text not null check (status in ('running', 'ok', 'failed')),
   attempt integer not null default 1,
   lease_owner text,

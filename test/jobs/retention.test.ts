@@ -1,0 +1,86 @@
+// Retention jobs delete by age per the spec's table (runs on PGlite and PostgreSQL).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { retentionJobs } from '../../functions/jobs/retention.ts';
+import { Scheduler } from '../../functions/jobs/scheduler.ts';
+import { loadConfig } from '../../functions/lib/config.ts';
+import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
+import { sql } from '../../functions/lib/db/port.ts';
+import type { Db } from '../../functions/lib/db/port.ts';
+import { createLogger } from '../../functions/lib/log.ts';
+import { ROOT, openTestDb } from '../helpers/db.ts';
+
+const quiet = createLogger('error');
+let db: Db;
+let cleanup: () => Promise<void>;
+test.before(async () => {
+  ({ db, cleanup } = await openTestDb());
+  await migrate(db, loadMigrations(`${ROOT}/sql`), quiet);
+});
+test.after(async () => cleanup?.());
+
+async function insertAged(table: string, label: string, daysAgo: number) {
+  const at = sql`now() - make_interval(days => ${daysAgo})`;
+  if (table === 'activity_items') await db.query(sql`insert into activity_items (kind, data, created_at) values (${label}, '{}', ${at})`);
+  if (table === 'outbound_deliveries')
+    await db.query(sql`insert into outbound_deliveries (id, webhook_id, event_type, created_at) values (${label}, 'w', 'webhook.test', ${at})`);
+  if (table === 'inbound_deliveries')
+    await db.query(sql`insert into inbound_deliveries (id, trigger_id, delivery_id, status, created_at) values (${label}, 't', ${label}, 'accepted', ${at})`);
+  if (table === 'codehost_deliveries') await db.query(sql`insert into codehost_deliveries (id, event, created_at) values (${label}, 'push', ${at})`);
+}
+
+const labels = async (table: string) =>
+  (await db.query<{ l: string }>(sql`select ${sql.raw(table === 'activity_items' ? 'kind' : 'id')} as l from ${sql.raw(table)} order by 1`)).map((r) => r.l);
+
+test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, deliveries 30 d, code-host 14 d', async () => {
+  const config = loadConfig({ ACTIVITY_RETENTION_DAYS: '10' });
+  const cases: [string, number][] = [
+    ['activity_items', 10],
+    ['outbound_deliveries', 30],
+    ['inbound_deliveries', 30],
+    ['codehost_deliveries', 14],
+  ];
+  for (const [table, days] of cases) {
+    await insertAged(table, `${table}-old`, days + 1);
+    await insertAged(table, `${table}-edge`, days - 1);
+    await insertAged(table, `${table}-new`, 0);
+  }
+  const s = new Scheduler(db, quiet, 60);
+  for (const job of retentionJobs(config)) s.register(job);
+  for (const job of s.definitions()) assert.ok(await s.runNow(job.name));
+  await s.settled();
+  for (const [table] of cases) assert.equal(await labels(table), [`${table}-edge`, `${table}-new`], table);
+  const results = await db.query<{ job: string; status: string; result: Record<string, number> }>(sql`select job, status, result from job_runs order by job`);
+  assert.equal(
+    results.map((r) => [r.job, r.status, r.result]),
+    [
+      ['retention.activity', 'ok', { deleted: 1 }],
+      ['retention.codehost_deliveries', 'ok', { deleted: 1 }],
+      ['retention.deliveries', 'ok', { outbound: 1, inbound: 1 }],
+    ],
+  );
+});
+
+test('the system jobs carry the spec times by default', () => {
+  const jobs = retentionJobs(loadConfig({}));
+  assert.equal(
+    jobs.map((j) => [j.name, j.cron]),
+    [
+      ['retention.activity', '30 4 * * *'],
+      ['retention.deliveries', '45 4 * * *'],
+      ['retention.codehost_deliveries', '50 4 * * *'],
+    ],
+  );
+});
+
+test('a large backlog is deleted in batches, all of it', async () => {
+  await db.query(sql`insert into activity_items (kind, created_at) select 'bulk', now() - interval '400 days' from generate_series(1, 12000)`);
+  const s = new Scheduler(db, quiet, 60);
+  for (const job of retentionJobs(loadConfig({}))) s.register(job);
+  await s.runNow('retention.activity');
+  await s.settled();
+  const [{ c }] = await db.query<{ c: number }>(sql`select count(*)::int as c from activity_items where kind = 'bulk'`);
+  assert.is(c, 0);
+});
+
+test.run();
