@@ -57,17 +57,20 @@ async function serve(config: Config, log: Logger): Promise<void> {
   else log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
 
   const fetch = createApp({ config, db, log, scheduler });
+  const server = createServer(createServerAdapter((request: Request) => fetch(request)));
+  // In-flight = requests Node has accepted and not finished answering, counted where Node sees them
+  // (the adapter may not have called the handler yet while a body is still arriving).
   let inFlight = 0;
   let drained: (() => void) | undefined;
-  const adapter = createServerAdapter(async (request: Request) => {
+  server.on('request', (req, res) => {
     inFlight++;
-    try {
-      return await fetch(request);
-    } finally {
+    const started = performance.now();
+    log.debug('request', { method: req.method, path: req.url?.split('?')[0] });
+    res.once('close', () => {
+      log.debug('response', { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Math.round(performance.now() - started) });
       if (--inFlight === 0) drained?.();
-    }
+    });
   });
-  const server = createServer(adapter);
   server.keepAliveTimeout = 5_000;
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;

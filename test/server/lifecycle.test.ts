@@ -1,0 +1,102 @@
+// Process lifecycle: graceful SIGTERM, and a database that is down when the server starts.
+import { request as httpRequest } from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ADMIN_URL, TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { startServer } from '../helpers/server.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('SIGTERM: an in-flight request finishes, new connections are refused, exit 0', async () => {
+  const s = await startServer({ env: { LOG_LEVEL: 'debug' } });
+  try {
+    // Start a PUT whose body arrives slowly, so it is in flight when SIGTERM lands.
+    const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(`${s.url}/api/prices/slow-model`, { method: 'PUT', headers: { 'content-type': 'application/json' } }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      });
+      req.on('error', reject);
+      req.write('{"inputUsdPerMTok": 1,');
+      setTimeout(() => req.end('"outputUsdPerMTok": 2}'), 1000);
+    });
+    for (let i = 0; i < 100 && !/DEBUG request method=PUT path=\/api\/prices\/slow-model/.test(s.output()); i++) await sleep(20);
+    s.proc.kill('SIGTERM');
+    await sleep(300);
+    const refused = await fetch(`${s.url}/health`).then(
+      () => false,
+      () => true,
+    );
+    assert.ok(refused, 'no new connections after SIGTERM');
+    const done = await response;
+    assert.is(done.status, 200);
+    assert.is(JSON.parse(done.body).model, 'slow-model');
+    assert.is(await s.exited, 0);
+    assert.match(s.output(), /shutting down signal=SIGTERM inFlight=1/);
+    assert.match(s.output(), /stopped/);
+  } finally {
+    await s.cleanup();
+  }
+});
+
+if (TEST_DB === 'postgres') {
+  /** A port with nothing behind it yet; later a TCP relay to the real PostgreSQL appears on it. */
+  async function freePort(): Promise<number> {
+    const srv = net.createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => srv.once('listening', r));
+    const { port } = srv.address() as AddressInfo;
+    await new Promise((r) => srv.close(r));
+    return port;
+  }
+
+  function relay(port: number, target: URL) {
+    const srv = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      client.pipe(upstream).pipe(client);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+    });
+    return new Promise<net.Server>((r) => srv.listen(port, '127.0.0.1', () => r(srv)));
+  }
+
+  test('database down at start: retries with a clear log (no password), then serves when it appears', async () => {
+    const pg = await freshPostgres();
+    const port = await freePort();
+    const url = new URL(pg.url);
+    url.password = 'VerySecretPw42';
+    url.port = String(port);
+    let relayServer: net.Server | undefined;
+    const s = await startServer({ dbEnv: { DATABASE_URL: url.toString(), DATABASE_CONNECT_TIMEOUT_SECONDS: '60' }, waitFor: /database unreachable, retrying .*attempt=2/ });
+    try {
+      assert.match(s.output(), /WARN database unreachable, retrying driver=postgres target="postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/svc_t_\w+" attempt=1 retryInSeconds=1/);
+      relayServer = await relay(port, new URL(ADMIN_URL));
+      for (let i = 0; i < 100 && !/listening/.test(s.output()); i++) await sleep(100);
+      assert.match(s.output(), /database connected/);
+      const port2 = /listening .*port=(\d+)/.exec(s.output())![1];
+      assert.is((await fetch(`http://127.0.0.1:${port2}/health`)).status, 200);
+      assert.not.ok(s.output().includes('VerySecretPw42'), 'password never logged');
+      assert.is(await s.stop(), 0);
+    } finally {
+      await s.cleanup();
+      relayServer?.close();
+      await pg.drop();
+    }
+  });
+
+  test('database never comes up: a final message and exit 1 after DATABASE_CONNECT_TIMEOUT_SECONDS', async () => {
+    const port = await freePort();
+    const s = await startServer({
+      dbEnv: { DATABASE_URL: `postgres://postgres:pw@127.0.0.1:${port}/nowhere`, DATABASE_CONNECT_TIMEOUT_SECONDS: '3' },
+      expectExit: true,
+    });
+    assert.is(await s.exited, 1);
+    assert.match(s.output(), /database unreachable, retrying/);
+    assert.match(s.output(), /start failed error="cannot open the database \(postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/nowhere\) after \d attempt/);
+    assert.not.match(s.output(), /listening/);
+  });
+}
+
+test.run();
