@@ -45,10 +45,10 @@ export const builds = [
   },
 ];
 
+/** Every file of web-static/ that esbuild does not compile (HTML, CSS, icons) goes to dist/web as is. */
 export function copyStatic() {
   mkdirSync('dist/web', { recursive: true });
-  cpSync('web-static/index.html', 'dist/web/index.html');
-  cpSync('web-static/app.css', 'dist/web/app.css');
+  cpSync('web-static', 'dist/web', { recursive: true, filter: (src) => !/\.tsx?$/.test(src) });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,0 +1,51 @@
+import { Cron } from 'croner';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+
+let server: RunningServer;
+test.before(async () => {
+  server = await startServer({ env: { ACTIVITY_RETENTION_DAYS: '90' } });
+});
+test.after(async () => server?.cleanup());
+
+test('GET /api/schedules lists the system jobs with their next run and no last run yet', async () => {
+  const res = await fetch(`${server.url}/api/schedules`);
+  assert.is(res.status, 200);
+  const { jobs } = await res.json();
+  assert.equal(jobs.map((j: { name: string }) => j.name), ['retention.activity', 'retention.deliveries', 'retention.codehost_deliveries']);
+  for (const j of jobs) {
+    assert.is(j.kind, 'system');
+    assert.is(j.lastRun, null);
+    const expected = new Cron(j.cron, { paused: true, timezone: 'UTC' }).nextRun()!.toISOString();
+    assert.is(j.nextRunAt, expected, j.name);
+  }
+  assert.match(jobs[0].description, /90 days/);
+});
+
+test('POST /api/schedules/:name/run → 202; the result shows up as the last run', async () => {
+  const res = await fetch(`${server.url}/api/schedules/retention.deliveries/run`, { method: 'POST' });
+  assert.is(res.status, 202);
+  const body = await res.json();
+  assert.is(body.started, true);
+  let job;
+  for (let i = 0; i < 50; i++) {
+    job = (await (await fetch(`${server.url}/api/schedules`)).json()).jobs.find((j: { name: string }) => j.name === 'retention.deliveries');
+    if (job.lastRun?.status === 'ok') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.is(job.lastRun.status, 'ok');
+  assert.is(job.lastRun.scheduledFor, body.scheduledFor);
+  assert.equal(job.lastRun.result, { outbound: 0, inbound: 0 });
+});
+
+test('unknown job → 404; malformed name → 400', async () => {
+  const missing = await fetch(`${server.url}/api/schedules/no.such.job/run`, { method: 'POST' });
+  assert.is(missing.status, 404);
+  const bad = await fetch(`${server.url}/api/schedules/${'x'.repeat(100)}/run`, { method: 'POST' });
+  assert.is(bad.status, 400);
+  assert.ok((await bad.json()).error.fields.name);
+});
+
+test.run();
