@@ -25,7 +25,7 @@ test('the Schedules page lists every system job with schedule, next and last run
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
   await page.goto(server.url + '/');
   await page.waitForSelector('tr[data-job]');
-  const rows = await page.$$eval('tr[data-job]', (trs) => trs.map((tr) => [tr.getAttribute('data-job'), tr.textContent ?? '']));
+  const rows = await page.$$eval('tr[data-job]', (trs) => trs.map((tr) => [tr.getAttribute('data-job') ?? '', tr.textContent ?? '']));
   assert.equal(rows.map((r) => r[0]), ['retention.activity', 'retention.deliveries', 'retention.codehost_deliveries']);
   assert.match(rows[0][1], /30 4 \* \* \*/);
   assert.match(rows[0][1], /ok/);
