@@ -1,0 +1,241 @@
+#!/usr/bin/env node
+// Cold start: time from spawning `node dist/server.mjs` to its first 200 from GET /health, as a ratio
+// to a bare Node start (`node -e "require('http').createServer(…).listen(…)"`) measured in the same run.
+//
+//   npm run build && node bench/coldstart.mjs [--runs 3] [--poll-ms 20] [--database-url postgres://…]
+//
+// Rows (each the median of --runs; the scenarios are interleaved run by run to spread drift):
+//   bare node          node -e http server, until its first response
+//   pglite new         a brand-new PGlite data dir (initdb + migrations + seed)
+//   pglite second      the same data dir again (migrations already applied)
+//   postgres new       a brand-new database on --database-url's server (CREATE DATABASE svc_bench_<hex>)
+//   postgres second    the same database again; the database is dropped after the run
+// The PostgreSQL rows are skipped (and the output says so) when the server does not answer.
+// The port is picked free beforehand and GET /health is polled every --poll-ms from the spawn on, so
+// the figures have a resolution of about one poll interval. Every child is stopped at the end.
+// Output: progress on stderr, a table on stdout, then one JSON line with all figures.
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import postgres from 'postgres';
+import {
+  SERVER,
+  alive,
+  captureOutput,
+  distHash,
+  fmt,
+  freePort,
+  get,
+  installGuards,
+  killAll,
+  machine,
+  median,
+  onCleanup,
+  problemLines,
+  removeTempDir,
+  requireBuild,
+  round,
+  serverEnv,
+  spawnTracked,
+  stopChild,
+  table,
+  tempDir,
+} from './lib.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '3' },
+    'poll-ms': { type: 'string', default: '20' },
+    'timeout-seconds': { type: 'string', default: '120' },
+    'database-url': { type: 'string', default: process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test' },
+  },
+  strict: true,
+});
+const RUNS = whole('runs');
+const POLL_MS = whole('poll-ms');
+const TIMEOUT_MS = whole('timeout-seconds') * 1000;
+const ADMIN_URL = opts['database-url'];
+
+function whole(name) {
+  const n = Number(opts[name]);
+  if (!Number.isInteger(n) || n < 1) {
+    process.stderr.write(`--${name} must be a whole number ≥ 1 (got ${opts[name]})\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const log = (m) => process.stderr.write(`[bench:coldstart] ${m}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const BARE_CODE = "require('http').createServer((q,s)=>s.end('ok')).listen(+process.env.PORT,'127.0.0.1')";
+
+function redact(url) {
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
+}
+
+/**
+ * Spawn, then poll GET /health every POLL_MS until a 200 with the expected body; returns the elapsed
+ * ms since just before spawn() and the running child (the caller stops it).
+ */
+async function timeToFirst200(args, env, expectBody) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/health`;
+  const t0 = performance.now();
+  const child = captureOutput(spawnTracked(process.execPath, args, { env: { ...env, PORT: String(port) } }));
+  const deadline = t0 + TIMEOUT_MS;
+  for (;;) {
+    if (!alive(child)) throw new Error(`${args.join(' ')} exited (${child.exitCode ?? child.signalCode}) before answering:\n${child.log}`);
+    try {
+      const res = await get(url, 1_000);
+      if (res.status === 200) {
+        const ms = performance.now() - t0;
+        if (!expectBody(res.body)) throw new Error(`unexpected answer on ${url} (another process on the port?): ${res.body}`);
+        return { ms, child };
+      }
+    } catch (err) {
+      if (err.message.startsWith('unexpected answer')) throw err;
+      // not listening yet (ECONNREFUSED) — poll again
+    }
+    if (performance.now() > deadline) throw new Error(`no 200 from ${url} within ${TIMEOUT_MS} ms:\n${child.log}`);
+    await sleep(POLL_MS);
+  }
+}
+
+const svcAnswer = (body) => {
+  try {
+    return JSON.parse(body).status === 'ok';
+  } catch {
+    return false;
+  }
+};
+
+/** One svc start to first 200, then a graceful stop; returns ms, exit code and WARN/ERROR lines. */
+async function svcStart(env) {
+  const { ms, child } = await timeToFirst200([SERVER], serverEnv(env), svcAnswer);
+  const exit = await stopChild(child);
+  return { ms, exit, problems: problemLines(child.log) };
+}
+
+async function postgresReachable() {
+  const sql = postgres(ADMIN_URL, { max: 1, connect_timeout: 3, onnotice: () => {} });
+  try {
+    await sql`select 1`;
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, reason: err.message };
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
+  }
+}
+
+async function createDatabase() {
+  const name = `svc_bench_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  let dropping; // one drop, whether from the normal path or an interrupt; later callers await it
+  const drop = () =>
+    (dropping ??= (async () => {
+      const a = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+      try {
+        await a.unsafe(`drop database if exists ${name} with (force)`);
+      } finally {
+        await a.end();
+      }
+    })());
+  const forget = onCleanup(drop);
+  return { name, url: url.toString(), drop: async () => (await drop(), forget()) };
+}
+
+async function main() {
+  requireBuild();
+  const m = machine(); // at the start: the commit and build the figures belong to
+  installGuards(60 + RUNS * (30 + 4 * (TIMEOUT_MS / 1000 + 20)));
+  const pg = await postgresReachable();
+  if (!pg.ok) log(`PostgreSQL at ${redact(ADMIN_URL)} not reachable (${pg.reason}): the postgres rows are skipped`);
+
+  const rows = ['bare node', 'pglite new', 'pglite second', ...(pg.ok ? ['postgres new', 'postgres second'] : [])];
+  const results = Object.fromEntries(rows.map((r) => [r, []]));
+  const exits = [];
+  const problems = [];
+  const record = (row, r) => {
+    results[row].push(r.ms);
+    if (r.exit !== undefined && r.exit !== 0) exits.push({ row, exit: r.exit });
+    for (const line of r.problems ?? []) problems.push(`[${row}] ${line}`);
+    log(`${row.padEnd(15)} ${fmt(r.ms, 0)} ms${r.exit !== undefined ? `  (exit on SIGTERM: ${r.exit})` : ''}`);
+  };
+
+  try {
+    for (let run = 1; run <= RUNS; run++) {
+      log(`run ${run}/${RUNS}`);
+      const bare = await timeToFirst200(['-e', BARE_CODE], serverEnv({}), (b) => b === 'ok');
+      await stopChild(bare.child, 2_000);
+      record('bare node', { ms: bare.ms });
+
+      const dir = tempDir('svc-bench-coldstart-');
+      try {
+        const dataDir = join(dir, 'pglite'); // does not exist yet: the server creates it and runs initdb
+        record('pglite new', await svcStart({ PGLITE_DATA_DIR: dataDir }));
+        record('pglite second', await svcStart({ PGLITE_DATA_DIR: dataDir }));
+      } finally {
+        removeTempDir(dir);
+      }
+
+      if (pg.ok) {
+        const db = await createDatabase();
+        try {
+          record('postgres new', await svcStart({ DATABASE_URL: db.url }));
+          record('postgres second', await svcStart({ DATABASE_URL: db.url }));
+        } finally {
+          await db.drop();
+        }
+      }
+    }
+  } finally {
+    killAll();
+  }
+
+  const bareMs = median(results['bare node']);
+  const summary = rows.map((row) => {
+    const ms = median(results[row]);
+    return { row, medianMs: round(ms, 1), ratio: round(ms / bareMs, 2), runsMs: results[row].map((x) => round(x, 1)) };
+  });
+  const distChanged = distHash() !== m.dist;
+  const loadEnd = round(os.loadavg()[0], 2);
+  console.log(`cold start to first 200 from GET /health, median of ${RUNS} run(s), poll every ${POLL_MS} ms`);
+  console.log(`machine: nproc=${m.nproc} node=${m.node} ${m.cpu}; commit ${m.commit}, dist/server.mjs ${m.dist}; load average ${m.loadavg1} at start, ${loadEnd} at end`);
+  if (distChanged) console.log('WARNING: dist/server.mjs changed during the run (rebuilt by someone else); the figures mix two builds');
+  if (!pg.ok) console.log(`PostgreSQL not reachable at ${redact(ADMIN_URL)} (${pg.reason}): postgres rows skipped`);
+  console.log(
+    table([
+      ['start', 'median ms', 'x bare node', 'runs (ms)'],
+      ...summary.map((s) => [s.row, fmt(s.medianMs, 0), fmt(s.ratio, 2), s.runsMs.map((x) => Math.round(x)).join(' ')]),
+    ]),
+  );
+  console.log(`svc log: ${problems.length} WARN/ERROR line(s); non-zero exits on SIGTERM: ${exits.length}`);
+  for (const line of problems.slice(0, 20)) console.log(`  ${line}`);
+  for (const e of exits) console.log(`  ${e.row}: exit ${e.exit}`);
+  console.log(
+    JSON.stringify({
+      bench: 'coldstart',
+      command: ['node', 'bench/coldstart.mjs', ...process.argv.slice(2)].join(' '),
+      machine: m,
+      distChangedDuringRun: distChanged,
+      loadavg1End: loadEnd,
+      settings: { runs: RUNS, pollMs: POLL_MS, baseline: `node -e "${BARE_CODE}"` },
+      postgres: pg.ok ? { reachable: true, url: redact(ADMIN_URL) } : { reachable: false, url: redact(ADMIN_URL), reason: pg.reason },
+      results: summary,
+      svcLog: { problems, nonZeroExits: exits },
+    }),
+  );
+}
+
+await main();

@@ -1,0 +1,261 @@
+// Shared helpers of the benchmarks in bench/: child-process bookkeeping (every child is killed when the
+// benchmark ends, also on error or Ctrl-C), starting the real dist/server.mjs, statistics and output.
+// A benchmark is not a test: it prints figures (a short table, then one JSON line) and judges nothing.
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '..');
+export const SERVER = join(ROOT, 'dist', 'server.mjs');
+
+// ---- children -------------------------------------------------------------------------------------
+
+const children = new Set();
+const tempDirs = new Set();
+
+/** spawn() that remembers the child, so killAll() (run on exit, error and signals) can end it. */
+export function spawnTracked(command, args, options = {}) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  children.add(child);
+  child.exited = new Promise((r) =>
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      r(code ?? signal ?? -1);
+    }),
+  );
+  // A child that cannot be spawned emits 'error' and never 'exit'.
+  child.once('error', () => children.delete(child));
+  return child;
+}
+
+export function alive(child) {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+/** SIGTERM, then SIGKILL after graceMs. Resolves with the exit code or signal name. */
+export async function stopChild(child, graceMs = 15_000) {
+  if (!alive(child)) return child.exitCode ?? child.signalCode;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => alive(child) && child.kill('SIGKILL'), graceMs);
+  const result = await child.exited;
+  clearTimeout(timer);
+  return result;
+}
+
+/** Synchronous last resort: SIGKILL every child still running and remove temp dirs. */
+export function killAll() {
+  for (const child of children) {
+    try {
+      child.kill('SIGKILL');
+    } catch {}
+  }
+  children.clear();
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+const hooks = new Set();
+/** An async clean-up (e.g. dropping a database) also run when the benchmark is interrupted. */
+export function onCleanup(fn) {
+  hooks.add(fn);
+  return () => hooks.delete(fn);
+}
+
+let exiting = false;
+async function emergencyExit(code, message) {
+  process.stderr.write(message);
+  if (exiting) return; // the first call finishes the clean-up and exits
+  exiting = true;
+  killAll();
+  const pending = Promise.allSettled([...hooks].map((fn) => fn()));
+  await Promise.race([pending, new Promise((r) => setTimeout(r, 5_000))]);
+  process.exit(code);
+}
+
+let guarded = false;
+/** Kill every child on exit, on SIGINT/SIGTERM, on an uncaught error, and after a hard time limit. */
+export function installGuards(hardLimitSeconds) {
+  if (guarded) return;
+  guarded = true;
+  process.on('exit', killAll);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(sig, () => void emergencyExit(130, `\n${sig}: stopping children\n`));
+  }
+  process.on('uncaughtException', (err) => void emergencyExit(1, `bench failed: ${err?.stack ?? err}\n`));
+  process.on('unhandledRejection', (err) => void emergencyExit(1, `bench failed: ${err?.stack ?? err}\n`));
+  if (hardLimitSeconds) {
+    setTimeout(() => void emergencyExit(1, `bench exceeded its hard limit of ${hardLimitSeconds} s; stopping\n`), hardLimitSeconds * 1000).unref();
+  }
+}
+
+export function tempDir(prefix = 'svc-bench-') {
+  const dir = mkdtempSync(join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
+
+export function removeTempDir(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  tempDirs.delete(dir);
+}
+
+// ---- the server -----------------------------------------------------------------------------------
+
+export function requireBuild() {
+  if (!existsSync(SERVER)) {
+    process.stderr.write(`${SERVER} is missing: run \`npm run build\` first\n`);
+    process.exit(2);
+  }
+}
+
+/** The environment dist/server.mjs runs with in the benchmarks: loopback only, nothing inherited. */
+export function serverEnv(extra) {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    TZ: 'UTC',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    DATABASE_CONNECT_TIMEOUT_SECONDS: '5',
+    ...extra,
+  };
+}
+
+/** Capture a child's stdout+stderr into child.log (a string). */
+export function captureOutput(child) {
+  child.log = '';
+  const onData = (chunk) => (child.log += chunk.toString());
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return child;
+}
+
+/** Resolve with the port once the child printed `listening … port=<n>` (svc's log line). */
+export function waitForPort(child, timeoutMs = 60_000, pattern = /listening .*port=(\d+)/) {
+  return new Promise((ok, fail) => {
+    const check = () => {
+      const m = pattern.exec(child.log);
+      if (m) {
+        cleanup();
+        ok(Number(m[1]));
+      }
+    };
+    const onExit = (code) => (cleanup(), fail(new Error(`child exited (${code}) before listening:\n${child.log}`)));
+    const timer = setTimeout(() => (cleanup(), fail(new Error(`child did not listen within ${timeoutMs} ms:\n${child.log}`))), timeoutMs);
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.stdout?.off('data', check);
+      child.stderr?.off('data', check);
+      child.off('exit', onExit);
+    };
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    child.once('exit', onExit);
+    check();
+  });
+}
+
+/** A port that was free a moment ago on 127.0.0.1 (bind 0, read, close). */
+export function freePort() {
+  return new Promise((ok, fail) => {
+    const s = net.createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** One GET without keep-alive: { status, headers, body } or throws (e.g. ECONNREFUSED). */
+export function get(url, timeoutMs = 2_000) {
+  return new Promise((ok, fail) => {
+    const req = http.get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => ok({ status: res.statusCode, headers: res.headers, body }));
+      res.on('error', fail);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', fail);
+  });
+}
+
+/** Log lines of svc at WARN or ERROR level (its format: `<iso time> LEVEL msg key=value…`). */
+export function problemLines(log) {
+  return log.split('\n').filter((l) => /^\S+ (WARN|ERROR) /.test(l) || /\b(Error|Exception|uncaught|unhandled)\b/i.test(l));
+}
+
+// ---- statistics -----------------------------------------------------------------------------------
+
+export function median(values) {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!v.length) return NaN;
+  const mid = v.length >> 1;
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+/** Nearest-rank percentile of an ascending-sorted numeric array (p in 0..100). */
+export function percentile(sorted, p) {
+  if (!sorted.length) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+export function round(x, digits = 2) {
+  if (!Number.isFinite(x)) return null;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+// ---- output ---------------------------------------------------------------------------------------
+
+export function machine() {
+  return {
+    date: new Date().toISOString(),
+    nproc: typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length,
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    node: process.version,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    commit: gitCommit(),
+    dist: distHash(),
+    loadavg1: round(os.loadavg()[0], 2), // other work on the machine at the start of the run
+  };
+}
+
+/** Short sha256 of dist/server.mjs: the benchmarks compare it at start and end, as others may rebuild it. */
+export function distHash() {
+  try {
+    return createHash('sha256').update(readFileSync(SERVER)).digest('hex').slice(0, 12);
+  } catch {
+    return 'missing';
+  }
+}
+
+/** HEAD's short hash, with `+dirty` when the server's sources differ from it (dist/ is built from them). */
+function gitCommit() {
+  const git = (...args) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    const dirty = git('status', '--porcelain', '--', 'functions', 'protocol', 'sql', 'package.json', 'package-lock.json', 'esbuild.config.mjs');
+    return git('rev-parse', '--short', 'HEAD') + (dirty ? '+dirty' : '');
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** A plain-text table: rows are arrays of cells, the first row is the header. */
+export function table(rows) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i] ?? '').length)));
+  const line = (r) => r.map((c, i) => (i === 0 ? String(c ?? '').padEnd(widths[i]) : String(c ?? '').padStart(widths[i]))).join('  ');
+  return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+export function fmt(x, digits = 2) {
+  return Number.isFinite(x) ? x.toFixed(digits) : '—';
+}
