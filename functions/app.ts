@@ -1,39 +1,84 @@
-// The HTTP surface as one fetch handler: an itty-router table built from each area's routes, with
-// errors mapped to JSON in one place, 404 for unknown paths and 405 (with Allow) for a wrong method.
+// The HTTP surface as one fetch handler: an itty-router table built from each area's routes. For every
+// route the app authenticates, checks access, validates path, query and body with the route's zod
+// schemas, and maps errors to JSON in one place; 404 for unknown paths and 405 (with Allow) for a
+// wrong method.
 import { randomUUID } from 'node:crypto';
 import { Router } from 'itty-router';
+import { routes as auditRoutes } from './audit/routes.ts';
+import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
+import { routes as authRoutes } from './auth/routes.ts';
 import { routes as costRoutes } from './cost/routes.ts';
 import { routes as healthRoutes } from './health/routes.ts';
 import { routes as jobRoutes } from './jobs/routes.ts';
-import type { AppContext, Route, RouteRequest } from './lib/context.ts';
+import type { AppContext, Route, RouteInput } from './lib/context.ts';
 import { HttpError, errorResponse } from './lib/errors.ts';
+import { parseWith, readJson } from './lib/http.ts';
+import { routes as openapiRoutes } from './openapi.ts';
+import { routes as projectRoutes } from './projects/routes.ts';
+import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
 
-export const allRoutes: Route[] = [...healthRoutes, ...jobRoutes, ...costRoutes];
+export const allRoutes: Route[] = [
+  ...healthRoutes,
+  ...authRoutes,
+  ...projectRoutes,
+  ...settingsRoutes,
+  ...auditRoutes,
+  ...jobRoutes,
+  ...costRoutes,
+  ...openapiRoutes,
+];
+
+interface RoutedRequest extends Request {
+  params: Record<string, string>;
+  query: Record<string, string | string[] | undefined>;
+}
+
+export interface RequestMeta {
+  requestId: string;
+  clientAddress: string;
+}
+
+async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: RequestMeta): Promise<Response> {
+  const principal = r.access === 'public' ? null : await authenticate(ctx, req);
+  if (r.access !== 'public' && !principal) throw unauthorized();
+  const params = r.params ? parseWith(r.params, req.params, 'invalid_path') : undefined;
+  if (principal && r.access === 'instanceAdmin') requireInstanceAdmin(principal);
+  if (principal && typeof r.access === 'object') {
+    await requireProjectRole(ctx.db, principal, (params as Record<string, string>)[r.access.param], r.access.projectRole);
+  }
+  const query = r.query ? parseWith(r.query, { ...req.query }, 'invalid_query') : undefined;
+  const body = r.body ? await readJson(req, r.body, r.bodyLimit ?? ctx.config.MAX_BODY_BYTES) : undefined;
+  const input: RouteInput<unknown, unknown, unknown> = { params, query, body, request: req, principal, ...meta };
+  return r.handler(input, ctx);
+}
 
 export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
-  const router = Router<RouteRequest, [AppContext]>({
+  const router = Router<RoutedRequest, [AppContext, RequestMeta]>({
     catch: (err: unknown) => {
       if (err instanceof HttpError) return errorResponse(err);
       ctx.log.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
       return errorResponse(new HttpError(500, 'internal_error', 'internal error'));
     },
   });
-  for (const r of routes) router[r.method.toLowerCase()](r.path, (req: RouteRequest, c: AppContext) => r.handler(req, c));
-
+  for (const r of routes) {
+    router[r.method.toLowerCase()](r.path, (req: RoutedRequest, c: AppContext, meta: RequestMeta) => dispatch(r, req, c, meta));
+  }
   const matchers = router.routes.map(([method, regex]) => ({ method, regex }));
   const allowed = (pathname: string) => [...new Set(matchers.filter((m) => m.regex.test(pathname)).map((m) => m.method))];
 
-  return async function fetch(request: Request): Promise<Response> {
-    const req = request as RouteRequest;
-    req.requestId = request.headers.get('x-request-id')?.slice(0, 100) || randomUUID();
-    let response: Response | undefined = await router.fetch(req, ctx);
+  return async function fetch(request: Request, clientAddress = ''): Promise<Response> {
+    const meta: RequestMeta = {
+      requestId: request.headers.get('x-request-id')?.slice(0, 100) || randomUUID(),
+      clientAddress,
+    };
+    let response: Response | undefined = await router.fetch(request as RoutedRequest, ctx, meta);
     if (!response) {
       const { pathname } = new URL(request.url);
       const methods = allowed(pathname);
       if (methods.length) {
         if (request.method === 'HEAD' && methods.includes('GET')) {
-          response = await router.fetch(new Request(request.url, { headers: request.headers }) as RouteRequest, ctx);
+          response = await router.fetch(new Request(request.url, { headers: request.headers }) as RoutedRequest, ctx, meta);
           response = new Response(null, { status: response!.status, headers: response!.headers });
         } else {
           response = errorResponse(
@@ -45,9 +90,10 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
       }
       response ??= errorResponse(new HttpError(404, 'not_found', `no route for ${request.method} ${pathname}`));
     }
-    const headers = new Headers(response.headers);
-    headers.set('x-request-id', req.requestId);
-    headers.set('x-content-type-options', 'nosniff');
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+    // Our own responses have mutable headers: set them in place rather than re-wrapping the body,
+    // which would turn a sized body into a chunked stream.
+    response.headers.set('x-request-id', meta.requestId);
+    response.headers.set('x-content-type-options', 'nosniff');
+    return response;
   };
 }

@@ -1,20 +1,30 @@
 // The API process: config → database (with retry) → migrations → seed → scheduler → HTTP.
 // Nothing listens until migrations and the seed succeeded, so /health is never ok on a broken schema.
-// `node dist/server.mjs`           serve
-// `node dist/server.mjs migrate`   apply migrations and the seed, then exit
+// `node dist/server.mjs`                                   serve
+// `node dist/server.mjs migrate`                           apply migrations and the seed, then exit
+// `node dist/server.mjs admin create --email E [--name N]` create an instance admin, print a password link
+// `node dist/server.mjs admin password-link --email E`     print a new one-time password link
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServerAdapter } from '@whatwg-node/server';
+import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
 import { createApp } from './app.ts';
+import { audited } from './audit/audit.ts';
+import { auditJobs } from './audit/job.ts';
+import { sessionKey } from './auth/auth.ts';
+import { createPasswordLink, createUser } from './auth/routes.ts';
 import { retentionJobs } from './jobs/retention.ts';
 import { Scheduler } from './jobs/scheduler.ts';
 import { ConfigError, loadConfig } from './lib/config.ts';
 import type { Config } from './lib/config.ts';
-import { connectWithRetry } from './lib/db/index.ts';
+import type { Keys } from './lib/context.ts';
+import { encryptionKeyFrom } from './lib/crypto.ts';
+import { connectWithRetry, sql } from './lib/db/index.ts';
 import type { Db } from './lib/db/index.ts';
 import { loadMigrations, migrate, seed } from './lib/db/migrate.ts';
 import { createLogger } from './lib/log.ts';
@@ -51,13 +61,21 @@ async function serve(config: Config, log: Logger): Promise<void> {
   process.on('SIGINT', () => onSignal('SIGINT'));
 
   const db = await prepareDatabase(config, log);
+  const encryption = config.APP_ENCRYPTION_KEY ? encryptionKeyFrom(config.APP_ENCRYPTION_KEY) : null;
+  if (!encryption) log.warn('APP_ENCRYPTION_KEY is not set: secrets cannot be stored (see README, Configuration)');
+  const keys: Keys = { encryption, session: await sessionKey(db, encryption) };
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
-  for (const job of retentionJobs(config)) scheduler.register(job);
+  for (const job of [...retentionJobs(config), ...auditJobs(config)]) scheduler.register(job);
   if (config.JOBS_ENABLED) scheduler.start();
   else log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
 
-  const fetch = createApp({ config, db, log, scheduler });
-  const server = createServer(createServerAdapter((request: Request) => fetch(request)));
+  const fetch = createApp({ config, db, log, scheduler, keys });
+  const clientAddress = (req: IncomingMessage) => {
+    const forwarded = config.TRUST_PROXY ? req.headers['x-forwarded-for'] : undefined;
+    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
+    return first || req.socket.remoteAddress || '';
+  };
+  const server = createServer(createServerAdapter<{ req: IncomingMessage }>((request, { req }) => fetch(request, clientAddress(req))));
   // In-flight = requests Node has accepted and not finished answering, counted where Node sees them
   // (the adapter may not have called the handler yet while a body is still arriving).
   let inFlight = 0;
@@ -101,6 +119,44 @@ async function serve(config: Config, log: Logger): Promise<void> {
   log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, version: VERSION, port });
 }
 
+const USAGE = `usage: server.mjs [serve | migrate | version]
+       server.mjs admin create --email <e-mail> [--name <name>]
+       server.mjs admin password-link --email <e-mail>
+`;
+
+/** Bootstrap and recovery from the command line: the first admin, or a lost password. */
+async function adminCommand(config: Config, log: Logger, argv: string[]): Promise<number> {
+  const args = mri(argv, { string: ['email', 'name'] });
+  const sub = args._[0];
+  const email = typeof args.email === 'string' ? args.email.trim().toLowerCase() : '';
+  if ((sub !== 'create' && sub !== 'password-link') || !/^[^@\s]+@[^@\s]+$/.test(email)) {
+    process.stderr.write(USAGE);
+    return 2;
+  }
+  const db = await prepareDatabase(config, log);
+  try {
+    const link = await audited(
+      db,
+      (r: { userId: string }) => ({ actor: { label: 'cli' }, action: sub === 'create' ? 'user.create' : 'user.password_link', target: { type: 'user', id: r.userId }, diff: sub === 'create' ? { after: { email, instanceAdmin: true } } : null }),
+      async (tx) => {
+        let userId: string;
+        if (sub === 'create') {
+          userId = (await createUser(tx, { email, name: typeof args.name === 'string' ? args.name : email.split('@')[0], instanceAdmin: true })).id;
+        } else {
+          const [u] = await tx.query<{ id: string }>(sql`select id from users where lower(email) = ${email}`);
+          if (!u) throw new Error(`no user with e-mail ${email}`);
+          userId = u.id;
+        }
+        return { userId, ...(await createPasswordLink(tx, config.PUBLIC_URL, userId)) };
+      },
+    );
+    process.stdout.write(`${sub === 'create' ? 'Created instance admin' : 'Password link for'} ${email}.\nSet the password within 24 hours at:\n${link.url}\n`);
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   let config: Config;
   try {
@@ -124,11 +180,14 @@ async function main(argv: string[]): Promise<number> {
       await db.close();
       return 0;
     }
+    if (command === 'admin') {
+      return await adminCommand(config, log, argv.slice(1));
+    }
     if (command === 'version' || command === '--version') {
       process.stdout.write(`${VERSION}\n`);
       return 0;
     }
-    process.stderr.write(`usage: server.mjs [serve|migrate|version]\nunknown command: ${command}\n`);
+    process.stderr.write(`${USAGE}unknown command: ${command}\n`);
     return 2;
   } catch (err) {
     log.error('start failed', { error: err instanceof Error ? err.message : String(err) });

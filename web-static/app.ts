@@ -1,48 +1,57 @@
-// Admin pages: Preact + htm, no build-time JSX. This page lists system jobs (spec: Schedules page).
+// Admin pages: Preact + htm, no build-time JSX. Hash routes: #/schedules, #/set-password?token=…;
+// anyone not signed in sees the sign-in form.
 import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { ApiError, api, setCsrf } from './api.ts';
+import { Schedules } from './pages/schedules.ts';
+import { SetPassword, SignIn } from './pages/signin.ts';
 
-interface Job {
-  name: string;
-  description: string;
-  cron: string;
-  nextRunAt: string | null;
-  lastRun: null | { scheduledFor: string; status: string; finishedAt: string | null; error: string | null; result: unknown };
+interface Me {
+  user: { email: string; name: string; instanceAdmin: boolean };
+  csrfToken: string | null;
 }
 
-const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
-
-function Schedules() {
-  const [jobs, setJobs] = useState<Job[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+function useHash() {
+  const [hash, setHash] = useState(location.hash);
   useEffect(() => {
-    fetch('/api/schedules')
-      .then(async (r) => (r.ok ? setJobs((await r.json()).jobs) : setError(`the server answered ${r.status}`)))
-      .catch((e) => setError(String(e)));
+    const on = () => setHash(location.hash);
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
   }, []);
-  if (error) return html`<p class="failed" role="alert">Could not load schedules: ${error}</p>`;
-  if (!jobs) return html`<p class="muted">Loading…</p>`;
-  return html`<table>
-    <thead><tr><th>Job</th><th>Schedule</th><th>Next run</th><th>Last run</th></tr></thead>
-    <tbody>
-      ${jobs.map(
-        (j) => html`<tr data-job=${j.name}>
-          <td><strong>${j.name}</strong><div class="muted">${j.description}</div></td>
-          <td><code>${j.cron}</code></td>
-          <td>${when(j.nextRunAt)}</td>
-          <td>${j.lastRun
-            ? html`<span class=${j.lastRun.status}>${j.lastRun.status}</span> ${when(j.lastRun.finishedAt ?? j.lastRun.scheduledFor)}
-                ${j.lastRun.error ? html`<div class="failed">${j.lastRun.error}</div>` : null}`
-            : html`<span class="muted">never</span>`}</td>
-        </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return hash;
 }
 
 function App() {
-  return html`<header><h1>svc</h1><span>Schedules</span></header><main><h2>Schedules</h2><${Schedules} /></main>`;
+  const hash = useHash();
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [down, setDown] = useState<string | null>(null);
+  const load = () =>
+    api<Me>('/api/me')
+      .then((m) => (setCsrf(m.csrfToken), setDown(null), setMe(m)))
+      .catch((e) => (e instanceof ApiError && e.status === 401 ? setMe(null) : setDown(e.message)));
+  useEffect(() => void load(), []);
+
+  const setPw = /^#\/set-password\?token=([\w-]+)/.exec(hash);
+  let body;
+  if (down) body = html`<p class="failed" role="alert">The server cannot be reached: ${down}</p>`;
+  else if (setPw) body = html`<${SetPassword} token=${setPw[1]} onDone=${() => (location.hash = '#/schedules')} />`;
+  else if (me === undefined) body = html`<p class="muted">Loading…</p>`;
+  else if (me === null) body = html`<${SignIn} onSignedIn=${load} />`;
+  else body = html`<h2>Schedules</h2><${Schedules} />`;
+
+  const signOut = async () => {
+    await api('/api/session', { method: 'DELETE' }).catch(() => {});
+    setCsrf(null);
+    setMe(null);
+  };
+  return html`<header>
+      <h1>svc</h1>
+      ${me && html`<nav><a href="#/schedules">Schedules</a></nav>
+        <span class="spacer"></span><span class="who">${me.user.email}</span>
+        <button class="link" onClick=${signOut}>Sign out</button>`}
+    </header>
+    <main>${body}</main>`;
 }
 
 render(html`<${App} />`, document.getElementById('app')!);

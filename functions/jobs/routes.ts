@@ -1,11 +1,12 @@
 // System jobs next to their next run and last result (spec: the admin Schedules page).
 import { z } from 'zod';
-import { sql } from '../lib/db/index.ts';
-import { notFound } from '../lib/errors.ts';
-import { parseWith } from '../lib/http.ts';
+import { audited } from '../audit/audit.ts';
+import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
+import { notFound, json } from '../lib/errors.ts';
 
-const jobParams = z.object({ name: z.string().regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be a job name' }) });
+const jobParams = z.strictObject({ name: z.string().regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be a job name' }) });
 
 interface LastRun {
   job: string;
@@ -19,17 +20,20 @@ interface LastRun {
 }
 
 export const routes: Route[] = [
-  {
+  route({
     method: 'GET',
     path: '/api/schedules',
-    async handler(_request, { db, scheduler }) {
+    summary: 'System jobs with their schedule, next run and last result',
+    tag: 'schedules',
+    access: 'instanceAdmin',
+    async handler(_input, { db, scheduler }) {
       const defs = scheduler.definitions();
       const last = await db.query<LastRun>(sql`
         select distinct on (job) job, scheduled_for, status, attempt, started_at, finished_at, result, error
           from job_runs where job = any(${defs.map((d) => d.name)})
          order by job, scheduled_for desc`);
       const byJob = new Map(last.map((r) => [r.job, r]));
-      return Response.json({
+      return json({
         jobs: defs.map((d) => {
           const r = byJob.get(d.name);
           return {
@@ -53,15 +57,20 @@ export const routes: Route[] = [
         }),
       });
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/schedules/:name/run',
-    async handler(request, { scheduler }) {
-      const { name } = parseWith(jobParams, request.params);
+    summary: 'Run a system job now (it runs once across replicas)',
+    tag: 'schedules',
+    access: 'instanceAdmin',
+    params: jobParams,
+    async handler({ params, principal, requestId }, { db, scheduler }) {
+      const { name } = params;
       if (!scheduler.definitions().some((d) => d.name === name)) throw notFound(`no system job named ${name}`);
+      await audited(db, { actor: principal!, action: 'schedule.run', target: { type: 'job', id: name }, requestId }, async () => {});
       const at = await scheduler.runNow(name);
-      return Response.json({ job: name, scheduledFor: at?.toISOString() ?? null, started: at !== null }, { status: 202 });
+      return json({ job: name, scheduledFor: at?.toISOString() ?? null, started: at !== null }, { status: 202 });
     },
-  },
+  }),
 ];

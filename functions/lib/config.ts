@@ -57,6 +57,7 @@ const databaseUrl = z
 const envShape = z.object({
     PORT: int(8080, 0, 65535),
     HOST: z.string().default('0.0.0.0'),
+    TRUST_PROXY: bool(false),
     PUBLIC_URL: z
       .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
       .optional(),

@@ -19,5 +19,14 @@ export const conflict = (code: string, message: string) => new HttpError(409, co
 
 export function errorResponse(err: HttpError): Response {
   const body = { error: { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}) } };
-  return Response.json(body, { status: err.status, headers: err.headers });
+  return json(body, { status: err.status, headers: err.headers });
+}
+
+/** A JSON response with its Content-Length, so Node sends it sized rather than chunked. */
+export function json(data: unknown, init: ResponseInit = {}): Response {
+  const text = JSON.stringify(data);
+  const headers = new Headers(init.headers);
+  headers.set('content-type', 'application/json');
+  headers.set('content-length', String(Buffer.byteLength(text)));
+  return new Response(text, { ...init, headers });
 }

@@ -6,7 +6,7 @@ import type { RunningServer } from '../helpers/server.ts';
 
 let server: RunningServer;
 test.before(async () => {
-  server = await startServer({ env: { MAX_BODY_BYTES: '4096' } });
+  server = await startServer({ admin: true, env: { MAX_BODY_BYTES: '4096' } });
 });
 test.after(async () => server?.cleanup());
 
@@ -33,7 +33,7 @@ test('wrong method → 405 with Allow header', async () => {
   assert.is(res.status, 405);
   assert.is(res.headers.get('allow'), 'GET');
   assert.is((await res.json()).error.code, 'method_not_allowed');
-  const put = await fetch(`${server.url}/api/schedules`, { method: 'PUT' });
+  const put = await server.api('/api/schedules', { method: 'PUT' });
   assert.is(put.status, 405);
 });
 
@@ -44,13 +44,13 @@ test('HEAD on a GET route answers without a body', async () => {
 });
 
 const put = (path: string, body: string, type = 'application/json') =>
-  fetch(`${server.url}${path}`, { method: 'PUT', headers: { 'content-type': type }, body });
+  server.api(path, { method: 'PUT', headers: { 'content-type': type }, body });
 
 test('malformed JSON → 400 invalid_json, nothing written', async () => {
   const res = await put('/api/prices/test-model', '{"inputUsdPerMTok": 1,');
   assert.is(res.status, 400);
   assert.is((await res.json()).error.code, 'invalid_json');
-  assert.is((await fetch(`${server.url}/api/prices/test-model`)).status, 404);
+  assert.is((await server.api('/api/prices/test-model')).status, 404);
 });
 
 test('unknown and invalid fields → 400 naming each field', async () => {
@@ -60,7 +60,7 @@ test('unknown and invalid fields → 400 naming each field', async () => {
   assert.is(error.code, 'invalid_body');
   assert.is(error.fields.colour, 'unknown field');
   assert.ok(error.fields.inputUsdPerMTok, 'names the negative price');
-  assert.is((await fetch(`${server.url}/api/prices/test-model`)).status, 404);
+  assert.is((await server.api('/api/prices/test-model')).status, 404);
 });
 
 test('a body that is not JSON → 415', async () => {
@@ -88,7 +88,7 @@ test('chunked body over the limit → 413 long before the body is sent whole', a
     let done = false;
     const req = httpRequest(`${server.url}/api/prices/test-model`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', authorization: `Bearer ${server.admin.token}` },
     });
     req.on('response', (res) => {
       done = true;
@@ -115,10 +115,15 @@ test('chunked body over the limit → 413 long before the body is sent whole', a
 test('PUT a valid price → 200 and readable back', async () => {
   const res = await put('/api/prices/test-model', JSON.stringify({ inputUsdPerMTok: 1.5, outputUsdPerMTok: 7 }));
   assert.is(res.status, 200);
-  const got = await (await fetch(`${server.url}/api/prices/test-model`)).json();
+  const got = await (await server.api('/api/prices/test-model')).json();
   assert.is(got.inputUsdPerMTok, 1.5);
   assert.is(got.outputUsdPerMTok, 7);
   assert.is(got.cacheReadUsdPerMTok, 0);
+});
+
+test('sized answers keep their Content-Length (not re-chunked)', async () => {
+  const res = await fetch(`${server.url}/health`);
+  assert.ok(Number(res.headers.get('content-length')) > 0);
 });
 
 test('every response carries a request id; a client id is echoed', async () => {

@@ -6,15 +6,15 @@ import type { RunningServer } from '../helpers/server.ts';
 
 let server: RunningServer;
 test.before(async () => {
-  server = await startServer({ env: { ACTIVITY_RETENTION_DAYS: '90' } });
+  server = await startServer({ admin: true, env: { ACTIVITY_RETENTION_DAYS: '90' } });
 });
 test.after(async () => server?.cleanup());
 
 test('GET /api/schedules lists the system jobs with their next run and no last run yet', async () => {
-  const res = await fetch(`${server.url}/api/schedules`);
+  const res = await server.api('/api/schedules');
   assert.is(res.status, 200);
   const { jobs } = await res.json();
-  assert.equal(jobs.map((j: { name: string }) => j.name), ['retention.activity', 'retention.deliveries', 'retention.codehost_deliveries']);
+  assert.equal(jobs.map((j: { name: string }) => j.name), ['retention.activity', 'retention.deliveries', 'retention.codehost_deliveries', 'audit.verify']);
   for (const j of jobs) {
     assert.is(j.kind, 'system');
     assert.is(j.lastRun, null);
@@ -25,13 +25,13 @@ test('GET /api/schedules lists the system jobs with their next run and no last r
 });
 
 test('POST /api/schedules/:name/run → 202; the result shows up as the last run', async () => {
-  const res = await fetch(`${server.url}/api/schedules/retention.deliveries/run`, { method: 'POST' });
+  const res = await server.api('/api/schedules/retention.deliveries/run', { method: 'POST' });
   assert.is(res.status, 202);
   const body = await res.json();
   assert.is(body.started, true);
   let job;
   for (let i = 0; i < 50; i++) {
-    job = (await (await fetch(`${server.url}/api/schedules`)).json()).jobs.find((j: { name: string }) => j.name === 'retention.deliveries');
+    job = (await (await server.api('/api/schedules')).json()).jobs.find((j: { name: string }) => j.name === 'retention.deliveries');
     if (job.lastRun?.status === 'ok') break;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -41,9 +41,9 @@ test('POST /api/schedules/:name/run → 202; the result shows up as the last run
 });
 
 test('unknown job → 404; malformed name → 400', async () => {
-  const missing = await fetch(`${server.url}/api/schedules/no.such.job/run`, { method: 'POST' });
+  const missing = await server.api('/api/schedules/no.such.job/run', { method: 'POST' });
   assert.is(missing.status, 404);
-  const bad = await fetch(`${server.url}/api/schedules/${'x'.repeat(100)}/run`, { method: 'POST' });
+  const bad = await server.api(`/api/schedules/${'x'.repeat(100)}/run`, { method: 'POST' });
   assert.is(bad.status, 400);
   assert.ok((await bad.json()).error.fields.name);
 });

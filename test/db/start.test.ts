@@ -88,18 +88,15 @@ test('kill -9 during a migration: the next start applies it whole, once', async 
 test('an edited price survives a restart; the seed does not duplicate or reset', async () => {
   const { env: dbEnv, cleanup } = await serverDbEnv();
   try {
-    const a = await startServer({ dbEnv });
-    const before = (await (await fetch(`${a.url}/api/prices`)).json()).prices.length;
+    const a = await startServer({ dbEnv, admin: true });
+    const auth = { authorization: `Bearer ${a.admin.token}` };
+    const before = (await (await a.api('/api/prices')).json()).prices.length;
     assert.ok(before > 0);
-    const put = await fetch(`${a.url}/api/prices/claude-sonnet-4`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ inputUsdPerMTok: 2.5, outputUsdPerMTok: 12.5 }),
-    });
+    const put = await a.api('/api/prices/claude-sonnet-4', { method: 'PUT', json: { inputUsdPerMTok: 2.5, outputUsdPerMTok: 12.5 } });
     assert.is(put.status, 200);
     assert.is(await a.stop(), 0);
     const b = await startServer({ dbEnv });
-    const prices = (await (await fetch(`${b.url}/api/prices`)).json()).prices;
+    const prices = (await (await fetch(`${b.url}/api/prices`, { headers: auth })).json()).prices;
     assert.is(prices.length, before);
     const sonnet = prices.find((p: { model: string }) => p.model === 'claude-sonnet-4');
     assert.is(sonnet.inputUsdPerMTok, 2.5);

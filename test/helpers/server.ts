@@ -1,11 +1,22 @@
 // Black-box harness: start the real dist/server.mjs as a child process on a free port.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT, serverDbEnv } from './db.ts';
 
+export interface Admin {
+  email: string;
+  password: string;
+  /** A personal API token of the admin. */
+  token: string;
+}
+
 export interface RunningServer {
   url: string;
+  /** Set when started with `admin: true`. */
+  admin: Admin;
+  /** fetch() against this server as the admin (bearer token; JSON body when `json` is given). */
+  api: (path: string, init?: RequestInit & { json?: unknown }) => Promise<Response>;
   port: number;
   proc: ChildProcess;
   output: () => string;
@@ -24,13 +35,15 @@ export interface StartOptions {
   /** Resolve once the output matches this instead of waiting for it to listen (port is then 0). */
   waitFor?: RegExp;
   timeoutMs?: number;
+  /** Create an instance admin with the real CLI first, set its password, and make an API token. */
+  admin?: boolean;
 }
 
-export const SERVER = join(ROOT, 'dist', 'server.mjs');
+export const ADMIN_EMAIL = 'admin@example.test';
+export const ADMIN_PASSWORD = 'correct horse battery staple';
 
-export async function startServer(opts: StartOptions = {}): Promise<RunningServer> {
-  const fresh = opts.dbEnv ? null : await serverDbEnv();
-  const env = {
+function baseEnv(dbEnv: Record<string, string>, extra?: Record<string, string>): Record<string, string> {
+  return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
     TZ: 'UTC',
@@ -38,9 +51,52 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
     DATABASE_CONNECT_TIMEOUT_SECONDS: '5',
-    ...(opts.dbEnv ?? fresh!.env),
-    ...opts.env,
+    ...dbEnv,
+    ...extra,
   };
+}
+
+/** `node dist/server.mjs admin …` against a database (the server must not hold a PGlite dir then). */
+export function adminCli(dbEnv: Record<string, string>, args: string[], extraEnv?: Record<string, string>) {
+  return spawnSync(process.execPath, [SERVER, 'admin', ...args], { env: baseEnv(dbEnv, extraEnv), encoding: 'utf8' });
+}
+
+async function bootstrapAdmin(url: string, linkToken: string): Promise<Admin> {
+  const set = await fetch(`${url}/api/password`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: linkToken, password: ADMIN_PASSWORD }),
+  });
+  if (set.status !== 200) throw new Error(`setting the admin password failed: ${set.status} ${await set.text()}`);
+  const signIn = await fetch(`${url}/api/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: ADMIN_EMAIL, password: ADMIN_PASSWORD }),
+  });
+  const { csrfToken } = await signIn.json();
+  const cookie = signIn.headers.get('set-cookie')!.split(';')[0];
+  const made = await fetch(`${url}/api/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
+    body: JSON.stringify({ name: 'tests' }),
+  });
+  if (made.status !== 201) throw new Error(`creating the admin token failed: ${made.status} ${await made.text()}`);
+  return { email: ADMIN_EMAIL, password: ADMIN_PASSWORD, token: (await made.json()).token };
+}
+
+export const SERVER = join(ROOT, 'dist', 'server.mjs');
+
+export async function startServer(opts: StartOptions = {}): Promise<RunningServer> {
+  const fresh = opts.dbEnv ? null : await serverDbEnv();
+  const dbEnv = opts.dbEnv ?? fresh!.env;
+  let linkToken = '';
+  if (opts.admin) {
+    const made = adminCli(dbEnv, ['create', '--email', ADMIN_EMAIL, '--name', 'Admin'], opts.env);
+    const m = /set-password\?token=([\w-]+)/.exec(made.stdout);
+    if (made.status !== 0 || !m) throw new Error(`admin create failed (${made.status}):\n${made.stdout}${made.stderr}`);
+    linkToken = m[1];
+  }
+  const env = baseEnv(dbEnv, opts.env);
   const proc = spawn(process.execPath, ['--enable-source-maps', SERVER], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | string>((r) => proc.once('exit', (code, signal) => r(code ?? signal ?? -1)));
@@ -64,14 +120,30 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     }
     await fresh?.cleanup();
   };
-  const base = { proc, output: () => out, exited, cleanup, stop: async (signal: NodeJS.Signals = 'SIGTERM') => (proc.kill(signal), exited) };
+  const base = {
+    proc,
+    output: () => out,
+    exited,
+    cleanup,
+    stop: async (signal: NodeJS.Signals = 'SIGTERM') => (proc.kill(signal), exited),
+    admin: { email: '', password: '', token: '' },
+  };
+  const api = (url: string, admin: Admin) => (path: string, init: RequestInit & { json?: unknown } = {}) => {
+    const { json, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (admin.token && !headers.has('authorization')) headers.set('authorization', `Bearer ${admin.token}`);
+    if (json !== undefined) headers.set('content-type', 'application/json');
+    return fetch(url + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+  };
   if (opts.expectExit) {
     await exited;
-    return { ...base, url: '', port: 0 };
+    return { ...base, url: '', port: 0, api: api('', base.admin) };
   }
   try {
     const port = await listening;
-    return { ...base, url: port ? `http://127.0.0.1:${port}` : '', port };
+    const url = port ? `http://127.0.0.1:${port}` : '';
+    const admin = opts.admin ? await bootstrapAdmin(url, linkToken) : base.admin;
+    return { ...base, admin, url, port, api: api(url, admin) };
   } catch (err) {
     await cleanup();
     throw err;

@@ -45,11 +45,11 @@ if (TEST_DB === 'postgres') {
     const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
     try {
       const env = { JOB_LEASE_SECONDS: '2' };
-      const holder = await startServer({ dbEnv: { DATABASE_URL: pg.url }, env });
+      const holder = await startServer({ dbEnv: { DATABASE_URL: pg.url }, env, admin: true });
       servers.push(holder);
       // A backlog large enough that the cleanup takes a while in 5,000-row batches.
       await sql`insert into activity_items (kind, created_at) select 'old', now() - interval '400 days' from generate_series(1, 400000)`;
-      const run = await fetch(`${holder.url}/api/schedules/retention.activity/run`, { method: 'POST' });
+      const run = await holder.api('/api/schedules/retention.activity/run', { method: 'POST' });
       assert.is(run.status, 202);
       const { scheduledFor } = await run.json();
       await sleep(150);

@@ -10,11 +10,11 @@ import { startServer } from '../helpers/server.ts';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('SIGTERM: an in-flight request finishes, new connections are refused, exit 0', async () => {
-  const s = await startServer({ env: { LOG_LEVEL: 'debug' } });
+  const s = await startServer({ admin: true, env: { LOG_LEVEL: 'debug' } });
   try {
     // Start a PUT whose body arrives slowly, so it is in flight when SIGTERM lands.
     const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${s.url}/api/prices/slow-model`, { method: 'PUT', headers: { 'content-type': 'application/json' } }, (res) => {
+      const req = httpRequest(`${s.url}/api/prices/slow-model`, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${s.admin.token}` } }, (res) => {
         let body = '';
         res.on('data', (d) => (body += d));
         res.on('end', () => resolve({ status: res.statusCode!, body }));

@@ -1,6 +1,7 @@
 // Embedded PostgreSQL (PGlite, WASM) — the default when DATABASE_URL is unset. One process, one
 // connection: PGlite serializes queries itself, and transactions hold it exclusively.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable, Sql } from './port.ts';
 
@@ -18,9 +19,48 @@ function wrap(pg: PgliteLike): Queryable {
   };
 }
 
+/**
+ * PGlite is one process's database: a second process opening the same directory would corrupt it.
+ * `svc.lock` holds the owner's pid; a lock whose process is gone (kill -9, crash) is taken over.
+ */
+function lock(dataDir: string): () => void {
+  const file = join(dataDir, 'svc.lock');
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => rmSync(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(readFileSync(file, 'utf8'));
+      if (pid && pid !== process.pid && alive(pid)) {
+        throw new Error(`the embedded database in ${dataDir} is in use by process ${pid}; stop that process first (or use PostgreSQL for several processes)`);
+      }
+      rmSync(file, { force: true }); // stale: its owner is gone
+    }
+  }
+  throw new Error(`cannot lock the embedded database in ${dataDir}`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export async function openPglite(dataDir: string): Promise<Db> {
-  if (dataDir !== 'memory://') mkdirSync(dataDir, { recursive: true });
-  const pg = await PGlite.create(dataDir === 'memory://' ? undefined : dataDir);
+  const memory = dataDir === 'memory://';
+  if (!memory) mkdirSync(dataDir, { recursive: true });
+  const unlock = memory ? () => {} : lock(dataDir);
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create(memory ? undefined : dataDir);
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   const base = wrap(pg);
   return {
     driver: 'pglite',
@@ -33,6 +73,9 @@ export async function openPglite(dataDir: string): Promise<Db> {
     async notify(channel, payload) {
       await pg.query('select pg_notify($1, $2)', [channel, payload]);
     },
-    close: () => pg.close(),
+    close: async () => {
+      await pg.close();
+      unlock();
+    },
   };
 }

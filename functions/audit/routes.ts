@@ -1,0 +1,70 @@
+// The audit log: filtered, cursor-paged listing, and the latest chain verification.
+import { json } from '../lib/errors.ts';
+import { z } from 'zod';
+import { route } from '../lib/context.ts';
+import type { Route } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
+import { toRecord } from './audit.ts';
+
+const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 time' });
+
+export const auditQuery = z.strictObject({
+  actor: z.string().max(64).optional(),
+  action: z.string().regex(/^[a-z_.]{1,64}$/, { message: 'must be an action name like project.update' }).optional(),
+  targetType: z.string().regex(/^[a-z_]{1,64}$/).optional(),
+  targetId: z.string().max(200).optional(),
+  since: isoTime.optional(),
+  until: isoTime.optional(),
+  cursor: z.string().regex(/^\d{1,18}$/, { message: 'must be the nextCursor of a previous page' }).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+export const routes: Route[] = [
+  route({
+    method: 'GET',
+    path: '/api/audit',
+    summary: 'Audit records, newest first; filter by actor, action, target and time; page with nextCursor',
+    tag: 'audit',
+    access: 'instanceAdmin',
+    query: auditQuery,
+    async handler({ query: q }, ctx) {
+      const where = [sql`true`];
+      if (q.actor) where.push(sql`actor_id = ${q.actor}`);
+      if (q.action) where.push(sql`action = ${q.action}`);
+      if (q.targetType) where.push(sql`target_type = ${q.targetType}`);
+      if (q.targetId) where.push(sql`target_id = ${q.targetId}`);
+      if (q.since) where.push(sql`at >= ${q.since}`);
+      if (q.until) where.push(sql`at < ${q.until}`);
+      if (q.cursor) where.push(sql`seq < ${Number(q.cursor)}`);
+      const rows = await ctx.db.query<Parameters<typeof toRecord>[0]>(sql`
+        select * from audit_records where ${sql.join(where, ' and ')} order by seq desc limit ${q.limit + 1}`);
+      const page = rows.slice(0, q.limit).map(toRecord);
+      return json({ records: page, nextCursor: rows.length > q.limit ? String(page[page.length - 1].seq) : null });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/audit/verification',
+    summary: 'The latest audit chain verification: ok, or the first broken record, and when',
+    tag: 'audit',
+    access: 'instanceAdmin',
+    async handler(_input, ctx) {
+      const [v] = await ctx.db.query<{ started_at: Date; finished_at: Date; ok: boolean; records_checked: number; first_broken_seq: number | null; problem: string | null }>(
+        sql`select * from audit_verifications order by id desc limit 1`,
+      );
+      return json({
+        verification: v
+          ? {
+              ok: v.ok,
+              recordsChecked: Number(v.records_checked),
+              firstBrokenSeq: v.first_broken_seq === null ? null : Number(v.first_broken_seq),
+              problem: v.problem,
+              startedAt: new Date(v.started_at).toISOString(),
+              finishedAt: new Date(v.finished_at).toISOString(),
+            }
+          : null,
+        nextRunAt: ctx.scheduler.nextRun('audit.verify')?.toISOString() ?? null,
+      });
+    },
+  }),
+];

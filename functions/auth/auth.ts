@@ -1,0 +1,168 @@
+// Sign-in (DESIGN §4): e-mail + scrypt password; a session is a jose-signed JWT in an HttpOnly cookie
+// that names a `sessions` row, so sign-out and deactivation end it at once. Cookie sessions must send
+// the session's CSRF token in `X-CSRF-Token` on every state-changing request. Scripts use personal API
+// tokens (`Authorization: Bearer svc_pat_…`), stored as SHA-256 only.
+import { randomUUID } from 'node:crypto';
+import { SignJWT, jwtVerify } from 'jose';
+import { sql } from '../lib/db/index.ts';
+import type { Db, Queryable } from '../lib/db/index.ts';
+import type { AppContext, Principal, Role, User } from '../lib/context.ts';
+import { ROLES } from '../lib/context.ts';
+import { constantTimeEqual, deriveKey, randomToken, sha256Hex } from '../lib/crypto.ts';
+import { HttpError } from '../lib/errors.ts';
+
+export const SESSION_COOKIE = 'svc_session';
+export const CSRF_HEADER = 'x-csrf-token';
+export const SESSION_HOURS = 12;
+const TOKEN_PREFIX = 'svc_pat_';
+
+export const unauthorized = (message = 'sign in first') => new HttpError(401, 'unauthorized', message);
+export const forbidden = (message: string) => new HttpError(403, 'forbidden', message);
+
+interface UserRow {
+  id: string;
+  email: string;
+  name: string;
+  active: boolean;
+  instance_admin: boolean;
+}
+export const toUser = (r: UserRow): User => ({ id: r.id, email: r.email, name: r.name, instanceAdmin: r.instance_admin });
+
+/** The JWT key: derived from APP_ENCRYPTION_KEY when set, else a random key the instance keeps. */
+export async function sessionKey(db: Db, encryption: Buffer | null): Promise<Uint8Array> {
+  if (encryption) return deriveKey(encryption, 'session-jwt');
+  await db.query(sql`insert into instance_keys (name, value) values ('session-jwt', ${randomToken(32)}) on conflict (name) do nothing`);
+  const [row] = await db.query<{ value: string }>(sql`select value from instance_keys where name = 'session-jwt'`);
+  return new Uint8Array(Buffer.from(row.value, 'base64url'));
+}
+
+export async function createSession(ctx: AppContext, user: User): Promise<{ jwt: string; csrf: string; expiresAt: Date }> {
+  const id = randomUUID();
+  const csrf = randomToken(24);
+  const expiresAt = new Date(Date.now() + SESSION_HOURS * 3600_000);
+  await ctx.db.query(sql`insert into sessions (id, user_id, expires_at) values (${id}, ${user.id}, ${expiresAt})`);
+  const jwt = await new SignJWT({ sid: id, csrf })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(user.id)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(expiresAt.getTime() / 1000))
+    .setIssuer('svc')
+    .sign(ctx.keys.session);
+  return { jwt, csrf, expiresAt };
+}
+
+function secureCookies(ctx: AppContext, request: Request): boolean {
+  return (
+    ctx.config.PUBLIC_URL?.startsWith('https:') === true ||
+    new URL(request.url).protocol === 'https:' ||
+    request.headers.get('x-forwarded-proto') === 'https'
+  );
+}
+
+export function sessionCookie(ctx: AppContext, request: Request, jwt: string | null, expiresAt?: Date): string {
+  const parts = [`${SESSION_COOKIE}=${jwt ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Lax'];
+  if (secureCookies(ctx, request)) parts.push('Secure');
+  parts.push(jwt && expiresAt ? `Expires=${expiresAt.toUTCString()}` : 'Max-Age=0');
+  return parts.join('; ');
+}
+
+function readCookie(request: Request, name: string): string | null {
+  for (const part of (request.headers.get('cookie') ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return v.join('=');
+  }
+  return null;
+}
+
+async function activeUser(db: Queryable, id: string): Promise<User | null> {
+  const [row] = await db.query<UserRow>(sql`select id, email, name, active, instance_admin from users where id = ${id}`);
+  return row && row.active ? toUser(row) : null;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Who is calling. A bearer token that is wrong is a 401 at once; a missing or stale cookie is
+ * anonymous (null), and the route decides. Cookie sessions on unsafe methods must carry the CSRF token.
+ */
+export async function authenticate(ctx: AppContext, request: Request): Promise<Principal | null> {
+  const authz = request.headers.get('authorization');
+  if (authz) {
+    const m = /^Bearer\s+(\S+)$/i.exec(authz);
+    if (!m || !m[1].startsWith(TOKEN_PREFIX)) throw unauthorized('malformed Authorization header: expected "Bearer svc_pat_…"');
+    const [row] = await ctx.db.query<{ id: string; user_id: string }>(sql`
+      update api_tokens set last_used_at = now()
+       where token_hash = ${sha256Hex(m[1])} and revoked_at is null
+      returning id, user_id`);
+    const user = row && (await activeUser(ctx.db, row.user_id));
+    if (!user) throw unauthorized('the API token is invalid or revoked');
+    return { user, via: 'token', tokenId: row.id };
+  }
+  const jwt = readCookie(request, SESSION_COOKIE);
+  if (!jwt) return null;
+  let claims: { sub?: string; sid?: unknown; csrf?: unknown };
+  try {
+    ({ payload: claims } = await jwtVerify(jwt, ctx.keys.session, { issuer: 'svc', algorithms: ['HS256'] }));
+  } catch {
+    return null; // expired, forged or signed with another key
+  }
+  if (typeof claims.sid !== 'string' || typeof claims.csrf !== 'string' || !claims.sub) return null;
+  const [session] = await ctx.db.query<{ user_id: string }>(sql`
+    select user_id from sessions where id = ${claims.sid} and revoked_at is null and expires_at > now()`);
+  if (!session || session.user_id !== claims.sub) return null;
+  const user = await activeUser(ctx.db, session.user_id);
+  if (!user) return null;
+  if (!SAFE_METHODS.has(request.method)) {
+    const sent = request.headers.get(CSRF_HEADER);
+    if (!sent || !constantTimeEqual(sent, claims.csrf)) {
+      throw new HttpError(403, 'csrf_failed', `state-changing requests from a browser session need the ${CSRF_HEADER} header (from GET /api/me)`);
+    }
+  }
+  return { user, via: 'session', sessionId: claims.sid };
+}
+
+export async function sessionCsrf(ctx: AppContext, request: Request): Promise<string | null> {
+  const jwt = readCookie(request, SESSION_COOKIE);
+  if (!jwt) return null;
+  try {
+    const { payload } = await jwtVerify(jwt, ctx.keys.session, { issuer: 'svc', algorithms: ['HS256'] });
+    return typeof payload.csrf === 'string' ? payload.csrf : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function createApiToken(db: Queryable, userId: string, name: string): Promise<{ id: string; token: string; prefix: string }> {
+  const token = TOKEN_PREFIX + randomToken(32);
+  const id = randomUUID();
+  const prefix = token.slice(0, TOKEN_PREFIX.length + 6);
+  await db.query(sql`insert into api_tokens (id, user_id, name, token_hash, prefix) values (${id}, ${userId}, ${name}, ${sha256Hex(token)}, ${prefix})`);
+  return { id, token, prefix };
+}
+
+export const roleRank = (role: Role) => ROLES.indexOf(role);
+
+/** The user's role on a project: instance admins are admin everywhere; null when none. */
+export async function projectRole(db: Queryable, user: User, projectId: string): Promise<Role | null> {
+  const [project] = await db.query<{ role: Role | null }>(sql`
+    select m.role from projects p left join project_members m on m.project_id = p.id and m.user_id = ${user.id}
+     where p.id = ${projectId}`);
+  if (!project) return null;
+  if (user.instanceAdmin) return 'admin';
+  return project.role;
+}
+
+/**
+ * The one authorization rule: "may this user act with at least `min` on project P".
+ * No role at all answers 404 (projects a user cannot see do not exist for them); a lower role, 403.
+ */
+export async function requireProjectRole(db: Queryable, principal: Principal, projectId: string, min: Role): Promise<Role> {
+  const role = await projectRole(db, principal.user, projectId);
+  if (!role) throw new HttpError(404, 'not_found', 'no such project');
+  if (roleRank(role) < roleRank(min)) throw forbidden(`this needs the ${min} role on the project; you have ${role}`);
+  return role;
+}
+
+export function requireInstanceAdmin(principal: Principal): void {
+  if (!principal.user.instanceAdmin) throw forbidden('this needs an instance admin');
+}

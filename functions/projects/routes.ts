@@ -1,0 +1,234 @@
+// Projects and per-project roles (viewer < operator < admin). Every check goes through
+// requireProjectRole (functions/auth/auth.ts) via the route's `access`.
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { audited } from '../audit/audit.ts';
+import { route } from '../lib/context.ts';
+import type { Route } from '../lib/context.ts';
+import { ROLES } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
+import type { Queryable } from '../lib/db/index.ts';
+import { conflict, notFound, json } from '../lib/errors.ts';
+
+const projectId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a project id' });
+const userId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a user id' });
+const fields = {
+  name: z.string().trim().min(1).max(100),
+  repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }),
+  runnerId: z.string().max(64).nullable(),
+  rootPath: z
+    .string()
+    .max(4096)
+    .refine((p) => p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\0'), { message: 'must be an absolute path without ..' })
+    .nullable(),
+  budgetUsd: z.number().finite().min(0).max(1_000_000_000).nullable(),
+  budgetAction: z.enum(['warn', 'stop']),
+};
+export const projectCreate = z.strictObject({
+  name: fields.name,
+  repo: fields.repo,
+  runnerId: fields.runnerId.default(null),
+  rootPath: fields.rootPath.default(null),
+  budgetUsd: fields.budgetUsd.default(null),
+  budgetAction: fields.budgetAction.default('warn'),
+});
+export const projectPatch = z.strictObject({
+  name: fields.name.optional(),
+  repo: fields.repo.optional(),
+  runnerId: fields.runnerId.optional(),
+  rootPath: fields.rootPath.optional(),
+  budgetUsd: fields.budgetUsd.optional(),
+  budgetAction: fields.budgetAction.optional(),
+});
+type Project = z.output<typeof projectCreate> & { id: string };
+
+interface ProjectRow {
+  id: string;
+  name: string;
+  repo: string;
+  runner_id: string | null;
+  root_path: string | null;
+  budget_usd: string | null;
+  budget_action: 'warn' | 'stop';
+}
+const toProject = (r: ProjectRow): Project => ({
+  id: r.id,
+  name: r.name,
+  repo: r.repo,
+  runnerId: r.runner_id,
+  rootPath: r.root_path,
+  budgetUsd: r.budget_usd === null ? null : Number(r.budget_usd),
+  budgetAction: r.budget_action,
+});
+
+async function getProject(db: Queryable, id: string): Promise<Project> {
+  const [row] = await db.query<ProjectRow>(sql`select * from projects where id = ${id}`);
+  if (!row) throw notFound('no such project');
+  return toProject(row);
+}
+
+async function nameFree(db: Queryable, name: string, except = '') {
+  const [taken] = await db.query(sql`select 1 from projects where lower(name) = lower(${name}) and id <> ${except}`);
+  if (taken) throw conflict('name_taken', `a project named ${name} exists already`);
+}
+
+export const routes: Route[] = [
+  route({
+    method: 'GET',
+    path: '/api/projects',
+    summary: 'Projects you can see (all of them for instance admins), with your role',
+    tag: 'projects',
+    access: 'user',
+    async handler({ principal }, ctx) {
+      const rows = await ctx.db.query<ProjectRow & { role: string }>(sql`
+        select p.*, case when ${principal!.user.instanceAdmin} then 'admin' else m.role end as role
+          from projects p left join project_members m on m.project_id = p.id and m.user_id = ${principal!.user.id}
+         where ${principal!.user.instanceAdmin} or m.user_id is not null order by lower(p.name)`);
+      return json({ projects: rows.map((r) => ({ ...toProject(r), role: r.role })) });
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/projects',
+    summary: 'Create a project',
+    tag: 'projects',
+    access: 'instanceAdmin',
+    body: projectCreate,
+    async handler({ principal, body, requestId }, ctx) {
+      const project = await audited(
+        ctx.db,
+        (p: Project) => ({ actor: principal!, action: 'project.create', target: { type: 'project', id: p.id }, diff: { after: p }, requestId }),
+        async (tx) => {
+          await nameFree(tx, body.name);
+          const id = randomUUID();
+          await tx.query(sql`
+            insert into projects (id, name, repo, runner_id, root_path, budget_usd, budget_action)
+            values (${id}, ${body.name}, ${body.repo}, ${body.runnerId}, ${body.rootPath}, ${body.budgetUsd}, ${body.budgetAction})`);
+          return getProject(tx, id);
+        },
+      );
+      return json(project, { status: 201 });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/projects/:projectId',
+    summary: 'One project',
+    tag: 'projects',
+    access: { projectRole: 'viewer', param: 'projectId' },
+    params: z.strictObject({ projectId }),
+    async handler({ params }, ctx) {
+      return json(await getProject(ctx.db, params.projectId));
+    },
+  }),
+  route({
+    method: 'PATCH',
+    path: '/api/projects/:projectId',
+    summary: 'Change a project (name, repository, runner, root path, budget)',
+    tag: 'projects',
+    access: { projectRole: 'admin', param: 'projectId' },
+    params: z.strictObject({ projectId }),
+    body: projectPatch,
+    async handler({ principal, params, body, requestId }, ctx) {
+      const out = await audited(
+        ctx.db,
+        (r: { before: Project; after: Project }) => ({ actor: principal!, action: 'project.update', target: { type: 'project', id: params.projectId }, diff: r, requestId }),
+        async (tx) => {
+          const before = await getProject(tx, params.projectId);
+          const after = { ...before, ...body };
+          if (body.name) await nameFree(tx, body.name, params.projectId);
+          await tx.query(sql`
+            update projects set name = ${after.name}, repo = ${after.repo}, runner_id = ${after.runnerId}, root_path = ${after.rootPath},
+                   budget_usd = ${after.budgetUsd}, budget_action = ${after.budgetAction}, updated_at = now()
+             where id = ${params.projectId}`);
+          return { before, after };
+        },
+      );
+      return json(out.after);
+    },
+  }),
+  route({
+    method: 'DELETE',
+    path: '/api/projects/:projectId',
+    summary: 'Delete a project and its memberships',
+    tag: 'projects',
+    access: 'instanceAdmin',
+    params: z.strictObject({ projectId }),
+    async handler({ principal, params, requestId }, ctx) {
+      await audited(
+        ctx.db,
+        (before: Project) => ({ actor: principal!, action: 'project.delete', target: { type: 'project', id: params.projectId }, diff: { before }, requestId }),
+        async (tx) => {
+          const before = await getProject(tx, params.projectId);
+          await tx.query(sql`delete from projects where id = ${params.projectId}`);
+          return before;
+        },
+      );
+      return new Response(null, { status: 204 });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/projects/:projectId/members',
+    summary: 'Members of a project and their roles',
+    tag: 'projects',
+    access: { projectRole: 'viewer', param: 'projectId' },
+    params: z.strictObject({ projectId }),
+    async handler({ params }, ctx) {
+      const members = await ctx.db.query(sql`
+        select u.id as "userId", u.email, u.name, m.role from project_members m join users u on u.id = m.user_id
+         where m.project_id = ${params.projectId} order by lower(u.email)`);
+      return json({ members });
+    },
+  }),
+  route({
+    method: 'PUT',
+    path: '/api/projects/:projectId/members/:userId',
+    summary: 'Give a user a role on a project (viewer, operator or admin)',
+    tag: 'projects',
+    access: { projectRole: 'admin', param: 'projectId' },
+    params: z.strictObject({ projectId, userId }),
+    body: z.strictObject({ role: z.enum(ROLES) }),
+    async handler({ principal, params, body, requestId }, ctx) {
+      await audited(
+        ctx.db,
+        (before: string | null) => ({
+          actor: principal!,
+          action: 'project.member_set',
+          target: { type: 'project', id: params.projectId },
+          diff: { userId: params.userId, before, after: body.role },
+          requestId,
+        }),
+        async (tx) => {
+          const [user] = await tx.query(sql`select 1 from users where id = ${params.userId}`);
+          if (!user) throw notFound('no such user');
+          const [prev] = await tx.query<{ role: string }>(sql`select role from project_members where project_id = ${params.projectId} and user_id = ${params.userId}`);
+          await tx.query(sql`
+            insert into project_members (project_id, user_id, role) values (${params.projectId}, ${params.userId}, ${body.role})
+            on conflict (project_id, user_id) do update set role = excluded.role`);
+          return prev?.role ?? null;
+        },
+      );
+      return json({ projectId: params.projectId, userId: params.userId, role: body.role });
+    },
+  }),
+  route({
+    method: 'DELETE',
+    path: '/api/projects/:projectId/members/:userId',
+    summary: 'Remove a user from a project',
+    tag: 'projects',
+    access: { projectRole: 'admin', param: 'projectId' },
+    params: z.strictObject({ projectId, userId }),
+    async handler({ principal, params, requestId }, ctx) {
+      await audited(
+        ctx.db,
+        { actor: principal!, action: 'project.member_remove', target: { type: 'project', id: params.projectId }, diff: { userId: params.userId }, requestId },
+        async (tx) => {
+          const [gone] = await tx.query(sql`delete from project_members where project_id = ${params.projectId} and user_id = ${params.userId} returning 1`);
+          if (!gone) throw notFound('that user is not a member');
+        },
+      );
+      return new Response(null, { status: 204 });
+    },
+  }),
+];

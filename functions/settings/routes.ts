@@ -1,0 +1,92 @@
+// Instance settings and instance secrets (admin only, audited).
+import { z } from 'zod';
+import { audited } from '../audit/audit.ts';
+import { route } from '../lib/context.ts';
+import type { Route } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
+import { notFound, json } from '../lib/errors.ts';
+import { INSTANCE_SECRETS, requireEncryptionKey, secretStatuses, storeSecret } from './secrets.ts';
+import type { SecretName } from './secrets.ts';
+
+/** Every editable setting with its schema; unknown keys are refused by name. */
+export const settingsPatch = z.strictObject({
+  'instance.name': z.string().trim().min(1).max(100).optional(),
+});
+
+const secretName = z.strictObject({
+  name: z.enum(Object.keys(INSTANCE_SECRETS) as [SecretName, ...SecretName[]], { message: `must be one of ${Object.keys(INSTANCE_SECRETS).join(', ')}` }),
+});
+
+export const routes: Route[] = [
+  route({
+    method: 'GET',
+    path: '/api/settings',
+    summary: 'Instance settings',
+    tag: 'settings',
+    access: 'instanceAdmin',
+    async handler(_input, ctx) {
+      const rows = await ctx.db.query<{ key: string; value: unknown; description: string }>(sql`select key, value, description from settings order by key`);
+      return json({ settings: rows });
+    },
+  }),
+  route({
+    method: 'PATCH',
+    path: '/api/settings',
+    summary: 'Change instance settings',
+    tag: 'settings',
+    access: 'instanceAdmin',
+    body: settingsPatch,
+    async handler({ principal, body, requestId }, ctx) {
+      const changes = Object.entries(body).filter(([, v]) => v !== undefined);
+      await audited(ctx.db, { actor: principal!, action: 'settings.update', target: { type: 'settings' }, diff: { after: Object.fromEntries(changes) }, requestId }, async (tx) => {
+        for (const [key, value] of changes) {
+          await tx.query(sql`insert into settings (key, value) values (${key}, ${value}::jsonb) on conflict (key) do update set value = excluded.value, updated_at = now()`);
+        }
+      });
+      const rows = await ctx.db.query(sql`select key, value, description from settings order by key`);
+      return json({ settings: rows });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/secrets',
+    summary: 'Instance secrets: configured or not, and whether they decrypt with the current APP_ENCRYPTION_KEY (never the value)',
+    tag: 'settings',
+    access: 'instanceAdmin',
+    async handler(_input, ctx) {
+      return json({ encryptionKeySet: ctx.keys.encryption !== null, secrets: await secretStatuses(ctx.db, ctx.keys.encryption) });
+    },
+  }),
+  route({
+    method: 'PUT',
+    path: '/api/secrets/:name',
+    summary: 'Store an instance secret, encrypted; 409 encryption_key_missing without APP_ENCRYPTION_KEY',
+    tag: 'settings',
+    access: 'instanceAdmin',
+    params: secretName,
+    body: z.strictObject({ value: z.string().min(1).max(16 * 1024) }),
+    async handler({ principal, params, body, requestId }, ctx) {
+      const key = requireEncryptionKey(ctx);
+      await audited(ctx.db, { actor: principal!, action: 'secret.set', target: { type: 'instance_secret', id: params.name }, requestId }, (tx) =>
+        storeSecret(tx, key, params.name, body.value, principal!.user.id),
+      );
+      const status = (await secretStatuses(ctx.db, key)).find((s) => s.name === params.name);
+      return json(status);
+    },
+  }),
+  route({
+    method: 'DELETE',
+    path: '/api/secrets/:name',
+    summary: 'Remove an instance secret',
+    tag: 'settings',
+    access: 'instanceAdmin',
+    params: secretName,
+    async handler({ principal, params, requestId }, ctx) {
+      await audited(ctx.db, { actor: principal!, action: 'secret.delete', target: { type: 'instance_secret', id: params.name }, requestId }, async (tx) => {
+        const [gone] = await tx.query(sql`delete from instance_secrets where name = ${params.name} returning 1`);
+        if (!gone) throw notFound('that secret is not set');
+      });
+      return new Response(null, { status: 204 });
+    },
+  }),
+];

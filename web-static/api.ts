@@ -1,0 +1,35 @@
+// The admin pages' one way to call the API: JSON in and out, the session cookie, and the session's
+// CSRF token on every state-changing request.
+let csrfToken: string | null = null;
+
+export function setCsrf(token: string | null) {
+  csrfToken = token;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly fields?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+  const method = init.method ?? 'GET';
+  const headers: Record<string, string> = {};
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  const res = await fetch(path, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), credentials: 'same-origin' });
+  if (res.status === 204) return undefined as T;
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) {
+    const e = (data as { error?: { code?: string; message?: string; fields?: Record<string, string> } }).error ?? {};
+    throw new ApiError(res.status, e.code ?? 'error', e.message ?? `the server answered ${res.status}`, e.fields);
+  }
+  return data as T;
+}
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');

@@ -1,0 +1,57 @@
+// Sign-in and the one-time password-set page (the link `admin create` prints).
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { ApiError, api } from '../api.ts';
+
+function useSubmit(action: (form: FormData) => Promise<void>) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const onSubmit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await action(new FormData(e.target as HTMLFormElement));
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { error, busy, onSubmit };
+}
+
+export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const { error, busy, onSubmit } = useSubmit(async (f) => {
+    await api('/api/session', { method: 'POST', body: { email: f.get('email'), password: f.get('password') } });
+    onSignedIn();
+  });
+  return html`<form class="card narrow" onSubmit=${onSubmit}>
+    <h2>Sign in</h2>
+    <label>E-mail <input name="email" type="email" autocomplete="username" required /></label>
+    <label>Password <input name="password" type="password" autocomplete="current-password" required /></label>
+    ${error && html`<p class="failed" role="alert">${error}</p>`}
+    <button disabled=${busy}>Sign in</button>
+  </form>`;
+}
+
+export function SetPassword({ token, onDone }: { token: string; onDone: () => void }) {
+  const [done, setDone] = useState(false);
+  const { error, busy, onSubmit } = useSubmit(async (f) => {
+    if (f.get('password') !== f.get('again')) throw new Error('the two passwords differ');
+    await api('/api/password', { method: 'POST', body: { token, password: f.get('password') } });
+    setDone(true);
+  });
+  if (done) {
+    return html`<div class="card narrow"><h2>Password set</h2><p>You can sign in now.</p>
+      <button onClick=${onDone}>Go to sign-in</button></div>`;
+  }
+  return html`<form class="card narrow" onSubmit=${onSubmit}>
+    <h2>Set your password</h2>
+    <p class="muted">At least 10 characters. This link works once.</p>
+    <label>New password <input name="password" type="password" autocomplete="new-password" minlength="10" required /></label>
+    <label>Repeat it <input name="again" type="password" autocomplete="new-password" minlength="10" required /></label>
+    ${error && html`<p class="failed" role="alert">${error}</p>`}
+    <button disabled=${busy}>Set password</button>
+  </form>`;
+}
