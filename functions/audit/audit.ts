@@ -98,7 +98,7 @@ export async function appendAudit(tx: Queryable, entry: AuditEntry): Promise<Aud
   await tx.query(sql`
     insert into audit_records (seq, at, actor_id, actor_label, action, target_type, target_id, diff, request_id, prev_hash, hash)
     values (${record.seq}, ${record.at}, ${record.actorId}, ${record.actorLabel}, ${record.action}, ${record.targetType},
-            ${record.targetId}, ${record.diff}::jsonb, ${record.requestId}, ${record.prevHash}, ${record.hash})`);
+            ${record.targetId}, ${sql.json(record.diff)}, ${record.requestId}, ${record.prevHash}, ${record.hash})`);
   return record;
 }
 

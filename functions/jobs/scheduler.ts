@@ -198,7 +198,7 @@ export class Scheduler {
     await this.db
       .query(sql`
         update job_runs
-           set status = ${status}, finished_at = now(), result = ${result}::jsonb,
+           set status = ${status}, finished_at = now(), result = ${sql.json(result)},
                error = ${error}, lease_owner = null, lease_expires_at = null
          where job = ${name} and scheduled_for = ${scheduledFor} and (lease_owner = ${this.owner} or lease_owner is null)`)
       .catch((err) => this.log.error('could not record job result', { job: name, error: err }));

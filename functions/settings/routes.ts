@@ -40,7 +40,7 @@ export const routes: Route[] = [
       const changes = Object.entries(body).filter(([, v]) => v !== undefined);
       await audited(ctx.db, { actor: principal!, action: 'settings.update', target: { type: 'settings' }, diff: { after: Object.fromEntries(changes) }, requestId }, async (tx) => {
         for (const [key, value] of changes) {
-          await tx.query(sql`insert into settings (key, value) values (${key}, ${value}::jsonb) on conflict (key) do update set value = excluded.value, updated_at = now()`);
+          await tx.query(sql`insert into settings (key, value) values (${key}, ${sql.json(value)}) on conflict (key) do update set value = excluded.value, updated_at = now()`);
         }
       });
       const rows = await ctx.db.query(sql`select key, value, description from settings order by key`);

@@ -36,7 +36,7 @@ if (TEST_DB === 'postgres') {
     try {
       assert.is(db.driver, 'neon');
       await migrate(db, loadMigrations(`${ROOT}/sql`), createLogger('error'));
-      const [row] = await db.query<{ n: number; j: unknown }>(sql`select ${41}::int8 + 1 as n, ${{ a: 1 }}::jsonb as j`);
+      const [row] = await db.query<{ n: number; j: unknown }>(sql`select ${41}::int8 + 1 as n, ${sql.json({ a: 1 })} as j`);
       assert.is(row.n, 42);
       assert.equal(row.j, { a: 1 });
       await db

@@ -32,13 +32,15 @@ test('values are parameters, never SQL text', async () => {
   assert.is(rows[0].name, evil);
 });
 
-test('jsonb parameters from objects; int8 comes back as a number, jsonb as an object, timestamptz as a Date', async () => {
-  const [row] = await db.query<{ id: number; meta: unknown; at: Date; n: number }>(
-    sql`insert into items (name, meta) values (${'typed'}, ${{ a: [1, 2] }}::jsonb) returning id, meta, at, 7::int8 as n`,
+test('sql.json() writes any JSON value the same on every driver; int8 comes back as a number, jsonb as an object, timestamptz as a Date', async () => {
+  const [row] = await db.query<{ id: number; meta: unknown; at: Date; n: number; s: unknown; z: unknown }>(
+    sql`insert into items (name, meta) values (${'typed'}, ${sql.json({ a: [1, 2] })}) returning id, meta, at, 7::int8 as n, ${sql.json('text')} as s, ${sql.json(null)} as z`,
   );
   assert.type(row.id, 'number');
   assert.is(row.n, 7);
   assert.equal(row.meta, { a: [1, 2] });
+  assert.is(row.s, 'text', 'a JSON string stays a string on every driver');
+  assert.is(row.z, null);
   assert.instance(row.at, Date);
 });
 

@@ -42,8 +42,13 @@ sql.join = (parts: Sql[], separator: string): Sql => {
   return new Sql(strings, parts);
 };
 
-// JSON parameters: pass the object itself with a ::jsonb cast (sql`${obj}::jsonb`). Every driver
-// serializes objects for json/jsonb parameters; a pre-stringified value would be stored as a JSON string.
+
+/**
+ * A jsonb value: JSON text bound as a text parameter, then cast. The drivers disagree on how they
+ * bind a JS value to a jsonb parameter (postgres.js JSON-encodes strings, PGlite sends them raw), so
+ * jsonb values are always written through this.
+ */
+sql.json = (value: unknown): Sql => new Sql(['', '::text::jsonb'], [value === undefined ? null : JSON.stringify(value)]);
 
 export interface Queryable {
   query<T = Row>(q: Sql): Promise<T[]>;
