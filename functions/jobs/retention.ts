@@ -47,6 +47,19 @@ export function retentionJobs(config: Config): JobDefinition[] {
       }),
     },
     {
+      name: 'retention.auth',
+      description: 'Forget sign-in state nobody can use any more: sessions ended over a day ago, used or expired password links, old failed sign-ins',
+      cron: config.AUTH_CLEANUP_CRON,
+      async run({ db }) {
+        const count = async (q: ReturnType<typeof sql>) => (await db.query<{ n: number }>(q))[0].n;
+        return {
+          sessions: await count(sql`with gone as (delete from sessions where coalesce(revoked_at, expires_at) < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
+          passwordLinks: await count(sql`with gone as (delete from password_links where coalesce(used_at, expires_at) < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
+          signInFailures: await count(sql`with gone as (delete from auth_failures where at < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
+        };
+      },
+    },
+    {
       name: 'retention.codehost_deliveries',
       description: 'Delete code-host app webhook deliveries older than 14 days',
       cron: config.CODEHOST_DELIVERY_RETENTION_CRON,
