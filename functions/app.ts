@@ -11,7 +11,7 @@ import { routes as costRoutes } from './cost/routes.ts';
 import { routes as healthRoutes } from './health/routes.ts';
 import { routes as jobRoutes } from './jobs/routes.ts';
 import type { AppContext, Route, RouteInput } from './lib/context.ts';
-import { HttpError, errorResponse } from './lib/errors.ts';
+import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
 import { parseWith, readJson } from './lib/http.ts';
 import { routes as openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
@@ -57,6 +57,8 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
   const router = Router<RoutedRequest, [AppContext, RequestMeta]>({
     catch: (err: unknown) => {
       if (err instanceof HttpError) return errorResponse(err);
+      const conflict = fromDatabaseError(err);
+      if (conflict) return errorResponse(conflict);
       ctx.log.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
       return errorResponse(new HttpError(500, 'internal_error', 'internal error'));
     },

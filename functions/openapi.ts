@@ -45,7 +45,7 @@ export function buildOpenApi(routes: Route[]) {
   for (const r of routes) {
     const p = (paths[openapiPath(r.path)] ??= {});
     const responses: Record<string, unknown> = {};
-    for (const [status, res] of Object.entries(r.responses ?? { 200: { description: 'success' } })) {
+    for (const [status, res] of Object.entries(r.responses ?? { [r.status ?? 200]: { description: r.status === 204 ? 'done, no body' : 'success' } })) {
       responses[status] = { description: res.description, ...(res.schema ? { content: { 'application/json': { schema: jsonSchema(res.schema, 'output') } } } : {}) };
     }
     responses.default = { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };

@@ -141,7 +141,8 @@ async function adminCommand(config: Config, log: Logger, argv: string[]): Promis
       async (tx) => {
         let userId: string;
         if (sub === 'create') {
-          userId = (await createUser(tx, { email, name: typeof args.name === 'string' ? args.name : email.split('@')[0], instanceAdmin: true })).id;
+          const name = (typeof args.name === 'string' ? args.name.trim() : '') || email.split('@')[0];
+          userId = (await createUser(tx, { email, name, instanceAdmin: true })).id;
         } else {
           const [u] = await tx.query<{ id: string }>(sql`select id from users where lower(email) = ${email}`);
           if (!u) throw new Error(`no user with e-mail ${email}`);

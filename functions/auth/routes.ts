@@ -90,6 +90,7 @@ export const routes: Route[] = [
     summary: 'Sign out: ends this session everywhere and clears the cookie',
     tag: 'auth',
     access: 'user',
+    status: 204,
     async handler({ principal, request }, ctx) {
       if (principal!.sessionId) await ctx.db.query(sql`update sessions set revoked_at = now() where id = ${principal!.sessionId}`);
       return new Response(null, { status: 204, headers: { 'set-cookie': sessionCookie(ctx, request, null) } });
@@ -151,6 +152,7 @@ export const routes: Route[] = [
     summary: 'Create a personal API token; the token is shown only in this answer',
     tag: 'auth',
     access: 'user',
+    status: 201,
     body: z.strictObject({ name }),
     async handler({ principal, body, requestId }, ctx) {
       const created = await audited(
@@ -167,6 +169,7 @@ export const routes: Route[] = [
     summary: 'Revoke one of your API tokens',
     tag: 'auth',
     access: 'user',
+    status: 204,
     params: z.strictObject({ tokenId: id }),
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, { actor: principal!, action: 'token.revoke', target: { type: 'api_token', id: params.tokenId }, requestId }, async (tx) => {
@@ -197,6 +200,7 @@ export const routes: Route[] = [
     summary: 'Invite a user; answers a one-time password-set link (24 h)',
     tag: 'users',
     access: 'instanceAdmin',
+    status: 201,
     body: z.strictObject({ email, name, instanceAdmin: z.boolean().default(false) }),
     async handler({ principal, body, requestId }, ctx) {
       const out = await audited(
@@ -246,6 +250,7 @@ export const routes: Route[] = [
     summary: 'A new one-time password-set link for a user (reset)',
     tag: 'users',
     access: 'instanceAdmin',
+    status: 201,
     params: z.strictObject({ userId: id }),
     async handler({ principal, params, requestId }, ctx) {
       const link = await audited(ctx.db, { actor: principal!, action: 'user.password_link', target: { type: 'user', id: params.userId }, requestId }, async (tx) => {

@@ -64,6 +64,7 @@ export const routes: Route[] = [
     summary: 'Run a system job now (it runs once across replicas)',
     tag: 'schedules',
     access: 'instanceAdmin',
+    status: 202,
     params: jobParams,
     async handler({ params, principal, requestId }, { db, scheduler }) {
       const { name } = params;

@@ -72,6 +72,8 @@ export interface RouteDef<P extends z.ZodType | undefined = undefined, Q extends
   body?: B;
   /** Largest accepted body in bytes; default MAX_BODY_BYTES. */
   bodyLimit?: number;
+  /** The success status the handler answers (documented in OpenAPI); default 200. */
+  status?: 200 | 201 | 202 | 204;
   /** Documented responses besides the error shape; `schema` describes a JSON body. */
   responses?: Record<number, { description: string; schema?: z.ZodType }>;
   handler(input: RouteInput<Out<P>, Out<Q>, Out<B>>, ctx: AppContext): Promise<Response> | Response;

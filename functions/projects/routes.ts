@@ -93,6 +93,7 @@ export const routes: Route[] = [
     summary: 'Create a project',
     tag: 'projects',
     access: 'instanceAdmin',
+    status: 201,
     body: projectCreate,
     async handler({ principal, body, requestId }, ctx) {
       const project = await audited(
@@ -135,13 +136,13 @@ export const routes: Route[] = [
         (r: { before: Project; after: Project }) => ({ actor: principal!, action: 'project.update', target: { type: 'project', id: params.projectId }, diff: r, requestId }),
         async (tx) => {
           const before = await getProject(tx, params.projectId);
-          const after = { ...before, ...body };
+          const next = { ...before, ...body };
           if (body.name) await nameFree(tx, body.name, params.projectId);
           await tx.query(sql`
-            update projects set name = ${after.name}, repo = ${after.repo}, runner_id = ${after.runnerId}, root_path = ${after.rootPath},
-                   budget_usd = ${after.budgetUsd}, budget_action = ${after.budgetAction}, updated_at = now()
+            update projects set name = ${next.name}, repo = ${next.repo}, runner_id = ${next.runnerId}, root_path = ${next.rootPath},
+                   budget_usd = ${next.budgetUsd}, budget_action = ${next.budgetAction}, updated_at = now()
              where id = ${params.projectId}`);
-          return { before, after };
+          return { before, after: await getProject(tx, params.projectId) }; // as stored (numeric rounding)
         },
       );
       return json(out.after);
@@ -153,6 +154,7 @@ export const routes: Route[] = [
     summary: 'Delete a project and its memberships',
     tag: 'projects',
     access: 'instanceAdmin',
+    status: 204,
     params: z.strictObject({ projectId }),
     async handler({ principal, params, requestId }, ctx) {
       await audited(
@@ -218,6 +220,7 @@ export const routes: Route[] = [
     summary: 'Remove a user from a project',
     tag: 'projects',
     access: { projectRole: 'admin', param: 'projectId' },
+    status: 204,
     params: z.strictObject({ projectId, userId }),
     async handler({ principal, params, requestId }, ctx) {
       await audited(

@@ -80,6 +80,7 @@ export const routes: Route[] = [
     summary: 'Remove an instance secret',
     tag: 'settings',
     access: 'instanceAdmin',
+    status: 204,
     params: secretName,
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, { actor: principal!, action: 'secret.delete', target: { type: 'instance_secret', id: params.name }, requestId }, async (tx) => {

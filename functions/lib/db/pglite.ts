@@ -23,18 +23,23 @@ function wrap(pg: PgliteLike): Queryable {
  * PGlite is one process's database: a second process opening the same directory would corrupt it.
  * `svc.lock` holds the owner's pid; a lock whose process is gone (kill -9, crash) is taken over.
  */
-function lock(dataDir: string): () => void {
+async function lock(dataDir: string): Promise<() => void> {
   const file = join(dataDir, 'svc.lock');
+  const inUse = (pid: number) =>
+    new Error(`the embedded database in ${dataDir} is in use by process ${pid}; stop that process first (or use PostgreSQL for several processes)`);
   for (let tries = 0; tries < 2; tries++) {
     try {
       writeFileSync(file, String(process.pid), { flag: 'wx' });
+      // Two processes that both found the same stale lock may both get here; only the one whose pid
+      // is still in the file a moment later owns it.
+      await new Promise((r) => setTimeout(r, 50));
+      const owner = Number(readFileSync(file, 'utf8'));
+      if (owner !== process.pid) throw inUse(owner);
       return () => rmSync(file, { force: true });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // including inUse above
       const pid = Number(readFileSync(file, 'utf8'));
-      if (pid && pid !== process.pid && alive(pid)) {
-        throw new Error(`the embedded database in ${dataDir} is in use by process ${pid}; stop that process first (or use PostgreSQL for several processes)`);
-      }
+      if (pid && pid !== process.pid && alive(pid)) throw inUse(pid);
       rmSync(file, { force: true }); // stale: its owner is gone
     }
   }
@@ -53,7 +58,7 @@ function alive(pid: number): boolean {
 export async function openPglite(dataDir: string): Promise<Db> {
   const memory = dataDir === 'memory://';
   if (!memory) mkdirSync(dataDir, { recursive: true });
-  const unlock = memory ? () => {} : lock(dataDir);
+  const unlock = memory ? () => {} : await lock(dataDir);
   let pg: PGlite;
   try {
     pg = await PGlite.create(memory ? undefined : dataDir);

@@ -1,0 +1,274 @@
+// `node dist/server.mjs admin create | password-link`: the real CLI against a real database, then a
+// real server to prove the printed links work. On PGlite also the svc.lock: the CLI refuses a data
+// directory a running server holds (naming its pid) and a stale lock does not block a start.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import postgres from 'postgres';
+import { openPglite } from '../../functions/lib/db/pglite.ts';
+import { sql } from '../../functions/lib/db/port.ts';
+import { TEST_DB, serverDbEnv } from '../helpers/db.ts';
+import { adminCli, startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+
+const EMAIL = 'x@example.test';
+const USAGE = /usage: server\.mjs[\s\S]*admin create --email <e-mail> \[--name <name>\][\s\S]*admin password-link --email <e-mail>/;
+
+let dbEnv: Record<string, string>;
+let drop: () => Promise<void>;
+const servers: RunningServer[] = [];
+
+const linkOf = (stdout: string) => {
+  const m = /^(\S+#\/set-password\?token=([\w-]+))$/m.exec(stdout);
+  assert.ok(m, `a link in:\n${stdout}`);
+  return { url: m![1], token: m![2] };
+};
+const out = (r: ReturnType<typeof adminCli>) => `${r.stdout}${r.stderr}`;
+
+async function start(env: Record<string, string> = {}) {
+  const s = await startServer({ dbEnv, env });
+  servers.push(s);
+  return s;
+}
+
+async function stop(s: RunningServer) {
+  assert.is(await s.stop(), 0, 'the server stops cleanly');
+  await s.cleanup();
+}
+
+const post = (s: RunningServer, path: string, body: unknown) =>
+  fetch(s.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const signIn = (s: RunningServer, email: string, password: string) => post(s, '/api/session', { email, password });
+
+test.before(async () => {
+  const fresh = await serverDbEnv();
+  dbEnv = fresh.env;
+  drop = fresh.cleanup;
+});
+test.after(async () => {
+  for (const s of servers) await s.cleanup();
+  await drop?.();
+});
+
+let firstLink: { url: string; token: string };
+let secondLink: { url: string; token: string };
+
+test('admin create --email → exit 0 and a one-time set-password link', () => {
+  const r = adminCli(dbEnv, ['create', '--email', EMAIL]);
+  assert.is(r.status, 0, out(r));
+  assert.match(r.stdout, /Created instance admin x@example\.test\./);
+  assert.match(r.stdout, /within 24 hours/);
+  firstLink = linkOf(r.stdout);
+  assert.match(firstLink.url, /^http:\/\/127\.0\.0\.1:8080\/#\/set-password\?token=[\w-]{40,}$/, 'default origin without PUBLIC_URL');
+});
+
+test('PUBLIC_URL sets the origin of the printed link; --name and a mixed-case e-mail are taken', () => {
+  const r = adminCli(dbEnv, ['create', '--email', 'Second.Admin@Example.TEST', '--name', 'Second Admin'], { PUBLIC_URL: 'https://svc.example.test/' });
+  assert.is(r.status, 0, out(r));
+  assert.match(r.stdout, /second\.admin@example\.test/);
+  assert.match(linkOf(r.stdout).url, /^https:\/\/svc\.example\.test\/#\/set-password\?token=/);
+});
+
+test('creating the same e-mail again (any case) → non-zero exit, says it exists, prints no link', () => {
+  for (const email of [EMAIL, 'X@EXAMPLE.test', `  ${EMAIL}  `]) {
+    const r = adminCli(dbEnv, ['create', '--email', email]);
+    assert.is.not(r.status, 0, `${email}: ${out(r)}`);
+    assert.match(out(r), /exists/, email);
+    assert.not.match(out(r), /set-password\?token=/, 'no link');
+  }
+});
+
+test('missing or invalid --email, or an unknown subcommand → exit 2 with the usage', () => {
+  const cases = [
+    ['create'],
+    ['create', '--email'],
+    ['create', '--email', ''],
+    ['create', '--email', 'not-an-email'],
+    ['create', '--email', 'two words@example.test'],
+    ['create', '--name', 'Nobody'],
+    ['password-link'],
+    ['password-link', '--email', 'nope'],
+    ['delete', '--email', 'y@example.test'],
+    ['--email', 'y@example.test'],
+    [],
+  ];
+  for (const args of cases) {
+    const r = adminCli(dbEnv, args);
+    assert.is(r.status, 2, `admin ${args.join(' ')}: ${out(r)}`);
+    assert.match(r.stderr, USAGE, `admin ${args.join(' ')} prints the usage`);
+    assert.not.match(r.stdout, /set-password/, 'no link');
+  }
+});
+
+test('password-link for an unknown e-mail → non-zero exit naming it, no link', () => {
+  const r = adminCli(dbEnv, ['password-link', '--email', 'ghost@example.test']);
+  assert.is.not(r.status, 0, out(r));
+  assert.match(out(r), /no user with e-mail ghost@example\.test/);
+  assert.not.match(out(r), /set-password\?token=/);
+});
+
+test('password-link --email for an existing user → exit 0 and a new, different link', () => {
+  const r = adminCli(dbEnv, ['password-link', '--email', 'X@Example.Test']);
+  assert.is(r.status, 0, out(r));
+  assert.match(r.stdout, /Password link for x@example\.test\./);
+  secondLink = linkOf(r.stdout);
+  assert.is.not(secondLink.token, firstLink.token);
+});
+
+test('with a server started after the CLI: the old link works once, then 400 invalid_link; the new one works; sign-in works', async () => {
+  const s = await start();
+  try {
+    const pw1 = 'first password 123';
+    const pw2 = 'second password 456';
+    const useOld = await post(s, '/api/password', { token: firstLink.token, password: pw1 });
+    assert.is(useOld.status, 200, await useOld.clone().text());
+    assert.is((await useOld.json()).passwordSet, true);
+    const reuse = await post(s, '/api/password', { token: firstLink.token, password: 'attacker password 1' });
+    assert.is(reuse.status, 400);
+    assert.is((await reuse.json()).error.code, 'invalid_link');
+    assert.is((await signIn(s, EMAIL, 'attacker password 1')).status, 401, 'the refused reuse did not set a password');
+
+    const first = await signIn(s, EMAIL, pw1);
+    assert.is(first.status, 200);
+    const cookie = first.headers.get('set-cookie')!.split(';')[0];
+    const me = await (await fetch(`${s.url}/api/me`, { headers: { cookie } })).json();
+    assert.is(me.user.email, EMAIL);
+    assert.is(me.user.instanceAdmin, true, 'the CLI makes an instance admin');
+    assert.is(me.user.name, 'x', 'name defaults to the local part');
+
+    const useNew = await post(s, '/api/password', { token: secondLink.token, password: pw2 });
+    assert.is(useNew.status, 200);
+    assert.is((await post(s, '/api/password', { token: secondLink.token, password: pw2 })).status, 400, 'the new link is one-time too');
+    assert.is((await signIn(s, EMAIL, pw1)).status, 401, 'the old password is gone');
+    assert.is((await signIn(s, EMAIL, pw2)).status, 200);
+    assert.is((await fetch(`${s.url}/api/me`, { headers: { cookie } })).status, 401, 'setting a password ended the older session');
+
+    // The CLI's actions are in the audit log, as the CLI.
+    const session = await signIn(s, EMAIL, pw2);
+    const adminCookie = session.headers.get('set-cookie')!.split(';')[0];
+    const audit = await (await fetch(`${s.url}/api/audit?action=user.password_link`, { headers: { cookie: adminCookie } })).json();
+    assert.is(audit.records.length, 1);
+    assert.is(audit.records[0].actorLabel, 'cli');
+    const users = await (await fetch(`${s.url}/api/users`, { headers: { cookie: adminCookie } })).json();
+    assert.equal(users.users.map((u: { email: string }) => u.email).sort(), ['second.admin@example.test', EMAIL], 'no user from the refused commands');
+    assert.is(users.users.find((u: { email: string }) => u.email === 'second.admin@example.test').name, 'Second Admin');
+  } finally {
+    await stop(s);
+  }
+});
+
+/** users.name straight from the database (PGlite: only while no server holds it). */
+async function storedName(email: string): Promise<string | undefined> {
+  if (TEST_DB === 'postgres') {
+    const db = postgres(dbEnv.DATABASE_URL, { max: 1, onnotice: () => {} });
+    try {
+      return (await db`select name from users where email = ${email}`)[0]?.name;
+    } finally {
+      await db.end();
+    }
+  }
+  const db = await openPglite(dbEnv.PGLITE_DATA_DIR);
+  try {
+    return (await db.query<{ name: string }>(sql`select name from users where email = ${email}`))[0]?.name;
+  } finally {
+    await db.close();
+  }
+}
+
+test('an empty or blank --name is refused (exit 2) or replaced by a default, never stored blank (the API refuses blank names)', async () => {
+  for (const [email, args] of [
+    ['blank1@example.test', ['--name', '']],
+    ['blank2@example.test', ['--name', '   ']],
+    ['blank3@example.test', ['--name']],
+  ] as const) {
+    const r = adminCli(dbEnv, ['create', '--email', email, ...args]);
+    const name = await storedName(email);
+    if (r.status === 2) {
+      assert.is(name, undefined, `${email}: refused, so not created`);
+    } else {
+      assert.is(r.status, 0, out(r));
+      assert.ok(name !== undefined && name.trim().length > 0, `${email} ${JSON.stringify(args)}: stored name is ${JSON.stringify(name)}`);
+    }
+  }
+});
+
+if (TEST_DB === 'pglite') {
+  test('PGlite: while a server holds the data dir, the CLI refuses naming the server pid; the server keeps working', async () => {
+    const s = await start();
+    try {
+      const lockFile = join(dbEnv.PGLITE_DATA_DIR, 'svc.lock');
+      assert.is(readFileSync(lockFile, 'utf8').trim(), String(s.proc.pid), 'the lock names the server');
+      const r = adminCli(dbEnv, ['create', '--email', 'while-running@example.test']);
+      assert.is.not(r.status, 0, out(r));
+      assert.ok(out(r).includes(`in use by process ${s.proc.pid}`), out(r));
+      assert.match(out(r), /embedded database/);
+      assert.not.match(out(r), /set-password\?token=/);
+      const link = adminCli(dbEnv, ['password-link', '--email', EMAIL]);
+      assert.is.not(link.status, 0);
+      assert.ok(out(link).includes(`in use by process ${s.proc.pid}`));
+
+      assert.is(readFileSync(lockFile, 'utf8').trim(), String(s.proc.pid), 'the CLI did not take or remove the lock');
+      assert.is((await fetch(`${s.url}/health`)).status, 200);
+      const session = await signIn(s, EMAIL, 'second password 456');
+      assert.is(session.status, 200, 'the database still answers');
+      const cookie = session.headers.get('set-cookie')!.split(';')[0];
+      const users = await (await fetch(`${s.url}/api/users`, { headers: { cookie } })).json();
+      assert.not.ok(users.users.some((u: { email: string }) => u.email === 'while-running@example.test'), 'nothing was created');
+    } finally {
+      assert.is(await s.stop('SIGTERM'), 0);
+      await s.cleanup();
+    }
+    assert.not.ok(existsSync(join(dbEnv.PGLITE_DATA_DIR, 'svc.lock')), 'a clean stop removes the lock');
+    const after = adminCli(dbEnv, ['create', '--email', 'while-running@example.test']);
+    assert.is(after.status, 0, out(after));
+    linkOf(after.stdout);
+    assert.not.ok(existsSync(join(dbEnv.PGLITE_DATA_DIR, 'svc.lock')), 'the CLI released the lock too');
+  });
+
+  test('PGlite: a stale svc.lock (a pid that does not exist) blocks neither the CLI nor a start', async () => {
+    let pid = 999999;
+    const exists = (p: number) => {
+      try {
+        process.kill(p, 0);
+        return true;
+      } catch (err) {
+        return (err as NodeJS.ErrnoException).code === 'EPERM';
+      }
+    };
+    while (exists(pid)) pid++;
+    const lockFile = join(dbEnv.PGLITE_DATA_DIR, 'svc.lock');
+    writeFileSync(lockFile, String(pid));
+    const r = adminCli(dbEnv, ['password-link', '--email', EMAIL]);
+    assert.is(r.status, 0, out(r));
+    linkOf(r.stdout);
+    assert.not.ok(existsSync(lockFile), 'the stale lock was taken over and released');
+
+    writeFileSync(lockFile, String(pid));
+    const s = await start();
+    try {
+      assert.is((await fetch(`${s.url}/health`)).status, 200);
+      assert.is(readFileSync(lockFile, 'utf8').trim(), String(s.proc.pid), 'the server took the lock over');
+      assert.is((await signIn(s, EMAIL, 'second password 456')).status, 200, 'same data');
+    } finally {
+      await stop(s);
+    }
+  });
+}
+
+if (TEST_DB === 'postgres') {
+  test('PostgreSQL: the CLI works while a server runs on the same database, and the server sees the new admin', async () => {
+    const s = await start();
+    try {
+      const r = adminCli(dbEnv, ['create', '--email', 'live@example.test']);
+      assert.is(r.status, 0, out(r));
+      const link = linkOf(r.stdout);
+      assert.is((await post(s, '/api/password', { token: link.token, password: 'live password 789' })).status, 200);
+      assert.is((await signIn(s, 'live@example.test', 'live password 789')).status, 200);
+    } finally {
+      await stop(s);
+    }
+  });
+}
+
+test.run();
