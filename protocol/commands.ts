@@ -1,0 +1,85 @@
+// The closed allowlist of server commands to a runner (spec: Server commands to a runner), shared by
+// the server (role check, argument validation, timeout) and the runner (validation again, dispatch).
+// A command's timeout is how long the server waits for the answer, not how long the work may run.
+import { z } from 'zod';
+
+export const ROLE_NAMES = ['viewer', 'operator', 'admin'] as const;
+export type CommandRole = (typeof ROLE_NAMES)[number];
+
+const id = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, _ or -' });
+const projectId = id;
+const slot = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, { message: 'must be a slot label' });
+/** An absolute path without `..` segments or NUL; the runner confines it further to project roots. */
+export const absolutePath = z
+  .string()
+  .max(4096)
+  .refine((p) => p.startsWith('/') && !p.includes('\0') && !p.split('/').includes('..'), { message: 'must be an absolute path without ..' });
+const prNumber = z.number().int().min(1).max(2 ** 31 - 1);
+const text = (max: number) => z.string().max(max);
+const none = z.strictObject({});
+
+interface Spec<A extends z.ZodType> {
+  minRole: CommandRole;
+  timeoutMs: number;
+  args: A;
+  /** Whether the command acts on one project (args.projectId); others act on the runner. */
+  project: boolean;
+}
+const spec = <A extends z.ZodType>(minRole: CommandRole, timeoutMs: number, args: A, project: boolean): Spec<A> => ({ minRole, timeoutMs, args, project });
+const s = 1000;
+
+export const COMMANDS = {
+  'runner.ping': spec('viewer', 30 * s, none, false),
+  'runner.describe': spec('viewer', 30 * s, none, false),
+  'project.inspect': spec('admin', 45 * s, z.strictObject({ path: absolutePath }), false),
+  'project.refresh': spec('operator', 45 * s, z.strictObject({ projectId }), true),
+  'session.backfill': spec('admin', 10 * 60 * s, z.strictObject({ projectId, since: z.iso.datetime().optional() }), true),
+  'orchestrator.start': spec('operator', 30 * s, z.strictObject({ projectId, profileId: id.optional() }), true),
+  'orchestrator.stop': spec('operator', 10 * s, z.strictObject({ projectId }), true),
+  'orchestrator.status': spec('viewer', 5 * s, z.strictObject({ projectId }), true),
+  'slot.stop': spec('operator', 10 * s, z.strictObject({ projectId, slot }), true),
+  'slot.message': spec('operator', 10 * s, z.strictObject({ projectId, slot, message: text(20_000).min(1) }), true),
+  'issue.create': spec('operator', 45 * s, z.strictObject({ projectId, title: text(256).min(1), body: text(65_536).default('') }), true),
+  'issues.refresh': spec('operator', 45 * s, z.strictObject({ projectId }), true),
+  'collector.poll': spec('admin', 30 * s, z.strictObject({ projectId: projectId.optional() }), false),
+  'pr.inspect': spec('viewer', 30 * s, z.strictObject({ projectId, number: prNumber }), true),
+  'pr.approve': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber, comment: text(10_000).optional() }), true),
+  'pr.requestChanges': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber, comment: text(10_000).min(1) }), true),
+  'pr.voidApproval': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber }), true),
+  'terminal.attach': spec('admin', 10 * s, z.strictObject({ projectId, session: text(128).min(1) }), true),
+  'skill.search': spec('operator', 15 * s, z.strictObject({ query: text(200) }), false),
+  'skill.inspect': spec('operator', 2 * 60 * s, z.strictObject({ source: text(2048).min(1) }), false),
+  'skill.install': spec('operator', 3 * 60 * s, z.strictObject({ source: text(2048).min(1), profileId: id.optional() }), false),
+  'skill.uninstall': spec('admin', 10 * s, z.strictObject({ name: id }), false),
+  'skill.list': spec('viewer', 60 * s, none, false),
+  'skill.run': spec(
+    'operator',
+    30 * s,
+    z.strictObject({
+      projectId,
+      skill: id,
+      args: z.array(text(4096)).max(64).default([]),
+      profileId: id.optional(),
+      model: text(100).optional(),
+      output: z.enum(['report', 'pull_request']).default('report'),
+      timeoutSec: z.number().int().min(60).max(21600).optional(),
+    }),
+    true,
+  ),
+  'skill.cancel': spec('operator', 15 * s, z.strictObject({ projectId, runId: id }), true),
+} as const;
+
+export type CommandName = keyof typeof COMMANDS;
+export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
+export const isCommandName = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name);
+export type CommandArgs<N extends CommandName> = z.output<(typeof COMMANDS)[N]['args']>;
+
+/** Error codes a runner answers a command with (besides command-specific ones). */
+export const COMMAND_ERRORS = {
+  unknown_command: 'the runner does not know this command',
+  disabled: 'this machine refuses the command (disabledCommands in runner.json)',
+  invalid_args: 'the arguments do not match the command',
+  not_implemented: 'this runner version does not implement the command yet',
+  path_not_allowed: 'the path is outside the registered project roots and their worktrees',
+  failed: 'the command failed',
+} as const;

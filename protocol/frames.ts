@@ -1,0 +1,95 @@
+// Frames of the runner ↔ API WebSocket (`/runner`), validated with zod on both sides (DESIGN §3).
+// Every frame is one JSON object with a `type` tag. The handshake carries the runner token
+// (`Authorization: Bearer`) and the protocol version (`X-Svc-Protocol`); close codes below.
+import { z } from 'zod';
+import { COMMAND_NAMES } from './commands.ts';
+
+export const PROTOCOL_HEADER = 'x-svc-protocol';
+export const RUNNER_VERSION_HEADER = 'x-svc-runner-version';
+
+/** Close codes after which the runner exits 78 and is not restarted (spec: Runner connection). */
+export const CLOSE = {
+  protocolMismatch: 4400,
+  unauthorized: 4401,
+  replaced: 4409,
+} as const;
+export const FATAL_CLOSE_CODES: readonly number[] = Object.values(CLOSE);
+
+/** Largest frame either side accepts; larger ones are refused without closing the connection. */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+/** Most events in one `events` frame. */
+export const MAX_BATCH = 500;
+
+const eventId = z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/);
+
+/** One spooled event: runner-unique id (the server stores it idempotently), source, kind, payload. */
+export const runnerEvent = z.strictObject({
+  id: eventId,
+  source: z.string().regex(/^[a-z0-9_.:/-]{1,200}$/i),
+  kind: z.string().regex(/^[a-z][a-z0-9_.]{0,63}$/),
+  ts: z.iso.datetime({ offset: true }),
+  payload: z.record(z.string(), z.unknown()),
+});
+export type RunnerEvent = z.infer<typeof runnerEvent>;
+
+const commandError = z.strictObject({ code: z.string().max(64), message: z.string().max(2000) });
+
+export const runnerFrame = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('hello'),
+    version: z.string().max(64),
+    target: z.string().max(64),
+    hostname: z.string().max(255),
+    capabilities: z.array(z.string().max(64)).max(64),
+  }),
+  z.strictObject({ type: z.literal('events'), events: z.array(runnerEvent).min(1).max(MAX_BATCH) }),
+  z.strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.literal(true), data: z.unknown() }),
+  z.strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.literal(false), error: commandError }),
+  z.strictObject({ type: z.literal('ping') }),
+]);
+export type RunnerFrame = z.infer<typeof runnerFrame>;
+
+export const serverFrame = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('welcome'),
+    runnerId: z.string(),
+    serverTime: z.string(),
+    projects: z.array(z.strictObject({ id: z.string(), root: z.string() })),
+  }),
+  z.strictObject({ type: z.literal('ack'), ids: z.array(eventId).max(MAX_BATCH) }),
+  z.strictObject({
+    type: z.literal('command'),
+    requestId: z.string().max(64),
+    name: z.enum(COMMAND_NAMES as [string, ...string[]]),
+    args: z.unknown(),
+    timeoutMs: z.number().int().positive(),
+  }),
+  z.strictObject({ type: z.literal('projects'), projects: z.array(z.strictObject({ id: z.string(), root: z.string() })) }),
+  z.strictObject({ type: z.literal('pong') }),
+  z.strictObject({ type: z.literal('error'), code: z.string(), message: z.string() }),
+]);
+export type ServerFrame = z.infer<typeof serverFrame>;
+
+/** Parse one text frame; `{ invalid: reason }` (never a throw) for anything malformed, unknown or oversized. */
+export function parseFrame<S extends z.ZodType>(schema: S, data: string): z.infer<S> | { invalid: string } {
+  if (data.length > MAX_FRAME_BYTES) return { invalid: `frame larger than ${MAX_FRAME_BYTES} bytes` };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(data);
+  } catch {
+    return { invalid: 'frame is not JSON' };
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) return { invalid: parsed.error.issues.map((i) => `${i.path.join('.') || 'frame'}: ${i.message}`).join('; ').slice(0, 500) };
+  return parsed.data;
+}
+
+/** Pairing: `POST /runners/pair` body and answer. */
+export const PAIRING_CODE = /^[A-Z0-9]{4}-[A-Z0-9]{4}$/;
+export const pairRequest = z.strictObject({
+  code: z.string().regex(PAIRING_CODE, { message: 'must be a pairing code like ABCD-2345' }),
+  hostname: z.string().max(255).default(''),
+  version: z.string().max(64).default(''),
+  target: z.string().max(64).default(''),
+});
+export const pairResponse = z.strictObject({ runnerId: z.string(), token: z.string() });
