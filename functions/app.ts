@@ -15,6 +15,7 @@ import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
 import { parseWith, readJson } from './lib/http.ts';
 import { routes as openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
+import { routes as runnerRoutes } from './runners/routes.ts';
 import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
 
@@ -22,6 +23,7 @@ export const allRoutes: Route[] = [
   ...healthRoutes,
   ...authRoutes,
   ...projectRoutes,
+  ...runnerRoutes,
   ...settingsRoutes,
   ...auditRoutes,
   ...jobRoutes,

@@ -19,6 +19,8 @@ import { auditJobs } from './audit/job.ts';
 import { sessionKey } from './auth/auth.ts';
 import { createPasswordLink, createUser } from './auth/routes.ts';
 import { retentionJobs } from './jobs/retention.ts';
+import { Hub } from './runners/hub.ts';
+import { offlineJob } from './runners/presence.ts';
 import { Scheduler } from './jobs/scheduler.ts';
 import { ConfigError, loadConfig } from './lib/config.ts';
 import type { Config } from './lib/config.ts';
@@ -65,11 +67,13 @@ async function serve(config: Config, log: Logger): Promise<void> {
   if (!encryption) log.warn('APP_ENCRYPTION_KEY is not set: secrets cannot be stored (see README, Configuration)');
   const keys: Keys = { encryption, session: await sessionKey(db, encryption) };
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
-  for (const job of [...retentionJobs(config), ...auditJobs(config)]) scheduler.register(job);
+  for (const job of [...retentionJobs(config), ...auditJobs(config), offlineJob]) scheduler.register(job);
+  const hub = new Hub(db, log.child({ area: 'runners' }));
+  await hub.start();
   if (config.JOBS_ENABLED) scheduler.start();
   else log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
 
-  const fetch = createApp({ config, db, log, scheduler, keys });
+  const fetch = createApp({ config, db, log, scheduler, keys, hub });
   const clientAddress = (req: IncomingMessage) => {
     const forwarded = config.TRUST_PROXY ? req.headers['x-forwarded-for'] : undefined;
     const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
@@ -88,6 +92,11 @@ async function serve(config: Config, log: Logger): Promise<void> {
       log.debug('response', { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Math.round(performance.now() - started) });
       if (--inFlight === 0) drained?.();
     });
+  });
+  // The runner WebSocket (spec: Runner connection) shares the HTTP port; other upgrades are refused.
+  server.on('upgrade', (req, socket, head) => {
+    if (new URL(req.url ?? '/', 'http://x').pathname === '/runner') return hub.handleUpgrade(req, socket, head);
+    socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
   });
   server.keepAliveTimeout = 5_000;
   server.headersTimeout = 10_000;
@@ -110,6 +119,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
     }
     clearInterval(idle);
     server.closeAllConnections();
+    await hub.stop();
     await scheduler.stop(graceMs);
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');

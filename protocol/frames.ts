@@ -43,8 +43,10 @@ export const runnerFrame = z.discriminatedUnion('type', [
     capabilities: z.array(z.string().max(64)).max(64),
   }),
   z.strictObject({ type: z.literal('events'), events: z.array(runnerEvent).min(1).max(MAX_BATCH) }),
-  z.strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.literal(true), data: z.unknown() }),
-  z.strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.literal(false), error: commandError }),
+  // A command's answer: `ok: true` with `data`, or `ok: false` with `error`.
+  z
+    .strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.boolean(), data: z.unknown().optional(), error: commandError.optional() })
+    .refine((r) => (r.ok ? r.error === undefined : r.error !== undefined), { message: 'ok results carry data, failed ones an error' }),
   z.strictObject({ type: z.literal('ping') }),
 ]);
 export type RunnerFrame = z.infer<typeof runnerFrame>;

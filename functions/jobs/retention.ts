@@ -47,15 +47,17 @@ export function retentionJobs(config: Config): JobDefinition[] {
       }),
     },
     {
-      name: 'retention.auth',
-      description: 'Forget sign-in state nobody can use any more: sessions ended over a day ago, used or expired password links, old failed sign-ins',
-      cron: config.AUTH_CLEANUP_CRON,
+      name: 'retention.housekeeping',
+      description: 'Forget state nobody needs any more: sessions ended and password links used over a day ago, old failed sign-ins, job runs and runner commands older than 30 days',
+      cron: config.HOUSEKEEPING_CRON,
       async run({ db }) {
         const count = async (q: ReturnType<typeof sql>) => (await db.query<{ n: number }>(q))[0].n;
         return {
           sessions: await count(sql`with gone as (delete from sessions where coalesce(revoked_at, expires_at) < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
           passwordLinks: await count(sql`with gone as (delete from password_links where coalesce(used_at, expires_at) < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
           signInFailures: await count(sql`with gone as (delete from auth_failures where at < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
+          jobRuns: await count(sql`with gone as (delete from job_runs where status <> 'running' and scheduled_for < now() - interval '30 days' returning 1) select count(*)::int as n from gone`),
+          runnerCommands: await count(sql`with gone as (delete from runner_commands where created_at < now() - interval '30 days' returning 1) select count(*)::int as n from gone`),
         };
       },
     },

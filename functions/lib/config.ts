@@ -75,7 +75,7 @@ const envShape = z.object({
     DELIVERY_RETENTION_CRON: cron('45 4 * * *'),
     CODEHOST_DELIVERY_RETENTION_CRON: cron('50 4 * * *'),
     AUDIT_VERIFY_CRON: cron('0 3 * * *'),
-    AUTH_CLEANUP_CRON: cron('55 4 * * *'),
+    HOUSEKEEPING_CRON: cron('55 4 * * *'),
     JOBS_ENABLED: bool(true),
     JOB_LEASE_SECONDS: int(60, 2, 3600),
     WEBHOOKS_WORKER_ENABLED: bool(true),

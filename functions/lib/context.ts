@@ -3,6 +3,7 @@
 // OpenAPI document (functions/openapi.ts) is generated from the same table, so they cannot drift.
 import type { z } from 'zod';
 import type { Scheduler } from '../jobs/scheduler.ts';
+import type { Hub } from '../runners/hub.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/index.ts';
 import type { Logger } from './log.ts';
@@ -13,6 +14,7 @@ export interface AppContext {
   log: Logger;
   scheduler: Scheduler;
   keys: Keys;
+  hub: Hub;
 }
 
 /** Keys derived once at start: the session signing key and, when configured, the secrets key. */

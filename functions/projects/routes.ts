@@ -108,6 +108,7 @@ export const routes: Route[] = [
           return getProject(tx, id);
         },
       );
+      await ctx.hub.projectsChanged(project.runnerId);
       return json(project, { status: 201 });
     },
   }),
@@ -145,6 +146,8 @@ export const routes: Route[] = [
           return { before, after: await getProject(tx, params.projectId) }; // as stored (numeric rounding)
         },
       );
+      await ctx.hub.projectsChanged(out.before.runnerId);
+      if (out.after.runnerId !== out.before.runnerId) await ctx.hub.projectsChanged(out.after.runnerId);
       return json(out.after);
     },
   }),
@@ -165,7 +168,7 @@ export const routes: Route[] = [
           await tx.query(sql`delete from projects where id = ${params.projectId}`);
           return before;
         },
-      );
+      ).then((before) => ctx.hub.projectsChanged(before.runnerId));
       return new Response(null, { status: 204 });
     },
   }),

@@ -14,7 +14,7 @@ test('GET /api/schedules lists the system jobs with their next run and no last r
   const res = await server.api('/api/schedules');
   assert.is(res.status, 200);
   const { jobs } = await res.json();
-  assert.equal(jobs.map((j: { name: string }) => j.name), ['retention.activity', 'retention.deliveries', 'retention.auth', 'retention.codehost_deliveries', 'audit.verify']);
+  assert.equal(jobs.map((j: { name: string }) => j.name), ['retention.activity', 'retention.deliveries', 'retention.housekeeping', 'retention.codehost_deliveries', 'audit.verify', 'runners.offline']);
   for (const j of jobs) {
     assert.is(j.kind, 'system');
     assert.is(j.lastRun, null);

@@ -55,9 +55,9 @@ test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, del
     results.map((r) => [r.job, r.status, r.result]),
     [
       ['retention.activity', 'ok', { deleted: 1 }],
-      ['retention.auth', 'ok', { sessions: 0, passwordLinks: 0, signInFailures: 0 }],
       ['retention.codehost_deliveries', 'ok', { deleted: 1 }],
       ['retention.deliveries', 'ok', { outbound: 1, inbound: 1 }],
+      ['retention.housekeeping', 'ok', { sessions: 0, passwordLinks: 0, signInFailures: 0, jobRuns: 0, runnerCommands: 0 }],
     ],
   );
 });
@@ -69,13 +69,13 @@ test('the system jobs carry the spec times by default', () => {
     [
       ['retention.activity', '30 4 * * *'],
       ['retention.deliveries', '45 4 * * *'],
-      ['retention.auth', '55 4 * * *'],
+      ['retention.housekeeping', '55 4 * * *'],
       ['retention.codehost_deliveries', '50 4 * * *'],
     ],
   );
 });
 
-test('auth cleanup forgets ended sessions, used links and old failures, and keeps live ones', async () => {
+test('housekeeping forgets ended sessions, used links, old failures and old job runs, and keeps live ones', async () => {
   await db.exec(`insert into users (id, email, name) values ('u1', 'u1@example.test', 'U1')`);
   await db.exec(`insert into sessions (id, user_id, expires_at, revoked_at) values
     ('live', 'u1', now() + interval '1 hour', null),
@@ -85,15 +85,18 @@ test('auth cleanup forgets ended sessions, used links and old failures, and keep
   await db.exec(`insert into password_links (token_hash, user_id, expires_at, used_at) values
     ('fresh', 'u1', now() + interval '1 hour', null), ('used', 'u1', now() + interval '1 hour', now() - interval '2 days')`);
   await db.exec(`insert into auth_failures (key, at) values ('account:x', now()), ('account:x', now() - interval '3 days')`);
+  await db.exec(`insert into job_runs (job, scheduled_for, status) values ('old.job', now() - interval '40 days', 'ok'), ('old.job', now() - interval '1 day', 'ok')`);
   const s = new Scheduler(db, quiet, 60);
   for (const job of retentionJobs(loadConfig({}))) s.register(job);
-  await s.runNow('retention.auth');
+  await s.runNow('retention.housekeeping');
   await s.settled();
   const ids = (await db.query<{ id: string }>(sql`select id from sessions order by id`)).map((r) => r.id);
   assert.equal(ids, ['just-revoked', 'live']);
   assert.equal((await db.query<{ t: string }>(sql`select token_hash as t from password_links`)).map((r) => r.t), ['fresh']);
   const [{ n }] = await db.query<{ n: number }>(sql`select count(*)::int as n from auth_failures`);
   assert.is(n, 1);
+  const [{ j }] = await db.query<{ j: number }>(sql`select count(*)::int as j from job_runs where job = 'old.job'`);
+  assert.is(j, 1);
 });
 
 test('a large backlog is deleted in batches, all of it', async () => {

@@ -1,0 +1,284 @@
+// The runner hub (spec: Runner connection; DESIGN §3): the `/runner` WebSocket, its close codes, the
+// event ingest with acks, presence, and commands that reach a runner whichever API process holds its
+// socket. Commands travel as rows in `runner_commands`; NOTIFY only says "look at row X", so payloads
+// of any size cross replicas, and PGlite's in-process LISTEN/NOTIFY serves a single process the same way.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+import { COMMANDS } from '../../protocol/commands.ts';
+import type { CommandName } from '../../protocol/commands.ts';
+import { CLOSE, MAX_FRAME_BYTES, PROTOCOL_HEADER, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
+import type { RunnerEvent, ServerFrame } from '../../protocol/frames.ts';
+import { PROTOCOL_VERSION } from '../../protocol/version.ts';
+import { sha256Hex } from '../lib/crypto.ts';
+import { sql } from '../lib/db/index.ts';
+import type { Db } from '../lib/db/index.ts';
+import type { Logger } from '../lib/log.ts';
+
+const CTL = 'svc_runner_ctl';
+const CMD = 'svc_runner_cmd';
+const DONE = 'svc_runner_cmd_done';
+const HEARTBEAT_MS = 20_000;
+/** Frames a connection may send per second (burst twice that); beyond it frames are dropped. */
+const FRAME_RATE = 100;
+
+interface Conn {
+  id: string;
+  runnerId: string;
+  ws: WebSocket;
+  alive: boolean;
+  tokens: number;
+  refilled: number;
+  lastRateWarning: number;
+}
+
+export type CommandOutcome =
+  | { status: 'done'; data: unknown }
+  | { status: 'failed'; error: { code: string; message: string } }
+  | { status: 'timeout' }
+  | { status: 'offline' };
+
+export class Hub {
+  readonly instance = randomUUID();
+  private readonly conns = new Map<string, Conn>(); // by runner id: one live socket per runner here
+  private readonly waiters = new Map<string, () => void>();
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
+  private unlisten: (() => Promise<void>)[] = [];
+  private heartbeat?: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.unlisten = await Promise.all([
+      this.db.listen(CTL, (p) => void this.onControl(p).catch((err) => this.log.error('runner control failed', { error: err }))),
+      this.db.listen(CMD, (p) => void this.onCommand(p).catch((err) => this.log.error('command dispatch failed', { error: err }))),
+      this.db.listen(DONE, (p) => this.waiters.get(p)?.()),
+    ]);
+    this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.heartbeat);
+    for (const conn of this.conns.values()) conn.ws.close(1001, 'server shutting down');
+    await this.db.query(sql`update runners set connected_instance = null where connected_instance = ${this.instance}`).catch(() => {});
+    await Promise.all(this.unlisten.map((u) => u().catch(() => {})));
+  }
+
+  isConnectedHere(runnerId: string): boolean {
+    return this.conns.has(runnerId);
+  }
+
+  /** Node's `upgrade` event for /runner: authenticate, then keep the socket or close it with a code. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) =>
+      this.accept(ws, req).catch((err) => {
+        this.log.error('runner connection failed', { error: err instanceof Error ? err.message : String(err) });
+        ws.close(1011, 'server error');
+      }),
+    );
+  }
+
+  private async accept(ws: WebSocket, req: IncomingMessage): Promise<void> {
+    const protocol = req.headers[PROTOCOL_HEADER];
+    if (protocol !== String(PROTOCOL_VERSION)) {
+      this.log.warn('runner refused: protocol mismatch', { theirs: String(protocol ?? 'none'), ours: PROTOCOL_VERSION });
+      return ws.close(CLOSE.protocolMismatch, `protocol ${PROTOCOL_VERSION} required`);
+    }
+    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+    const [runner] = m
+      ? await this.db.query<{ id: string }>(sql`select id from runners where token_hash = ${sha256Hex(m[1])} and revoked_at is null`)
+      : [];
+    if (!runner) {
+      this.log.warn('runner refused: invalid or revoked token', { address: req.socket.remoteAddress });
+      return ws.close(CLOSE.unauthorized, 'invalid or revoked token');
+    }
+    const conn: Conn = { id: randomUUID(), runnerId: runner.id, ws, alive: true, tokens: FRAME_RATE * 2, refilled: Date.now(), lastRateWarning: 0 };
+    const version = String(req.headers[RUNNER_VERSION_HEADER] ?? '').slice(0, 64);
+    // A newer connection of the same runner replaces any older one, here or on another replica.
+    this.conns.get(runner.id)?.ws.close(CLOSE.replaced, 'replaced by a newer connection');
+    this.conns.set(runner.id, conn);
+    await this.db.query(sql`
+      update runners set connected_instance = ${this.instance}, last_seen_at = now(), version = ${version}
+       where id = ${runner.id}`);
+    await this.db.notify(CTL, JSON.stringify({ action: 'close', runnerId: runner.id, except: conn.id, code: CLOSE.replaced }));
+    this.log.info('runner connected', { runnerId: runner.id, version });
+
+    ws.on('pong', () => (conn.alive = true));
+    // No failure while handling one socket may take the process down: every handler catches.
+    ws.on('message', (data, isBinary) =>
+      this.onFrame(conn, data.toString(), isBinary).catch((err) => this.log.error('runner frame crashed', { runnerId: runner.id, error: err instanceof Error ? err.stack : String(err) })),
+    );
+    ws.on('close', (code) => void this.onClose(conn, code).catch(() => {}));
+    ws.on('error', (err) => this.log.warn('runner socket error', { runnerId: runner.id, error: err.message }));
+    this.send(conn, { type: 'welcome', runnerId: runner.id, serverTime: new Date().toISOString(), projects: await this.projectsOf(runner.id) });
+  }
+
+  private send(conn: Conn, frame: ServerFrame): void {
+    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify(frame));
+  }
+
+  private allow(conn: Conn): boolean {
+    const now = Date.now();
+    conn.tokens = Math.min(FRAME_RATE * 2, conn.tokens + ((now - conn.refilled) / 1000) * FRAME_RATE);
+    conn.refilled = now;
+    if (conn.tokens >= 1) {
+      conn.tokens -= 1;
+      return true;
+    }
+    if (now - conn.lastRateWarning > 1000) {
+      conn.lastRateWarning = now;
+      this.log.warn('runner frame flood: dropping frames', { runnerId: conn.runnerId });
+      this.send(conn, { type: 'error', code: 'rate_limited', message: `more than ${FRAME_RATE} frames/s; frames are being dropped` });
+    }
+    return false;
+  }
+
+  private async onFrame(conn: Conn, data: string, isBinary: boolean): Promise<void> {
+    if (!this.allow(conn)) return;
+    const frame = isBinary ? { invalid: 'binary frames are not part of the protocol' } : parseFrame(runnerFrame, data);
+    if ('invalid' in frame) {
+      this.log.warn('runner frame refused', { runnerId: conn.runnerId, reason: frame.invalid });
+      return this.send(conn, { type: 'error', code: 'invalid_frame', message: frame.invalid });
+    }
+    try {
+      await this.touch(conn.runnerId);
+      switch (frame.type) {
+        case 'hello':
+          await this.db.query(sql`
+            update runners set hostname = ${frame.hostname}, version = ${frame.version}, target = ${frame.target},
+                   capabilities = ${sql.json(frame.capabilities)} where id = ${conn.runnerId}`);
+          return;
+        case 'events':
+          await this.ingest(conn.runnerId, frame.events);
+          return this.send(conn, { type: 'ack', ids: frame.events.map((e) => e.id) });
+        case 'result':
+          return await this.onResult(conn.runnerId, frame);
+        case 'ping':
+          return this.send(conn, { type: 'pong' });
+      }
+    } catch (err) {
+      this.log.error('runner frame failed', { runnerId: conn.runnerId, type: frame.type, error: err instanceof Error ? err.message : String(err) });
+      this.send(conn, { type: 'error', code: 'server_error', message: 'the frame could not be processed; it was not acknowledged' });
+    }
+  }
+
+  /** Store a batch idempotently: a re-sent event (no ack seen) is stored once. Ack only after commit. */
+  async ingest(runnerId: string, events: RunnerEvent[]): Promise<void> {
+    const rows = events.map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
+    await this.db.query(sql`
+      insert into runner_events (runner_id, event_id, source, kind, ts, payload)
+      select ${runnerId}, x.event_id, x.source, x.kind, x.ts, x.payload
+        from jsonb_to_recordset(${sql.json(rows)}) as x(event_id text, source text, kind text, ts timestamptz, payload jsonb)
+      on conflict (runner_id, event_id) do nothing`);
+  }
+
+  private lastTouch = new Map<string, number>();
+  private async touch(runnerId: string): Promise<void> {
+    const now = Date.now();
+    if (now - (this.lastTouch.get(runnerId) ?? 0) < 5000) return;
+    this.lastTouch.set(runnerId, now);
+    await this.db.query(sql`update runners set last_seen_at = now() where id = ${runnerId}`);
+  }
+
+  private beat(): void {
+    for (const conn of this.conns.values()) {
+      if (!conn.alive) {
+        this.log.warn('runner heartbeat lost; dropping socket', { runnerId: conn.runnerId });
+        conn.ws.terminate();
+        continue;
+      }
+      conn.alive = false;
+      conn.ws.ping();
+      void this.touch(conn.runnerId).catch(() => {});
+    }
+  }
+
+  private async onClose(conn: Conn, code: number): Promise<void> {
+    if (this.conns.get(conn.runnerId) !== conn) return; // already replaced
+    this.conns.delete(conn.runnerId);
+    this.lastTouch.delete(conn.runnerId);
+    await this.db
+      .query(sql`update runners set connected_instance = null, last_seen_at = now() where id = ${conn.runnerId} and connected_instance = ${this.instance}`)
+      .catch(() => {});
+    this.log.info('runner disconnected', { runnerId: conn.runnerId, code });
+  }
+
+  private async onControl(payload: string): Promise<void> {
+    const msg = JSON.parse(payload) as { action: 'close' | 'projects'; runnerId: string; except?: string; code?: number };
+    const conn = this.conns.get(msg.runnerId);
+    if (!conn || conn.id === msg.except) return;
+    if (msg.action === 'close') conn.ws.close(msg.code ?? CLOSE.unauthorized, msg.code === CLOSE.replaced ? 'replaced by a newer pairing' : 'token revoked');
+    if (msg.action === 'projects') this.send(conn, { type: 'projects', projects: await this.projectsOf(msg.runnerId) });
+  }
+
+  /** Close a runner's socket wherever it is held: 4401 when revoked, 4409 when re-paired. */
+  async disconnect(runnerId: string, code: number): Promise<void> {
+    await this.db.notify(CTL, JSON.stringify({ action: 'close', runnerId, code }));
+  }
+
+  /** Tell a runner its watch list changed (project created, moved or deleted). */
+  async projectsChanged(runnerId: string | null): Promise<void> {
+    if (runnerId) await this.db.notify(CTL, JSON.stringify({ action: 'projects', runnerId }));
+  }
+
+  private async projectsOf(runnerId: string) {
+    const rows = await this.db.query<{ id: string; root: string }>(sql`
+      select id, root_path as root from projects where runner_id = ${runnerId} and root_path is not null order by id`);
+    return rows;
+  }
+
+  // ---- commands ----
+
+  /** Send a command and wait up to its timeout for the answer, from any API process. */
+  async command(runnerId: string, name: CommandName, args: unknown, userId: string | null): Promise<CommandOutcome> {
+    const [runner] = await this.db.query<{ online: boolean }>(sql`
+      select connected_instance is not null and last_seen_at > now() - interval '60 seconds' as online
+        from runners where id = ${runnerId} and revoked_at is null`);
+    if (!runner?.online) return { status: 'offline' };
+    const requestId = randomUUID();
+    await this.db.query(sql`
+      insert into runner_commands (request_id, runner_id, name, args, requested_by)
+      values (${requestId}, ${runnerId}, ${name}, ${sql.json(args)}, ${userId})`);
+    const answered = new Promise<void>((resolve) => this.waiters.set(requestId, resolve));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await this.db.notify(CMD, requestId);
+      await Promise.race([answered, new Promise((r) => (timer = setTimeout(r, COMMANDS[name].timeoutMs)))]);
+    } finally {
+      clearTimeout(timer);
+      this.waiters.delete(requestId);
+    }
+    const [row] = await this.db.query<{ status: string; result: unknown; error: { code: string; message: string } | null }>(sql`
+      update runner_commands set status = case when status in ('pending', 'sent') then 'timeout' else status end,
+             finished_at = coalesce(finished_at, now())
+       where request_id = ${requestId} returning status, result, error`);
+    if (row.status === 'done') return { status: 'done', data: row.result };
+    if (row.status === 'failed') return { status: 'failed', error: row.error! };
+    return { status: 'timeout' };
+  }
+
+  /** Every process hears every command; only the one holding the runner's socket sends it. */
+  private async onCommand(requestId: string): Promise<void> {
+    const [cmd] = await this.db.query<{ runner_id: string; name: CommandName; args: unknown }>(sql`
+      select runner_id, name, args from runner_commands where request_id = ${requestId} and status = 'pending'`);
+    const conn = cmd && this.conns.get(cmd.runner_id);
+    if (!conn) return;
+    const [claimed] = await this.db.query(sql`update runner_commands set status = 'sent' where request_id = ${requestId} and status = 'pending' returning 1`);
+    if (!claimed) return;
+    this.send(conn, { type: 'command', requestId, name: cmd.name, args: cmd.args, timeoutMs: COMMANDS[cmd.name].timeoutMs });
+  }
+
+  private async onResult(runnerId: string, frame: { requestId: string; ok: boolean; data?: unknown; error?: { code: string; message: string } }): Promise<void> {
+    const [row] = await this.db.query(sql`
+      update runner_commands set status = ${frame.ok ? 'done' : 'failed'}, result = ${sql.json(frame.ok ? (frame.data ?? null) : null)},
+             error = ${sql.json(frame.ok ? null : frame.error)}, finished_at = now()
+       where request_id = ${frame.requestId} and runner_id = ${runnerId} and status = 'sent' returning 1`);
+    if (row) await this.db.notify(DONE, frame.requestId);
+  }
+}
