@@ -1,0 +1,139 @@
+// The hub with PostgreSQL: events stored once, commands across two API processes, offline notices.
+import postgres from 'postgres';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sha256Hex } from '../../functions/lib/crypto.ts';
+import { TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+import { connect, pairRunner } from '../helpers/wsclient.ts';
+
+if (TEST_DB === 'postgres') {
+  let pg: Awaited<ReturnType<typeof freshPostgres>>;
+  let a: RunningServer;
+  let b: RunningServer;
+  let db: postgres.Sql;
+  test.before(async () => {
+    pg = await freshPostgres();
+    a = await startServer({ admin: true, dbEnv: { DATABASE_URL: pg.url } });
+    b = await startServer({ dbEnv: { DATABASE_URL: pg.url } });
+    db = postgres(pg.url, { max: 2, onnotice: () => {} });
+  });
+  test.after(async () => {
+    await db?.end();
+    await Promise.all([a?.cleanup(), b?.cleanup()]);
+    await pg?.drop();
+  });
+  const asAdmin = (s: RunningServer) => (path: string, init: RequestInit & { json?: unknown } = {}) =>
+    fetch(s.url + path, {
+      ...init,
+      headers: { authorization: `Bearer ${a.admin.token}`, 'content-type': 'application/json' },
+      body: init.json === undefined ? undefined : JSON.stringify(init.json),
+    });
+
+  test('only hashes of runner tokens and pairing codes are stored', async () => {
+    const { runnerId, token, code } = await pairRunner(a.api, a.url, 'hashes');
+    const [r] = await db`select token_hash from runners where id = ${runnerId}`;
+    assert.is(r.token_hash, sha256Hex(token));
+    const dump = JSON.stringify(await db`select * from runners`) + JSON.stringify(await db`select * from pairing_codes`);
+    assert.not.ok(dump.includes(token));
+    assert.not.ok(dump.includes(code));
+  });
+
+  test('events re-sent without an ack (or to another replica) are stored exactly once', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'ingest');
+    const events = Array.from({ length: 50 }, (_, i) => ({ id: `ev-${i}`, source: 'transcripts', kind: 'session.meta', ts: new Date().toISOString(), payload: { i } }));
+    const toA = connect(a.url, token);
+    await toA.next('welcome');
+    toA.send({ type: 'events', events: events.slice(0, 30) });
+    await toA.next('ack');
+    toA.ws.close();
+    await toA.closed;
+    const toB = connect(b.url, token);
+    await toB.next('welcome');
+    toB.send({ type: 'events', events }); // 20..29 again, plus the rest
+    assert.is((await toB.next('ack')).ids.length, 50);
+    toB.ws.close();
+    const rows = await db`select event_id, payload from runner_events where runner_id = ${runnerId} order by event_id`;
+    assert.is(rows.length, 50);
+    assert.equal(rows.find((r) => r.event_id === 'ev-7')!.payload, { i: 7 });
+  });
+
+  test('a command asked on replica B reaches the runner connected to replica A, and back', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'cross');
+    const c = connect(a.url, token);
+    await c.next('welcome');
+    const answer = asAdmin(b)(`/api/runners/${runnerId}/commands`, { method: 'POST', json: { name: 'runner.describe' } });
+    const frame = await c.next('command');
+    c.send({ type: 'result', requestId: frame.requestId, ok: true, data: { hostname: 'far-away' } });
+    const res = await answer;
+    assert.is(res.status, 200);
+    assert.equal((await res.json()).data, { hostname: 'far-away' });
+    const [row] = await db`select status, name from runner_commands where request_id = ${frame.requestId}`;
+    assert.equal([row.status, row.name], ['done', 'runner.describe']);
+    c.ws.close();
+  });
+
+  test('a newer connection on replica B closes the older one on replica A with 4409', async () => {
+    const { token } = await pairRunner(a.api, a.url, 'roaming');
+    const onA = connect(a.url, token);
+    await onA.next('welcome');
+    const onB = connect(b.url, token);
+    await onB.next('welcome');
+    assert.is(await onA.closed, 4409);
+    onB.ws.close();
+  });
+
+  test('runner.offline: once per outage after more than 5 minutes, listed for admins', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'flaky');
+    const c = connect(a.url, token);
+    await c.next('welcome');
+    c.ws.close();
+    await c.closed;
+    await new Promise((r) => setTimeout(r, 200));
+    const runNow = async () => {
+      const run = await a.api('/api/schedules/runners.offline/run', { method: 'POST' });
+      assert.is(run.status, 202);
+      await new Promise((r) => setTimeout(r, 300));
+    };
+    const notices = async () =>
+      (await (await a.api('/api/notifications')).json()).notifications.filter((n: { runnerId: string }) => n.runnerId === runnerId);
+    await runNow();
+    assert.is((await notices()).length, 0, 'not after seconds');
+    await db`update runners set last_seen_at = now() - interval '4 minutes' where id = ${runnerId}`;
+    await runNow();
+    assert.is((await notices()).length, 0, 'not at 4 minutes');
+    await db`update runners set last_seen_at = now() - interval '6 minutes' where id = ${runnerId}`;
+    await runNow();
+    await runNow();
+    const first = await notices();
+    assert.is(first.length, 1, 'once for this outage');
+    assert.is(first[0].kind, 'runner.offline');
+    assert.is(first[0].data.name, 'flaky');
+    // Back online, then gone again: a new outage, a new notice.
+    const again = connect(a.url, token);
+    await again.next('welcome');
+    again.ws.close();
+    await again.closed;
+    // As if the first notice was 20 minutes ago and this outage began 6 minutes ago.
+    await db`update runners set offline_notified_at = now() - interval '20 minutes', last_seen_at = now() - interval '6 minutes' where id = ${runnerId}`;
+    await runNow();
+    assert.is((await notices()).length, 2);
+  });
+
+  test('a server process that dies holding sockets: its runners read as offline once they go quiet', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'orphaned');
+    const extra = await startServer({ dbEnv: { DATABASE_URL: pg.url } });
+    const c = connect(extra.url, token);
+    await c.next('welcome');
+    await extra.stop('SIGKILL');
+    await extra.cleanup();
+    await db`update runners set last_seen_at = now() - interval '2 minutes' where id = ${runnerId}`;
+    const r = (await (await a.api('/api/runners')).json()).runners.find((x: { id: string }) => x.id === runnerId);
+    assert.is(r.status, 'offline');
+    const res = await a.api(`/api/runners/${runnerId}/commands`, { method: 'POST', json: { name: 'runner.ping' } });
+    assert.is(res.status, 503);
+  });
+}
+
+test.run();
