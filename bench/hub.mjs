@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+// Runner hub figures on PostgreSQL, with protocol clients standing in for runners (the runner bundle's
+// own figures — idle RSS, spool throughput — are measured by bench/runner.mjs once it exists):
+//   1. command round trip: POST /api/runners/:id/commands runner.ping, client answers at once;
+//      baseline: GET /api/me (an authenticated API call with one query) — same run, ratio.
+//   2. ingest: events/s from `events` frames (1 KB events, batches) to acked-in-PostgreSQL;
+//      baseline: the same rows INSERTed by postgres.js directly — same run, ratio.
+//   3. reconnection: 100 connected runners, server restarted on the same port; time until all 100
+//      are welcomed again, reconnecting with the runner's backoff (1 s doubling to 60 s, ±20 % jitter).
+//
+//   npm run build && node --import tsx bench/hub.mjs [--pings 300] [--events 20000] [--batch 100] [--runners 100]
+// Loopback only; bounded counts; every process and database it makes is removed at the end.
+import { randomBytes } from 'node:crypto';
+import { execSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import postgres from 'postgres';
+import WebSocket from 'ws';
+import { freshPostgres } from '../test/helpers/db.ts';
+import { startServer } from '../test/helpers/server.ts';
+import { connect, pairRunner } from '../test/helpers/wsclient.ts';
+
+const { values: opt } = parseArgs({
+  options: {
+    pings: { type: 'string', default: '300' },
+    events: { type: 'string', default: '20000' },
+    batch: { type: 'string', default: '100' },
+    runners: { type: 'string', default: '100' },
+  },
+});
+const N = { pings: Number(opt.pings), events: Number(opt.events), batch: Number(opt.batch), runners: Number(opt.runners) };
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const r1 = (x) => Math.round(x * 10) / 10;
+const log = (m) => process.stderr.write(m + '\n');
+
+const pg = await freshPostgres();
+const cleanups = [() => pg.drop()];
+const figures = { commit: execSync('git rev-parse --short HEAD').toString().trim(), node: process.version };
+try {
+  let server = await startServer({ admin: true, dbEnv: { DATABASE_URL: pg.url } });
+  cleanups.unshift(() => server.cleanup());
+  const auth = { authorization: `Bearer ${server.admin.token}`, 'content-type': 'application/json' };
+
+  // 1. command round trip
+  log('command round trip…');
+  const { runnerId, token } = await pairRunner(server.api, server.url, 'bench');
+  const c = connect(server.url, token);
+  await c.next('welcome');
+  c.ws.on('message', (d) => {
+    const f = JSON.parse(d.toString());
+    if (f.type === 'command') c.ws.send(JSON.stringify({ type: 'result', requestId: f.requestId, ok: true, data: { pong: true } }));
+  });
+  const time = async (fn) => {
+    const t = performance.now();
+    const r = await fn();
+    if (r.status !== 200) throw new Error(`status ${r.status}`);
+    await r.arrayBuffer();
+    return performance.now() - t;
+  };
+  const ping = () => fetch(`${server.url}/api/runners/${runnerId}/commands`, { method: 'POST', headers: auth, body: '{"name":"runner.ping"}' });
+  const me = () => fetch(`${server.url}/api/me`, { headers: auth });
+  for (let i = 0; i < 20; i++) await time(ping), await time(me);
+  const pings = [];
+  const mes = [];
+  for (let i = 0; i < N.pings; i++) {
+    pings.push(await time(ping));
+    mes.push(await time(me));
+  }
+  figures.command = {
+    count: N.pings,
+    ping: { p50: r1(pct(pings, 50)), p99: r1(pct(pings, 99)) },
+    apiMe: { p50: r1(pct(mes, 50)), p99: r1(pct(mes, 99)) },
+    ratioP50: r1(pct(pings, 50) / pct(mes, 50)),
+    ratioP99: r1(pct(pings, 99) / pct(mes, 99)),
+  };
+  c.ws.close();
+
+  // 2. ingest
+  log('ingest…');
+  const blob = randomBytes(700).toString('base64').slice(0, 900);
+  const ev = (i) => ({ id: `b-${i}`, source: 'bench', kind: 'bench.event', ts: new Date().toISOString(), payload: { i, blob } });
+  const { token: t2 } = await pairRunner(server.api, server.url, 'ingest');
+  const c2 = connect(server.url, t2);
+  await c2.next('welcome');
+  let t = performance.now();
+  for (let i = 0; i < N.events; i += N.batch) {
+    c2.send({ type: 'events', events: Array.from({ length: Math.min(N.batch, N.events - i) }, (_, k) => ev(i + k)) });
+    await c2.next('ack', 30_000);
+  }
+  const hubSeconds = (performance.now() - t) / 1000;
+  c2.ws.close();
+  const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+  cleanups.unshift(() => sql.end());
+  await sql`create table bench_events (event_id text primary key, source text, kind text, ts timestamptz, payload jsonb)`;
+  t = performance.now();
+  for (let i = 0; i < N.events; i += N.batch) {
+    const rows = Array.from({ length: Math.min(N.batch, N.events - i) }, (_, k) => ev(i + k)).map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
+    await sql`insert into bench_events ${sql(rows)} on conflict do nothing`;
+  }
+  const directSeconds = (performance.now() - t) / 1000;
+  const [{ stored }] = await sql`select count(*)::int as stored from runner_events where source = 'bench'`;
+  figures.ingest = {
+    events: N.events,
+    batch: N.batch,
+    eventBytes: JSON.stringify(ev(0)).length,
+    stored,
+    hubEventsPerSecond: Math.round(N.events / hubSeconds),
+    directInsertPerSecond: Math.round(N.events / directSeconds),
+    ratio: r1(N.events / hubSeconds / (N.events / directSeconds) * 100) / 100,
+  };
+
+  // 3. reconnection after a restart
+  log(`${N.runners} runners reconnecting after a restart…`);
+  const port = server.port;
+  const tokens = [];
+  for (let i = 0; i < N.runners; i++) tokens.push((await pairRunner(server.api, server.url, `r${i}`)).token);
+  let welcomed = 0;
+  let allBack;
+  const back = new Promise((r) => (allBack = r));
+  let stopping = false;
+  const clients = tokens.map((tok) => {
+    let delay = 1000;
+    let first = true;
+    const open = () => {
+      if (stopping) return;
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/runner`, { headers: { authorization: `Bearer ${tok}`, 'x-svc-protocol': '1' } });
+      ws.on('message', (d) => {
+        if (JSON.parse(d.toString()).type !== 'welcome') return;
+        delay = 1000;
+        if (first) first = false;
+        else if (++welcomed === N.runners) allBack();
+      });
+      ws.on('error', () => {});
+      ws.on('close', () => {
+        const wait = delay * (0.8 + Math.random() * 0.4);
+        delay = Math.min(60_000, delay * 2);
+        setTimeout(open, wait);
+      });
+      state.ws = ws;
+    };
+    const state = { open, ws: null };
+    return state;
+  });
+  clients.forEach((cl) => cl.open());
+  await new Promise((r) => setTimeout(r, 2000));
+  const dbEnv = { DATABASE_URL: pg.url };
+  await server.stop();
+  const restarted = performance.now();
+  server = await startServer({ dbEnv, env: { PORT: String(port) } });
+  cleanups[0] = () => server.cleanup();
+  const listening = performance.now();
+  await Promise.race([back, new Promise((_, rej) => setTimeout(() => rej(new Error(`only ${welcomed} back after 120 s`)), 120_000))]);
+  const done = performance.now();
+  stopping = true;
+  clients.forEach((cl) => cl.ws?.close());
+  figures.reconnect = {
+    runners: N.runners,
+    secondsFromStopToAllBack: r1((done - restarted) / 1000),
+    secondsFromListeningToAllBack: r1((done - listening) / 1000),
+  };
+} finally {
+  for (const f of cleanups) await f().catch(() => {});
+}
+
+console.log(`
+| figure | value |
+|---|---|
+| runner.ping round trip p50 / p99 | ${figures.command.ping.p50} / ${figures.command.ping.p99} ms |
+| GET /api/me p50 / p99 (baseline) | ${figures.command.apiMe.p50} / ${figures.command.apiMe.p99} ms |
+| ping / baseline (p50, p99) | ${figures.command.ratioP50}×, ${figures.command.ratioP99}× |
+| ingest, ${figures.ingest.batch}-event batches of ~${figures.ingest.eventBytes} B | ${figures.ingest.hubEventsPerSecond} events/s acked (${figures.ingest.stored} stored) |
+| direct INSERT of the same rows (baseline) | ${figures.ingest.directInsertPerSecond} rows/s |
+| ingest / baseline | ${figures.ingest.ratio}× |
+| ${figures.reconnect.runners} runners back after a restart | ${figures.reconnect.secondsFromListeningToAllBack} s after listening (${figures.reconnect.secondsFromStopToAllBack} s after the stop) |
+`);
+console.log(JSON.stringify(figures));
