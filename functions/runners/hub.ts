@@ -242,13 +242,16 @@ export class Hub {
         from runners where id = ${runnerId} and revoked_at is null`);
     if (!runner?.online) return { status: 'offline' };
     const requestId = randomUUID();
+    // Held here: send at once. Held elsewhere: the row plus a NOTIFY lets that replica send it.
+    const local = this.conns.get(runnerId);
     await this.db.query(sql`
-      insert into runner_commands (request_id, runner_id, name, args, requested_by)
-      values (${requestId}, ${runnerId}, ${name}, ${sql.json(args)}, ${userId})`);
+      insert into runner_commands (request_id, runner_id, name, args, requested_by, status)
+      values (${requestId}, ${runnerId}, ${name}, ${sql.json(args)}, ${userId}, ${local ? 'sent' : 'pending'})`);
     const answered = new Promise<void>((resolve) => this.waiters.set(requestId, resolve));
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.db.notify(CMD, requestId);
+      if (local) this.send(local, { type: 'command', requestId, name, args, timeoutMs: COMMANDS[name].timeoutMs });
+      else await this.db.notify(CMD, requestId);
       await Promise.race([answered, new Promise((r) => (timer = setTimeout(r, COMMANDS[name].timeoutMs)))]);
     } finally {
       clearTimeout(timer);
@@ -279,6 +282,9 @@ export class Hub {
       update runner_commands set status = ${frame.ok ? 'done' : 'failed'}, result = ${sql.json(frame.ok ? (frame.data ?? null) : null)},
              error = ${sql.json(frame.ok ? null : frame.error)}, finished_at = now()
        where request_id = ${frame.requestId} and runner_id = ${runnerId} and status = 'sent' returning 1`);
-    if (row) await this.db.notify(DONE, frame.requestId);
+    if (!row) return; // unknown, or answered after its timeout
+    const waiter = this.waiters.get(frame.requestId);
+    if (waiter) waiter();
+    else await this.db.notify(DONE, frame.requestId);
   }
 }

@@ -90,14 +90,22 @@ if (TEST_DB === 'postgres') {
     await c.next('welcome');
     c.ws.close();
     await c.closed;
-    await new Promise((r) => setTimeout(r, 200));
     const runNow = async () => {
       const run = await a.api('/api/schedules/runners.offline/run', { method: 'POST' });
       assert.is(run.status, 202);
       await new Promise((r) => setTimeout(r, 300));
     };
+    const disconnected = async () => {
+      for (let i = 0; i < 100; i++) {
+        const [r] = await db`select connected_instance from runners where id = ${runnerId}`;
+        if (r.connected_instance === null) return;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      throw new Error('the server never recorded the disconnect');
+    };
     const notices = async () =>
       (await (await a.api('/api/notifications')).json()).notifications.filter((n: { runnerId: string }) => n.runnerId === runnerId);
+    await disconnected();
     await runNow();
     assert.is((await notices()).length, 0, 'not after seconds');
     await db`update runners set last_seen_at = now() - interval '4 minutes' where id = ${runnerId}`;
@@ -115,6 +123,7 @@ if (TEST_DB === 'postgres') {
     await again.next('welcome');
     again.ws.close();
     await again.closed;
+    await disconnected();
     // As if the first notice was 20 minutes ago and this outage began 6 minutes ago.
     await db`update runners set offline_notified_at = now() - interval '20 minutes', last_seen_at = now() - interval '6 minutes' where id = ${runnerId}`;
     await runNow();
