@@ -1,28 +1,31 @@
 # svc API: one container serving the API, the background jobs and the admin pages.
-# Build:  docker build -t svc-api .        Run: see compose.yaml and docs/operations.md
+#   docker build -t svc-api .      run it with compose.yaml; see docs/operations.md
+# No image is published: an upgrade rebuilds from the checkout (a commit pins a version).
+
+# --- build: install everything, bundle dist/, then drop the dev dependencies ----------------------
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN npm run build && npm prune --omit=dev
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
+# --- runtime: only what the server needs; code owned by root, read-only for the node user --------
 FROM node:22-bookworm-slim
 ENV NODE_ENV=production PORT=8080 PGLITE_DATA_DIR=/data/pglite
 WORKDIR /app
-# pg_dump/pg_restore for scripts/backup.sh and restore.sh from inside the container.
-RUN apt-get update && apt-get install -y --no-install-recommends postgresql-client && rm -rf /var/lib/apt/lists/* \
- && mkdir -p /data && chown node:node /data
-COPY --from=build --chown=node:node /app/package.json ./
-COPY --from=build --chown=node:node /app/node_modules ./node_modules
-COPY --from=build --chown=node:node /app/dist ./dist
-COPY --from=build --chown=node:node /app/sql ./sql
-COPY --from=build --chown=node:node /app/scripts ./scripts
-USER node
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/sql ./sql
+# /data holds the embedded database (PGlite) when DATABASE_URL is unset; the node user owns it.
+RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
+USER node
 EXPOSE 8080
-# /health answers only once migrations and the seed succeeded; node itself probes (no curl in slim).
-HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+# The server listens only after migrations and the seed succeeded, so a failed migration keeps the
+# container unhealthy. /health does not query the database. Node itself probes: no curl in slim images.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
 CMD ["node", "--enable-source-maps", "dist/server.mjs"]

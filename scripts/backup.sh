@@ -1,29 +1,105 @@
 #!/usr/bin/env bash
-# Back up svc's PostgreSQL database in pg_dump's compressed custom format (spec: What to back up).
-#   DATABASE_URL=postgres://… scripts/backup.sh [output-file]
-# Default output: ./svc-YYYYmmdd-HHMMSS.dump. The file is written under a temporary name and renamed
-# when complete, so a half-written dump never looks like a backup. APP_ENCRYPTION_KEY is NOT in the
-# dump: keep it separately (without it the stored secrets cannot be decrypted).
+# Back up svc's PostgreSQL database in pg_dump's compressed custom format (docs/operations.md, Backup).
+#
+#   DATABASE_URL=postgres://user:pass@host:5432/db scripts/backup.sh [output-file | directory]
+#
+# Default output: ./svc-YYYYmmdd-HHMMSS.dump (UTC); a directory gets that name inside it. The dump is
+# written under a temporary name in the same directory and renamed when complete, so a half-written
+# file never looks like a backup. The file is created with mode 0600: it holds every account, token
+# hash and (encrypted) secret. On success it prints "<path> (<size> bytes)" on stdout.
+#
+# The password is never printed and never put on pg_dump's command line (where `ps` shows it): it is
+# taken out of the URL and handed over in PGPASSWORD. pg_dump must be of the server's major version or
+# newer (compose: `docker compose run --rm tools /scripts/backup.sh`, which uses postgres:16's).
+#
+# APP_ENCRYPTION_KEY is NOT in the dump. Keep it separately: without it the stored secrets cannot be
+# decrypted, and a dump without it reveals none of them.
 set -euo pipefail
 
-die() { echo "backup: $*" >&2; exit 1; }
+die() {
+  printf 'backup: %s\n' "$*" >&2
+  exit 1
+}
 
-if [ -z "${DATABASE_URL:-}" ]; then
-  die "DATABASE_URL is not set. For the embedded database (PGlite) stop the server and copy its data directory (PGLITE_DATA_DIR, default ./data/pglite) instead; see docs/operations.md."
+# Split DATABASE_URL the way libpq does (credentials end at the first "@" before any "/"):
+# CONN_URL = the URL without its password, SHOWN_URL = the URL with the password as ***, and the
+# percent-decoded password exported as PGPASSWORD.
+split_url() {
+  local url=$1 scheme rest head userinfo user pw
+  [[ $url =~ ^postgres(ql)?:// ]] || die "DATABASE_URL must start with postgres:// or postgresql://"
+  scheme=${url%%://*}://
+  rest=${url#*://}
+  head=${rest%%/*}
+  CONN_URL=$url
+  SHOWN_URL=$url
+  if [[ $head == *@* ]]; then
+    userinfo=${head%%@*}
+    if [[ $userinfo == *:* ]]; then
+      user=${userinfo%%:*}
+      pw=${userinfo#*:}
+      CONN_URL="$scheme$user@${rest#*@}"
+      SHOWN_URL="$scheme$user:***@${rest#*@}"
+      if [[ -n $pw ]]; then
+        pw=${pw//\\/\\\\}
+        printf -v PGPASSWORD '%b' "${pw//%/\\x}"
+        export PGPASSWORD
+      fi
+    fi
+  fi
+  # A password given as a query parameter (?password=…) is masked in what is shown, too.
+  SHOWN_URL=$(printf '%s' "$SHOWN_URL" | sed -E 's/([?&]password=)[^&]*/\1***/g')
+}
+
+# Print a file to stderr with every occurrence of the password replaced by ***.
+show_masked() {
+  local line
+  while IFS= read -r line || [[ -n $line ]]; do
+    [[ -n ${PGPASSWORD:-} ]] && line=${line//"$PGPASSWORD"/***}
+    printf '%s\n' "$line" >&2
+  done <"$1"
+}
+
+if [[ -z ${DATABASE_URL:-} ]]; then
+  cat >&2 <<'MSG'
+backup: DATABASE_URL is not set. Set it to the PostgreSQL database to back up:
+backup:   DATABASE_URL=postgres://user:pass@host:5432/db scripts/backup.sh [output-file]
+backup: Without DATABASE_URL svc uses its embedded database (PGlite), which pg_dump cannot read.
+backup: To back that up, stop the server and copy its data directory (PGLITE_DATA_DIR, default
+backup: ./data/pglite), e.g. cp -a data/pglite backups/pglite-YYYYmmdd; see docs/operations.md.
+MSG
+  exit 1
 fi
-command -v pg_dump >/dev/null || die "pg_dump is not installed (Debian: apt-get install postgresql-client)"
+command -v pg_dump >/dev/null 2>&1 || die "pg_dump is not installed (Debian: apt-get install postgresql-client)"
+[[ $# -le 1 ]] || die "usage: DATABASE_URL=postgres://… scripts/backup.sh [output-file]"
 
-out="${1:-svc-$(date -u +%Y%m%d-%H%M%S).dump}"
+split_url "$DATABASE_URL"
+
+name="svc-$(date -u +%Y%m%d-%H%M%S).dump"
+out=${1:-$name}
+if [[ -d $out ]]; then
+  out="${out%/}/$name"
+fi
 dir=$(dirname -- "$out")
-[ -d "$dir" ] || die "no such directory: $dir"
-tmp=$(mktemp "$dir/.svc-backup.XXXXXX")
-trap 'rm -f -- "$tmp"' EXIT
+[[ -d $dir ]] || die "no such directory: $dir"
+[[ -w $dir ]] || die "cannot write to directory: $dir"
 
-masked=$(printf '%s' "$DATABASE_URL" | sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#')
-echo "backup: dumping $masked" >&2
-pg_dump --format=custom --compress=6 --no-owner --file="$tmp" --dbname="$DATABASE_URL" 2> >(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#g' >&2) \
-  || die "pg_dump failed"
-mv -- "$tmp" "$out"
-trap - EXIT
-size=$(wc -c < "$out" | tr -d ' ')
-echo "$out ($size bytes)"
+umask 077
+tmp=$(mktemp "$dir/.svc-backup.XXXXXX") || die "cannot create a temporary file in $dir"
+errors=$(mktemp "${TMPDIR:-/tmp}/svc-backup-err.XXXXXX") || die "cannot create a temporary file"
+trap 'rm -f -- "$tmp" "$errors"' EXIT
+trap 'exit 130' INT TERM
+
+printf 'backup: dumping %s\n' "$SHOWN_URL" >&2
+if ! pg_dump --format=custom --compress=6 --no-owner --file="$tmp" --dbname="$CONN_URL" 2>"$errors"; then
+  show_masked "$errors"
+  if grep -q 'version mismatch' "$errors"; then
+    die "pg_dump failed: its version is older than the server's; use a pg_dump of the server's major version or newer"
+  fi
+  die "pg_dump failed; no backup was written"
+fi
+show_masked "$errors"
+[[ -s $tmp && $(head -c 5 -- "$tmp") == PGDMP ]] || die "pg_dump produced no custom-format dump; no backup was written"
+
+mv -f -- "$tmp" "$out"
+size=$(wc -c <"$out")
+printf '%s (%s bytes)\n' "$out" "${size//[[:space:]]/}"
