@@ -1,49 +1,203 @@
-// svc-runner command line (spec: Runner command line). This build has `version` and `help`;
-// the daemon, pairing and the rest of the table arrive with the runner issue.
+// svc-runner command line (spec: Runner command line, Runner exit codes). mri parses; each command
+// checks its own options; wrong arguments are exit 2 with the usage text. Exit codes: 0 success,
+// 1 failure (invalid config, pairing error, unreachable server, lock held), 2 wrong arguments,
+// 78 the server closed the connection for good.
 import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
+import { ConfigError, loadConfig, parseServer, saveConfig } from './config.ts';
+import { runDaemon } from './daemon.ts';
+import { target } from './host.ts';
+import { errorText, log } from './log.ts';
+import { normalizeCode, pair } from './pair.ts';
+import { configPath, spoolDir } from './paths.ts';
+import type { Env } from './paths.ts';
+import { detectProfiles, printable, reportProfile } from './profiles.ts';
+import { installService } from './service.ts';
+import { Spool } from './spool.ts';
+import { status } from './status.ts';
+
+export { target } from './host.ts';
 
 export const USAGE = `Usage: svc-runner <command>
 
 Commands:
   pair --server <api-origin> --code <XXXX-XXXX> [--no-detect]
+                      exchange a one-time pairing code for this runner's id and token
   run                 the daemon in the foreground
-  status              pairing, server and spool state
+  status              pairing, server and spool state; exit 1 when the server is unreachable
   profiles [--detect [--write]]
-  install-service     write a systemd user unit or launchd agent
+                      configured runtime profiles; --detect proposes, --write saves the proposal
+  install-service     write a systemd user unit or launchd agent and print how to start it
   version             print version and target (also --version, -v)
   help                print this text (also --help, -h)
+
+Internal (not for users):
+  exec-run <runDir>   run a skill run inside its terminal-multiplexer session
+  emit <kind> [--source <source>] [--payload <json>] [--count <n>]
+                      append events to the spool (tests and benchmarks)
+
+--server is http(s)://host[:port][/path] without credentials, query or fragment.
+Files: runner.json in $XDG_CONFIG_HOME/svc/ (~/.config/svc/), state in $XDG_STATE_HOME/svc/.
 `;
 
-export function target(): string {
-  const os = process.platform === 'win32' ? 'windows' : process.platform;
-  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
-  return `${os}-${arch}`;
-}
+type Out = { write: (s: string) => unknown };
 
-export function main(argv: string[], out = process.stdout, err = process.stderr): number {
-  const args = mri(argv, { boolean: ['help', 'version'], alias: { h: 'help', v: 'version' } });
-  const command = args.version ? 'version' : args.help ? 'help' : args._[0];
-  switch (command) {
-    case 'version':
-      out.write(`${VERSION} ${target()}\n`);
-      return 0;
-    case 'help':
-    case undefined:
-      out.write(USAGE);
-      return command === 'help' ? 0 : 2;
-    case 'pair':
-    case 'run':
-    case 'status':
-    case 'profiles':
-    case 'install-service':
-    case 'exec-run':
-      err.write(`svc-runner: '${command}' is not available in this build yet\n`);
-      return 1;
-    default:
-      err.write(`svc-runner: unknown command '${command}'\n\n${USAGE}`);
-      return 2;
+class UsageError extends Error {}
+
+const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
+  pair: { flags: ['server', 'code', 'detect'], positional: 0 },
+  run: { flags: [], positional: 0 },
+  status: { flags: [], positional: 0 },
+  profiles: { flags: ['detect', 'write'], positional: 0 },
+  'install-service': { flags: ['platform'], positional: 0 },
+  'exec-run': { flags: [], positional: 1 },
+  emit: { flags: ['source', 'payload', 'count'], positional: 1 },
+};
+
+function checkOptions(command: string, args: mri.Argv): void {
+  const allowed = OPTIONS[command];
+  for (const key of Object.keys(args)) {
+    if (key === '_' || allowed.flags.includes(key)) continue;
+    throw new UsageError(`${command}: unknown option --${key}`);
+  }
+  const extra = args._.slice(1);
+  if (extra.length !== allowed.positional) {
+    throw new UsageError(allowed.positional ? `${command}: expects ${allowed.positional} argument(s)` : `${command}: unexpected argument '${extra[0]}'`);
   }
 }
 
-process.exitCode = main(process.argv.slice(2));
+function stringFlag(args: mri.Argv, name: string, required: boolean): string | undefined {
+  const v = args[name];
+  if (v === undefined) {
+    if (required) throw new UsageError(`--${name} is required`);
+    return undefined;
+  }
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} needs a value`);
+  return v;
+}
+
+async function profilesCommand(args: mri.Argv, env: Env, out: Out, err: Out): Promise<number> {
+  if (args.write && !args.detect) throw new UsageError('profiles: --write needs --detect');
+  if (args.detect !== undefined && typeof args.detect !== 'boolean') throw new UsageError('profiles: --detect takes no value');
+  const path = configPath(env);
+  const loaded = loadConfig(path);
+  if (!args.detect) {
+    const reports = await Promise.all(loaded.config.profiles.map((p) => reportProfile(p, env)));
+    out.write(JSON.stringify(reports.map(printable), null, 2) + '\n');
+    return 0;
+  }
+  const proposal = await detectProfiles(loaded.config.profiles, env);
+  out.write(JSON.stringify(proposal.map(printable), null, 2) + '\n');
+  if (args.write) {
+    saveConfig(path, { ...loaded.raw, profiles: proposal.map((r) => r.profile) });
+    err.write(`Wrote ${proposal.length} profile(s) to ${path}\n`);
+  }
+  return 0;
+}
+
+function emitCommand(args: mri.Argv, env: Env, out: Out): number {
+  const kind = String(args._[1]);
+  const source = stringFlag(args, 'source', false) ?? 'cli';
+  const count = args.count === undefined ? 1 : Number(args.count);
+  if (!Number.isInteger(count) || count < 1 || count > 100_000) throw new UsageError('emit: --count must be 1 to 100000');
+  let payload: Record<string, unknown> = {};
+  const text = stringFlag(args, 'payload', false);
+  if (text !== undefined) {
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      throw new UsageError('emit: --payload must be a JSON object');
+    }
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new UsageError('emit: --payload must be a JSON object');
+  }
+  const spool = new Spool(spoolDir(env), loadConfig(configPath(env)).config.runnerId);
+  const events = Array.from({ length: count }, (_, i) => ({ source, kind, payload: count > 1 ? { ...payload, seq: i } : payload }));
+  try {
+    for (let i = 0; i < events.length; i += 1000) spool.append(events.slice(i, i + 1000));
+  } catch (e) {
+    throw new UsageError(`emit: ${errorText(e).split('\n')[0]}`);
+  }
+  out.write(`spooled ${count} event(s)\n`);
+  return 0;
+}
+
+async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err: Out): Promise<number> {
+  checkOptions(command, args);
+  switch (command) {
+    case 'pair': {
+      const server = parseServer(stringFlag(args, 'server', true)!);
+      if ('error' in server) throw new UsageError(`pair: --server ${server.error}`);
+      const code = normalizeCode(stringFlag(args, 'code', true)!);
+      if (!code) throw new UsageError('pair: --code must look like ABCD-2345 (two groups of 4 letters or digits)');
+      if (args.detect === true) throw new UsageError('pair: --detect is the default; only --no-detect is an option');
+      return pair(server.url, code, args.detect !== false, env, out, err);
+    }
+    case 'run':
+      return runDaemon(env, err);
+    case 'status':
+      return status(env, out, err);
+    case 'profiles':
+      return profilesCommand(args, env, out, err);
+    case 'install-service': {
+      const platform = stringFlag(args, 'platform', false) ?? env.SVC_RUNNER_SERVICE_PLATFORM ?? process.platform;
+      if (!['linux', 'darwin'].includes(platform) && args.platform !== undefined) throw new UsageError('install-service: --platform is linux or darwin');
+      return installService(platform, env, out, err);
+    }
+    case 'exec-run':
+      err.write('svc-runner: exec-run is internal: a skill run\'s terminal-multiplexer session calls it. Skill runs are not part of this runner version yet.\n');
+      return 1;
+    case 'emit':
+      return emitCommand(args, env, out);
+  }
+  throw new UsageError(`unknown command '${command}'`);
+}
+
+export async function main(argv: string[], env: Env = process.env, out: Out = process.stdout, err: Out = process.stderr): Promise<number> {
+  const args = mri(argv, {
+    boolean: ['help', 'version', 'detect', 'write'],
+    string: ['server', 'code', 'platform', 'source', 'payload', 'count'],
+    alias: { h: 'help', v: 'version' },
+  });
+  if (args.version) return (out.write(`${VERSION} ${target()}\n`), 0);
+  if (args.help) return (out.write(USAGE), 0);
+  const command = args._[0] === undefined ? undefined : String(args._[0]);
+  if (command === 'version' || command === 'help') {
+    if (args._.length > 1) return usageError(err, `${command}: unexpected argument '${args._[1]}'`);
+    return (out.write(command === 'version' ? `${VERSION} ${target()}\n` : USAGE), 0);
+  }
+  if (command === undefined) return usageError(err, 'a command is required');
+  if (!Object.hasOwn(OPTIONS, command)) return usageError(err, `unknown command '${command}'`);
+  try {
+    return await dispatch(command, args, env, out, err);
+  } catch (e) {
+    if (e instanceof UsageError) return usageError(err, e.message);
+    if (e instanceof ConfigError) {
+      err.write(`svc-runner: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+}
+
+function usageError(err: Out, message: string): number {
+  err.write(`svc-runner: ${message}\n\n${USAGE}`);
+  return 2;
+}
+
+{
+  process.on('uncaughtException', (e) => {
+    log.error('svc-runner crashed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+    process.exit(1);
+  });
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+      // The daemon may leave sockets or watchers closing behind it: do not wait for them.
+      if (process.argv[2] === 'run') setTimeout(() => process.exit(code), 1000).unref();
+    },
+    (e) => {
+      log.error('svc-runner failed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+      process.exitCode = 1;
+    },
+  );
+}

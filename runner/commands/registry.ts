@@ -1,0 +1,44 @@
+// The command registry (spec: Server commands to a runner): the shared allowlist of
+// protocol/commands.ts with this runner's handlers. Order of checks: unknown name → `unknown_command`;
+// listed in `disabledCommands` → `disabled`; arguments that fail the shared zod schema → `invalid_args`
+// (naming the fields); no handler in this version → `not_implemented`. A handler fails with a
+// CommandError (its own code) or anything else (`failed`). No handler ever runs a shell string.
+import { COMMANDS, COMMAND_ERRORS, isCommandName } from '../../protocol/commands.ts';
+import type { CommandArgs, CommandName } from '../../protocol/commands.ts';
+import { describeIssues } from '../config.ts';
+import { CommandError } from './context.ts';
+import type { CommandContext } from './context.ts';
+import { runnerDescribe } from './describe.ts';
+import { runnerPing } from './ping.ts';
+import { projectInspect, projectRefresh } from './project.ts';
+
+export { CommandError, capabilities } from './context.ts';
+export type { CommandContext } from './context.ts';
+
+type Handler<N extends CommandName> = (args: CommandArgs<N>, ctx: CommandContext) => Promise<unknown>;
+type Handlers = { [N in CommandName]?: Handler<N> };
+
+export const HANDLERS: Handlers = {
+  'runner.ping': runnerPing,
+  'runner.describe': runnerDescribe,
+  'project.inspect': projectInspect,
+  'project.refresh': projectRefresh,
+};
+
+export type CommandResult = { ok: true; data: unknown } | { ok: false; error: { code: string; message: string } };
+const fail = (code: string, message: string): CommandResult => ({ ok: false, error: { code, message: message.slice(0, 2000) } });
+
+export async function runCommand(name: string, args: unknown, ctx: CommandContext): Promise<CommandResult> {
+  if (!isCommandName(name)) return fail('unknown_command', `${COMMAND_ERRORS.unknown_command}: ${name.slice(0, 64)}`);
+  if (ctx.config.disabledCommands.includes(name)) return fail('disabled', `${name}: ${COMMAND_ERRORS.disabled}`);
+  const parsed = COMMANDS[name].args.safeParse(args ?? {});
+  if (!parsed.success) return fail('invalid_args', `${name}: ${describeIssues(parsed.error.issues).join('; ')}`);
+  const handler = HANDLERS[name] as Handler<typeof name> | undefined;
+  if (!handler) return fail('not_implemented', `${name}: ${COMMAND_ERRORS.not_implemented}`);
+  try {
+    return { ok: true, data: (await handler(parsed.data as never, ctx)) ?? null };
+  } catch (err) {
+    if (err instanceof CommandError) return fail(err.code, err.message);
+    return fail('failed', `${name}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}

@@ -1,0 +1,268 @@
+// `svc-runner run` (spec: Runner command line, Runner connection, Runner exit codes): load the config,
+// refuse when not paired, take the lock, connect, flush the spool and answer commands, until a signal
+// (exit 0) or a final close 4400/4401/4409 (exit 78). Each start spools a `runner.started` event.
+import { watch } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { readdirSync, statSync, unlinkSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { isCommandName } from '../protocol/commands.ts';
+import { CLOSE, MAX_FRAME_BYTES } from '../protocol/frames.ts';
+import type { RunnerFrame, ServerFrame } from '../protocol/frames.ts';
+import { VERSION } from '../protocol/version.ts';
+import { capabilities, runCommand } from './commands/registry.ts';
+import type { CommandContext, CommandResult } from './commands/registry.ts';
+import { ConfigError, isPaired, loadConfig, updateConfig } from './config.ts';
+import type { ProjectEntry, RunnerConfig } from './config.ts';
+import { Connection } from './connection.ts';
+import { target } from './host.ts';
+import { LockHeld, acquireLock } from './lock.ts';
+import type { Lock } from './lock.ts';
+import { errorText, log, redact } from './log.ts';
+import { configPath, lockPath, spoolDir } from './paths.ts';
+import type { Env } from './paths.ts';
+import { Spool } from './spool.ts';
+
+/** An events batch not acknowledged within this is sent again (the server stores by id). */
+const ACK_TIMEOUT_MS = 60_000;
+/** The server said it could not store a frame: retry the batch after this. */
+const RETRY_AFTER_ERROR_MS = 5_000;
+/** The spool directory is rescanned this often besides file-system notifications. */
+const RESCAN_MS = 10_000;
+const MAX_RUNNING_COMMANDS = 32;
+
+const FINAL_REMEDY: Record<number, string> = {
+  [CLOSE.protocolMismatch]: 'protocol mismatch: upgrade the side that is behind (runner or server), then start the runner again',
+  [CLOSE.unauthorized]: 'the runner token is invalid or was revoked: pair this machine again (svc-runner pair)',
+  [CLOSE.replaced]: 'a newer pairing of this runner connected: this machine was replaced; pair it again to use it',
+};
+
+export async function runDaemon(env: Env = process.env, err: { write: (s: string) => unknown } = process.stderr): Promise<number> {
+  const path = configPath(env);
+  let config: RunnerConfig;
+  try {
+    config = loadConfig(path).config;
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    err.write(`svc-runner: ${e.message}\n`);
+    return 1;
+  }
+  if (!isPaired(config)) {
+    err.write(`svc-runner: this machine is not paired (no server, runner id and token in ${path}).\nRun: svc-runner pair --server <api-origin> --code <XXXX-XXXX>\n`);
+    return 1;
+  }
+  redact(config.token);
+  if (config.profiles.length === 0) log.warn('no runtime profiles are configured; agents cannot be started. Run: svc-runner profiles --detect --write');
+  let lock: Lock;
+  try {
+    lock = acquireLock(lockPath(env));
+  } catch (e) {
+    if (!(e instanceof LockHeld)) throw e;
+    err.write(`svc-runner: ${e.message}\n`);
+    return 1;
+  }
+  try {
+    return await new Daemon(config, env, path).run();
+  } finally {
+    lock.release();
+  }
+}
+
+class Daemon {
+  private readonly spool: Spool;
+  private readonly conn: Connection;
+  private projects: ProjectEntry[];
+  private batch: Set<string> | null = null;
+  private ackTimer?: NodeJS.Timeout;
+  private rescanTimer?: NodeJS.Timeout;
+  private watcher?: FSWatcher;
+  private running = 0;
+  private done!: (code: number) => void;
+  private readonly ctx: CommandContext;
+
+  constructor(
+    private readonly config: RunnerConfig & { server: string; runnerId: string; token: string },
+    private readonly env: Env,
+    private readonly path: string,
+  ) {
+    this.projects = config.projects;
+    this.spool = new Spool(spoolDir(env), config.runnerId, (name, reason) => log.error('spool file unreadable; moved to spool/corrupt', { name, reason }));
+    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now() };
+    this.conn = new Connection({
+      server: config.server,
+      token: config.token,
+      onReady: (welcome) => this.onReady(welcome),
+      onFrame: (frame) => this.onFrame(frame),
+      onInvalid: (reason, raw) => this.onInvalid(reason, raw),
+      onFatal: (code, reason) => {
+        log.error(`the server closed the connection for good (${code}${reason ? `: ${reason}` : ''}); not reconnecting`, { remedy: FINAL_REMEDY[code] });
+        this.finish(78);
+      },
+      onDown: (code, reason, retryInMs) => {
+        this.dropBatch();
+        log.warn(`connection down (${code}${reason ? `: ${reason}` : ''}); reconnecting in ${(retryInMs / 1000).toFixed(1)} s`);
+      },
+    });
+  }
+
+  run(): Promise<number> {
+    const finished = new Promise<number>((resolve) => (this.done = resolve));
+    const stop = (signal: string) => {
+      log.info(`${signal}: stopping`);
+      this.finish(0);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+    this.cleanTemp();
+    this.spool.scan();
+    this.spool.append([{ source: 'runner', kind: 'runner.started', payload: { version: VERSION, target: target(), hostname: hostname(), pid: process.pid, waiting: this.spool.waiting } }]);
+    log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
+    this.watchSpool();
+    this.conn.start();
+    return finished;
+  }
+
+  private finish(code: number): void {
+    this.conn.stop();
+    clearTimeout(this.ackTimer);
+    clearInterval(this.rescanTimer);
+    this.watcher?.close();
+    this.done(code);
+  }
+
+  private onReady(welcome: Extract<ServerFrame, { type: 'welcome' }>): void {
+    log.info(`connected to ${this.config.server} as runner ${welcome.runnerId}`, { waiting: this.spool.waiting });
+    // hello is our first frame; it follows the welcome so the server is surely listening.
+    this.send({ type: 'hello', version: VERSION, target: target(), hostname: hostname().slice(0, 255), capabilities: capabilities(this.config) });
+    this.updateProjects(welcome.projects);
+    this.dropBatch();
+    this.pump();
+  }
+
+  private send(frame: RunnerFrame): boolean {
+    return this.conn.send(frame);
+  }
+
+  private onFrame(frame: ServerFrame): void {
+    switch (frame.type) {
+      case 'ack':
+        return this.onAck(frame.ids);
+      case 'command':
+        return void this.onCommand(frame.requestId, frame.name, frame.args);
+      case 'projects':
+        return this.updateProjects(frame.projects);
+      case 'error':
+        log.warn(`server error frame: ${frame.code}: ${frame.message}`);
+        if (frame.code === 'server_error' && this.batch) this.armAckTimer(RETRY_AFTER_ERROR_MS);
+        return;
+      case 'welcome':
+      case 'pong':
+        return;
+    }
+  }
+
+  /** A frame that did not parse. A command we cannot read is still answered, so the caller does not wait. */
+  private onInvalid(reason: string, raw: unknown): void {
+    log.warn('invalid frame from the server ignored', { reason });
+    const r = raw as { type?: unknown; requestId?: unknown; name?: unknown } | null;
+    if (r?.type !== 'command' || typeof r.requestId !== 'string' || r.requestId.length > 64) return;
+    const known = typeof r.name === 'string' && isCommandName(r.name);
+    const error = known ? { code: 'invalid_args', message: reason } : { code: 'unknown_command', message: `the runner does not know this command: ${String(r.name).slice(0, 64)}` };
+    this.send({ type: 'result', requestId: r.requestId, ok: false, error });
+  }
+
+  private async onCommand(requestId: string, name: string, args: unknown): Promise<void> {
+    let result: CommandResult;
+    if (this.running >= MAX_RUNNING_COMMANDS) result = { ok: false, error: { code: 'busy', message: `more than ${MAX_RUNNING_COMMANDS} commands are running` } };
+    else {
+      this.running++;
+      try {
+        result = await runCommand(name, args, this.ctx);
+      } finally {
+        this.running--;
+      }
+    }
+    log.info(`command ${name} ${result.ok ? 'ok' : `failed: ${result.error.code}`}`, { requestId });
+    let frame: RunnerFrame = result.ok ? { type: 'result', requestId, ok: true, data: result.data } : { type: 'result', requestId, ok: false, error: result.error };
+    if (JSON.stringify(frame).length > MAX_FRAME_BYTES) frame = { type: 'result', requestId, ok: false, error: { code: 'failed', message: `${name}: the answer is larger than ${MAX_FRAME_BYTES} bytes` } };
+    if (!this.send(frame)) log.warn(`command ${name}: the connection dropped before the answer was sent`, { requestId });
+  }
+
+  private updateProjects(projects: ProjectEntry[]): void {
+    if (JSON.stringify(projects) === JSON.stringify(this.projects)) return;
+    this.projects = projects;
+    try {
+      updateConfig(this.path, (raw) => void (raw.projects = projects));
+      log.info('project watch list updated', { projects: projects.length });
+    } catch (e) {
+      log.error('could not save the project watch list to runner.json; using it in memory', { error: errorText(e) });
+    }
+  }
+
+  // ---- spool flushing: one batch in flight, resent when not acknowledged ----
+
+  private pump(): void {
+    if (this.batch || !this.conn.isReady) return;
+    const events = this.spool.takeBatch();
+    if (events.length === 0) return;
+    if (!this.send({ type: 'events', events })) return this.spool.requeue();
+    this.batch = new Set(events.map((e) => e.id));
+    this.armAckTimer(ACK_TIMEOUT_MS);
+  }
+
+  private armAckTimer(ms: number): void {
+    clearTimeout(this.ackTimer);
+    this.ackTimer = setTimeout(() => {
+      log.warn('events batch not acknowledged; sending it again');
+      this.dropBatch();
+      this.pump();
+    }, ms);
+  }
+
+  private onAck(ids: string[]): void {
+    this.spool.ack(ids);
+    if (!this.batch) return;
+    for (const id of ids) this.batch.delete(id);
+    if (this.batch.size === 0) {
+      this.batch = null;
+      clearTimeout(this.ackTimer);
+      this.pump();
+    }
+  }
+
+  private dropBatch(): void {
+    this.batch = null;
+    clearTimeout(this.ackTimer);
+    this.spool.requeue();
+  }
+
+  /** Other processes (`svc-runner emit`) add files: notice them by watching, with a rescan as fallback. */
+  private watchSpool(): void {
+    let pending: NodeJS.Timeout | undefined;
+    const rescan = () => {
+      this.spool.scan();
+      this.pump();
+    };
+    try {
+      this.watcher = watch(this.spool.dir, () => {
+        clearTimeout(pending);
+        pending = setTimeout(rescan, 100);
+      });
+      this.watcher.on('error', () => {});
+    } catch {
+      // no notifications on this file system: the periodic rescan covers it
+    }
+    this.rescanTimer = setInterval(rescan, RESCAN_MS);
+  }
+
+  /** Temp files of writes that a crash interrupted are incomplete by construction: remove them. */
+  private cleanTemp(): void {
+    for (const name of readdirSync(this.spool.dir)) {
+      if (!name.endsWith('.tmp')) continue;
+      const p = join(this.spool.dir, name);
+      try {
+        if (Date.now() - statSync(p).mtimeMs > 60_000) unlinkSync(p);
+      } catch {}
+    }
+  }
+}

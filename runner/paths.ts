@@ -1,0 +1,29 @@
+// Where the runner keeps its files (spec: Runner configuration file, Runner state directory).
+// Config: $XDG_CONFIG_HOME/svc/runner.json (default ~/.config). State: $XDG_STATE_HOME/svc/ (default
+// ~/.local/state). XDG variables that are not absolute paths are ignored, as the XDG spec asks.
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+
+export type Env = Record<string, string | undefined>;
+
+export function homeDir(env: Env = process.env): string {
+  return env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir();
+}
+
+function xdg(env: Env, name: string, fallback: string[]): string {
+  const v = env[name];
+  return v && isAbsolute(v) ? v : join(homeDir(env), ...fallback);
+}
+
+export const configHome = (env: Env = process.env) => xdg(env, 'XDG_CONFIG_HOME', ['.config']);
+export const configDir = (env: Env = process.env) => join(configHome(env), 'svc');
+export const configPath = (env: Env = process.env) => join(configDir(env), 'runner.json');
+export const stateDir = (env: Env = process.env) => join(xdg(env, 'XDG_STATE_HOME', ['.local', 'state']), 'svc');
+export const spoolDir = (env: Env = process.env) => join(stateDir(env), 'spool');
+export const lockPath = (env: Env = process.env) => join(spoolDir(env), 'runner.lock');
+
+/** Service files (spec: Runner state directory, last paragraph). */
+export const systemdUnitPath = (env: Env = process.env) => join(configHome(env), 'systemd', 'user', 'svc-runner.service');
+export const launchdPlistPath = (env: Env = process.env) => join(homeDir(env), 'Library', 'LaunchAgents', 'com.svc.runner.plist');
+export const launchdWrapperPath = (env: Env = process.env) => join(configDir(env), 'svc-runner-launchd.sh');
+export const launchdLogPath = (env: Env = process.env) => join(stateDir(env), 'runner.log');

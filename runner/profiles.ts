@@ -1,0 +1,124 @@
+// Runtime profiles (spec: Runtime profile; DESIGN §5): detection of the agent runtimes on this machine
+// and whether each is authenticated. All facts about the runtimes live in RUNTIMES below:
+//   claude (Claude Code): binary `claude`; authenticated when ANTHROPIC_API_KEY is set (profile env or
+//     process env) or its credentials file exists: `$CLAUDE_CONFIG_DIR/.credentials.json`, default
+//     `~/.claude/.credentials.json` (on macOS Claude Code may keep the login in the Keychain instead;
+//     then only the API key counts).
+//   codex (OpenAI Codex CLI): binary `codex`; authenticated when OPENAI_API_KEY is set or
+//     `$CODEX_HOME/auth.json` exists (CODEX_HOME from the profile env, then the process env, default
+//     `~/.codex`).
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { RUNTIME_NAMES } from './config.ts';
+import type { Profile, RuntimeName } from './config.ts';
+import { homeDir } from './paths.ts';
+import type { Env } from './paths.ts';
+
+interface RuntimeFacts {
+  binary: string;
+  apiKeyEnv: string;
+  credentialFiles: (env: Env) => string[];
+}
+
+export const RUNTIMES: Record<RuntimeName, RuntimeFacts> = {
+  claude: {
+    binary: 'claude',
+    apiKeyEnv: 'ANTHROPIC_API_KEY',
+    credentialFiles: (env) => [join(env.CLAUDE_CONFIG_DIR || join(homeDir(env), '.claude'), '.credentials.json')],
+  },
+  codex: {
+    binary: 'codex',
+    apiKeyEnv: 'OPENAI_API_KEY',
+    credentialFiles: (env) => [join(env.CODEX_HOME || join(homeDir(env), '.codex'), 'auth.json')],
+  },
+};
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An executable by absolute path, or looked up on PATH like a shell would (no shell involved). */
+export function findExecutable(name: string, env: Env = process.env): string | null {
+  if (isAbsolute(name)) return isExecutableFile(name) ? name : null;
+  if (name.includes('/')) return null; // relative paths depend on the cwd: refused
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (!dir || !isAbsolute(dir)) continue;
+    const candidate = join(dir, name);
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return null;
+}
+
+/** The environment a profile's runtime sees: the process environment with the profile's on top. */
+const profileEnv = (profile: Pick<Profile, 'env'>, env: Env): Env => ({ ...env, ...profile.env });
+
+export function isAuthenticated(runtime: RuntimeName, profile: Pick<Profile, 'env'>, env: Env = process.env): boolean {
+  const facts = RUNTIMES[runtime];
+  const merged = profileEnv(profile, env);
+  if (merged[facts.apiKeyEnv]) return true;
+  return facts.credentialFiles(merged).some((f) => existsSync(f));
+}
+
+/** First line of `<binary> --version`, or null (5 s limit; never through a shell). */
+export function binaryVersion(path: string, env: Env = process.env): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile(path, ['--version'], { timeout: 5000, env: env as NodeJS.ProcessEnv, maxBuffer: 64 * 1024 }, (err, stdout) => {
+      const line = String(stdout ?? '').split('\n')[0].trim().slice(0, 200);
+      resolve(err || !line ? null : line);
+    });
+  });
+}
+
+export interface ProfileReport {
+  profile: Profile;
+  binaryPath: string | null;
+  version: string | null;
+  authenticated: boolean;
+}
+
+export async function reportProfile(profile: Profile, env: Env = process.env): Promise<ProfileReport> {
+  const merged = profileEnv(profile, env);
+  const binaryPath = findExecutable(profile.binary ?? RUNTIMES[profile.runtime].binary, merged);
+  return {
+    profile,
+    binaryPath,
+    version: binaryPath ? await binaryVersion(binaryPath, merged) : null,
+    authenticated: isAuthenticated(profile.runtime, profile, env),
+  };
+}
+
+/** What detection proposes: one profile per runtime whose binary is found (a configured profile's
+ *  `binary` first, then PATH). A configured profile of the same runtime lends its id, binary, env and
+ *  args to the proposal, so `--write` keeps them. */
+export async function detectProfiles(existing: Profile[], env: Env = process.env): Promise<ProfileReport[]> {
+  const found: ProfileReport[] = [];
+  for (const runtime of RUNTIME_NAMES) {
+    const prior = existing.find((p) => p.runtime === runtime);
+    const candidate: Profile = { id: prior?.id ?? runtime, runtime, ...(prior?.binary ? { binary: prior.binary } : {}), env: prior?.env ?? {}, args: prior?.args ?? [] };
+    let report = await reportProfile(candidate, env);
+    if (!report.binaryPath && candidate.binary) {
+      const { binary: _, ...onPath } = candidate;
+      report = await reportProfile(onPath, env);
+    }
+    if (report.binaryPath) found.push(report);
+  }
+  return found;
+}
+
+const SECRET_KEY = /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH/i;
+
+/** A report as printed: secret-looking env values are hidden. */
+export function printable(r: ProfileReport): Record<string, unknown> {
+  const env = Object.fromEntries(Object.entries(r.profile.env).map(([k, v]) => [k, SECRET_KEY.test(k) ? '[redacted]' : v]));
+  return { ...r.profile, env, authenticated: r.authenticated, found: Boolean(r.binaryPath), binaryPath: r.binaryPath, version: r.version };
+}
+
+export const summaryLine = (r: ProfileReport): string =>
+  `  ${r.profile.id} (${r.profile.runtime}): ${r.authenticated ? 'authenticated' : 'NOT authenticated'}, ${r.binaryPath ?? 'binary not found'}${r.version ? `, ${r.version}` : ''}`;

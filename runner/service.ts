@@ -1,0 +1,150 @@
+// `svc-runner install-service` (spec: Runner command line, Runner exit codes, Runner state directory):
+// a systemd user unit on Linux, a launchd agent on macOS, both starting `<node> <this bundle> run`.
+//   systemd: Restart=on-failure, RestartSec=5, RestartPreventExitStatus=78 — a crash or an unreachable
+//     server (exit 1) restarts after 5 s; a final close by the server (78) does not.
+//   launchd: KeepAlive restarts on an unsuccessful exit only (SuccessfulExit=false); a small wrapper
+//     script turns exit 78 into 0 so launchd leaves it stopped.
+// The environment the runner needs is pinned in the service: PATH (to find claude/codex, git) and the
+// XDG directories, so the service reads the same runner.json as this command did.
+// `--platform linux|darwin` (or SVC_RUNNER_SERVICE_PLATFORM) chooses the kind, for tests.
+import { chmodSync, realpathSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { writeFileAtomic } from './config.ts';
+import { launchdLogPath, launchdPlistPath, launchdWrapperPath, systemdUnitPath } from './paths.ts';
+import type { Env } from './paths.ts';
+
+type Out = { write: (s: string) => unknown };
+
+export interface ServiceTarget {
+  node: string;
+  bundle: string;
+  env: Env;
+}
+
+/** The environment pinned in the service file. */
+function pinnedEnv(env: Env): [string, string][] {
+  return (['PATH', 'HOME', 'XDG_CONFIG_HOME', 'XDG_STATE_HOME', 'CODEX_HOME', 'CLAUDE_CONFIG_DIR'] as const)
+    .filter((k) => env[k] && (k === 'PATH' || isAbsolute(env[k]!)))
+    .map((k) => [k, env[k]!]);
+}
+
+/** systemd quoting: one word in double quotes, `\\` and `"` escaped, `%` doubled (specifiers), and in
+ *  command lines `$` doubled (variable expansion; Environment= does not expand). */
+const sdQuote = (s: string, command: boolean) =>
+  `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/%/g, '%%').replace(/\$/g, command ? '$$$$' : '$')}"`;
+const sdWord = (s: string) => sdQuote(s, true);
+const sdEnv = (k: string, v: string) => `Environment=${sdQuote(`${k}=${v}`, false)}`;
+
+export function systemdUnit(t: ServiceTarget): string {
+  return [
+    '# Written by `svc-runner install-service`. Exit 78 means the server closed the connection for good',
+    '# (token revoked, runner re-paired elsewhere, protocol mismatch): not restarted, fix and start again.',
+    '[Unit]',
+    'Description=svc runner: agent machine daemon',
+    '',
+    '[Service]',
+    'Type=simple',
+    `ExecStart=${[t.node, t.bundle].map(sdWord).join(' ')} run`,
+    ...pinnedEnv(t.env).map(([k, v]) => sdEnv(k, v)),
+    'Restart=on-failure',
+    'RestartSec=5',
+    'RestartPreventExitStatus=78',
+    'KillSignal=SIGTERM',
+    'TimeoutStopSec=20',
+    '',
+    '[Install]',
+    'WantedBy=default.target',
+    '',
+  ].join('\n');
+}
+
+const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The launchd wrapper: runs the daemon, forwards TERM/INT, turns exit 78 into 0. */
+export function launchdWrapper(t: ServiceTarget): string {
+  return `#!/bin/sh
+# Written by \`svc-runner install-service\`. launchd restarts the runner when it exits unsuccessfully;
+# exit 78 (the server closed the connection for good) must not restart it, so it becomes 0 here.
+${sh(t.node)} ${sh(t.bundle)} run &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+wait "$child"
+code=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
+if [ "$code" -eq 78 ]; then exit 0; fi
+exit "$code"
+`;
+}
+
+const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+export function launchdPlist(t: ServiceTarget): string {
+  const envEntries = pinnedEnv(t.env)
+    .map(([k, v]) => `      <key>${xml(k)}</key>\n      <string>${xml(v)}</string>`)
+    .join('\n');
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+  <dict>
+    <key>Label</key>
+    <string>com.svc.runner</string>
+    <key>ProgramArguments</key>
+    <array>
+      <string>/bin/sh</string>
+      <string>${xml(launchdWrapperPath(t.env))}</string>
+    </array>
+    <key>RunAtLoad</key>
+    <true/>
+    <key>KeepAlive</key>
+    <dict>
+      <key>SuccessfulExit</key>
+      <false/>
+    </dict>
+    <key>ThrottleInterval</key>
+    <integer>10</integer>
+    <key>EnvironmentVariables</key>
+    <dict>
+${envEntries}
+    </dict>
+    <key>StandardOutPath</key>
+    <string>${xml(launchdLogPath(t.env))}</string>
+    <key>StandardErrorPath</key>
+    <string>${xml(launchdLogPath(t.env))}</string>
+  </dict>
+</plist>
+`;
+}
+
+export function serviceTarget(env: Env): ServiceTarget {
+  const script = process.argv[1] ? resolve(process.argv[1]) : '';
+  let bundle = script;
+  try {
+    bundle = realpathSync(script);
+  } catch {}
+  return { node: process.execPath, bundle, env };
+}
+
+export function installService(platform: string, env: Env, out: Out, err: Out): number {
+  const t = serviceTarget(env);
+  if (platform === 'linux') {
+    const path = systemdUnitPath(env);
+    writeFileAtomic(path, systemdUnit(t));
+    chmodSync(path, 0o644);
+    out.write(`Wrote ${path}\nStart it now and at every login with:\n  systemctl --user daemon-reload && systemctl --user enable --now svc-runner.service\n`);
+    out.write('To keep it running while you are logged out: loginctl enable-linger "$USER"\nLogs: journalctl --user -u svc-runner -f\n');
+    return 0;
+  }
+  if (platform === 'darwin') {
+    const wrapper = launchdWrapperPath(env);
+    writeFileAtomic(wrapper, launchdWrapper(t));
+    chmodSync(wrapper, 0o700);
+    const plist = launchdPlistPath(env);
+    writeFileAtomic(plist, launchdPlist(t));
+    chmodSync(plist, 0o644);
+    out.write(`Wrote ${plist}\nWrote ${wrapper}\nStart it now and at every login with:\n  launchctl bootstrap gui/$(id -u) ${sh(plist)}\n`);
+    out.write(`Restart it with: launchctl kickstart -k gui/$(id -u)/com.svc.runner\nLogs: ${launchdLogPath(env)}\n`);
+    return 0;
+  }
+  err.write(`svc-runner: install-service supports Linux (systemd) and macOS (launchd), not ${platform}\n`);
+  return 1;
+}

@@ -1,0 +1,54 @@
+// `svc-runner status` (spec: Runner command line, Health checks): config path, paired or not and as
+// which id, the server, number of profiles, spool state, whether the daemon runs, whether the server
+// answers (GET <server>/health). Exit 1 when the server is unreachable, when the machine is not paired
+// (there is no server to ask) or when runner.json is invalid.
+import { ConfigError, isPaired, loadConfig } from './config.ts';
+import { lockHolder } from './lock.ts';
+import { configPath, lockPath, spoolDir } from './paths.ts';
+import type { Env } from './paths.ts';
+import { spoolCount } from './spool.ts';
+
+type Out = { write: (s: string) => unknown };
+
+export async function reach(server: string): Promise<{ ok: boolean; detail: string }> {
+  const started = Date.now();
+  try {
+    const res = await fetch(`${server}/health`, { signal: AbortSignal.timeout(5000), redirect: 'error' });
+    const body = (await res.json().catch(() => null)) as { status?: unknown } | null;
+    const ms = Date.now() - started;
+    if (res.status === 200 && body?.status === 'ok') return { ok: true, detail: `reachable (${ms} ms)` };
+    return { ok: false, detail: `unreachable (GET /health answered HTTP ${res.status})` };
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string } }).cause;
+    return { ok: false, detail: `unreachable (${cause?.code ?? (e as Error).name})` };
+  }
+}
+
+export async function status(env: Env, out: Out, err: Out): Promise<number> {
+  const path = configPath(env);
+  out.write(`config: ${path}\n`);
+  let loaded;
+  try {
+    loaded = loadConfig(path);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    err.write(`svc-runner: ${e.message}\n`);
+    return 1;
+  }
+  const c = loaded.config;
+  const waiting = spoolCount(spoolDir(env));
+  const daemon = lockHolder(lockPath(env));
+  out.write(`paired: ${isPaired(c) ? `yes, as runner ${c.runnerId}` : loaded.exists ? 'no' : 'no (no runner.json yet)'}\n`);
+  out.write(`server: ${c.server ?? 'none'}\n`);
+  out.write(`profiles: ${c.profiles.length}\n`);
+  out.write(`projects: ${c.projects.length}\n`);
+  out.write(`spool: ${waiting} event(s) waiting for the server (${spoolDir(env)})\n`);
+  out.write(`daemon: ${daemon ? `running (pid ${daemon})` : 'not running'}\n`);
+  if (!isPaired(c) || !c.server) {
+    out.write('reach: unknown (not paired)\n');
+    return 1;
+  }
+  const r = await reach(c.server);
+  out.write(`reach: ${r.detail}\n`);
+  return r.ok ? 0 : 1;
+}
