@@ -31,6 +31,8 @@ export const builds = [
     define,
     banner: { js: '#!/usr/bin/env node\n' + banner.js },
     external: ['@parcel/watcher'], // optional native module, loaded only when present
+    // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
+    // (locales included) and makes this file ~960 KB instead of ~400 KB.
   },
   {
     entryPoints: ['web-static/app.ts'],

@@ -1,7 +1,7 @@
 // The closed allowlist of server commands to a runner (spec: Server commands to a runner), shared by
 // the server (role check, argument validation, timeout) and the runner (validation again, dispatch).
 // A command's timeout is how long the server waits for the answer, not how long the work may run.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const ROLE_NAMES = ['viewer', 'operator', 'admin'] as const;
 export type CommandRole = (typeof ROLE_NAMES)[number];

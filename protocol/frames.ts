@@ -1,7 +1,7 @@
 // Frames of the runner ↔ API WebSocket (`/runner`), validated with zod on both sides (DESIGN §3).
 // Every frame is one JSON object with a `type` tag. The handshake carries the runner token
 // (`Authorization: Bearer`) and the protocol version (`X-Svc-Protocol`); close codes below.
-import { z } from 'zod';
+import * as z from 'zod';
 import { COMMAND_NAMES } from './commands.ts';
 
 export const PROTOCOL_HEADER = 'x-svc-protocol';

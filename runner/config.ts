@@ -5,7 +5,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync, chmodSync } from 'node:fs';
 import { dirname, join, basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { COMMAND_NAMES } from '../protocol/commands.ts';
 import type { CommandName } from '../protocol/commands.ts';
 

@@ -43,7 +43,8 @@ test('an unknown command or no command is a usage error: exit 2 with usage', () 
 });
 
 test('the bundle is one self-contained file of modest size', () => {
-  assert.ok(statSync(bundle).size < 2 * 1024 * 1024);
+  // ~400 KB with zod tree-shaken (see esbuild.config.mjs); a whole-zod import would pass 900 KB.
+  assert.ok(statSync(bundle).size < 800 * 1024, `${statSync(bundle).size} bytes`);
 });
 
 test.run();
