@@ -18,6 +18,7 @@ import { routes as projectRoutes } from './projects/routes.ts';
 import { routes as runnerRoutes } from './runners/routes.ts';
 import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
+import { routes as webhookRoutes } from './webhooks/routes.ts';
 
 export const allRoutes: Route[] = [
   ...healthRoutes,
@@ -28,6 +29,7 @@ export const allRoutes: Route[] = [
   ...auditRoutes,
   ...jobRoutes,
   ...costRoutes,
+  ...webhookRoutes,
   ...openapiRoutes,
 ];
 

@@ -31,6 +31,8 @@ import type { Db } from './lib/db/index.ts';
 import { loadMigrations, migrate, seed } from './lib/db/migrate.ts';
 import { createLogger } from './lib/log.ts';
 import type { Logger } from './lib/log.ts';
+import { captureRunnerEvents } from './webhooks/capture.ts';
+import { WebhookWorker } from './webhooks/worker.ts';
 
 export function migrationsDir(config: Config): string {
   return resolve(config.MIGRATIONS_DIR ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'sql'));
@@ -69,7 +71,11 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
   for (const job of [...retentionJobs(config), ...auditJobs(config), offlineJob]) scheduler.register(job);
   const hub = new Hub(db, log.child({ area: 'runners' }));
+  hub.beforeStore = (runnerId, events) => captureRunnerEvents(db, runnerId, events);
   await hub.start();
+  const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
+  if (config.WEBHOOKS_WORKER_ENABLED) await webhooks.start();
+  else log.info('webhook dispatcher and worker disabled on this instance (WEBHOOKS_WORKER_ENABLED=false)');
   if (config.JOBS_ENABLED) scheduler.start();
   else log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
 
@@ -120,7 +126,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
     clearInterval(idle);
     server.closeAllConnections();
     await hub.stop();
-    await scheduler.stop(graceMs);
+    await Promise.all([scheduler.stop(graceMs), webhooks.stop(graceMs)]);
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');
     process.exit(0);

@@ -8,7 +8,7 @@ import type { JobDefinition } from './scheduler.ts';
 const BATCH = 5000;
 
 /** Tables the retention jobs may clean: a closed list, so no table name ever comes from input. */
-export const RETAINED_TABLES = ['activity_items', 'outbound_deliveries', 'inbound_deliveries', 'codehost_deliveries'] as const;
+export const RETAINED_TABLES = ['activity_items', 'outbound_deliveries', 'inbound_deliveries', 'codehost_deliveries', 'webhook_outbox'] as const;
 type RetainedTable = (typeof RETAINED_TABLES)[number];
 
 export async function deleteOlderThan(db: Db, table: RetainedTable, days: number, signal?: AbortSignal): Promise<number> {
@@ -41,10 +41,14 @@ export function retentionJobs(config: Config): JobDefinition[] {
       name: 'retention.deliveries',
       description: 'Delete outbound webhook and inbound trigger deliveries older than 30 days',
       cron: config.DELIVERY_RETENTION_CRON,
-      run: async ({ db, signal }) => ({
-        outbound: await deleteOlderThan(db, 'outbound_deliveries', 30, signal),
-        inbound: await deleteOlderThan(db, 'inbound_deliveries', 30, signal),
-      }),
+      run: async ({ db, signal }) => {
+        // Events no worker ever dispatched (WEBHOOKS_WORKER_ENABLED=false everywhere) age out with the deliveries.
+        await deleteOlderThan(db, 'webhook_outbox', 30, signal);
+        return {
+          outbound: await deleteOlderThan(db, 'outbound_deliveries', 30, signal),
+          inbound: await deleteOlderThan(db, 'inbound_deliveries', 30, signal),
+        };
+      },
     },
     {
       name: 'retention.housekeeping',

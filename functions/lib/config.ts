@@ -79,6 +79,7 @@ const envShape = z.object({
     JOBS_ENABLED: bool(true),
     JOB_LEASE_SECONDS: int(60, 2, 3600),
     WEBHOOKS_WORKER_ENABLED: bool(true),
+    WEBHOOKS_LEASE_SECONDS: int(30, 15, 600),
     MAX_BODY_BYTES: int(1048576, 1024, 104857600),
     SHUTDOWN_TIMEOUT_SECONDS: int(10, 0, 600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),

@@ -168,8 +168,15 @@ export class Hub {
     }
   }
 
+  /**
+   * Sees each batch before it is stored (the webhooks area captures catalogue events here). It must be
+   * idempotent: a batch stored but not acked is sent again, so a crash in between loses nothing.
+   */
+  beforeStore?: (runnerId: string, events: RunnerEvent[]) => Promise<unknown>;
+
   /** Store a batch idempotently: a re-sent event (no ack seen) is stored once. Ack only after commit. */
   async ingest(runnerId: string, events: RunnerEvent[]): Promise<void> {
+    await this.beforeStore?.(runnerId, events);
     const rows = events.map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
     await this.db.query(sql`
       insert into runner_events (runner_id, event_id, source, kind, ts, payload)

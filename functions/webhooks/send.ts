@@ -1,0 +1,103 @@
+// One delivery attempt on the wire (spec: Limits → Outbound attempt; Outbound address guard rule 3):
+// POST to the address the guard checked (a pinned lookup, so no second DNS query can swap it; TLS SNI
+// and the Host header stay the URL's name), one deadline for the whole attempt, redirects never
+// followed, and at most 2 KB of the answer read before the connection is closed.
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+export const MAX_RESPONSE_BODY = 2048;
+
+export interface SendInput {
+  url: URL;
+  /** The checked address to connect to, and its family. */
+  address: string;
+  family: 4 | 6;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Extra TLS options (tests pass a CA for a local https receiver). */
+  tls?: https.RequestOptions;
+}
+
+export type SendError = 'timeout' | 'connection_refused' | 'connection_reset' | 'connection_error' | 'tls_error' | 'aborted';
+
+export interface SendResult {
+  /** The receiver's status, when it answered at all. */
+  status: number | null;
+  /** Up to MAX_RESPONSE_BODY bytes of the answer, as text. */
+  body: string | null;
+  /** Why there is no status (or why the answer was cut short before any byte arrived). */
+  error: SendError | null;
+  detail: string | null;
+  ms: number;
+}
+
+function classify(err: NodeJS.ErrnoException): SendError {
+  if (err.code === 'ECONNREFUSED') return 'connection_refused';
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.message === 'socket hang up') return 'connection_reset';
+  if (/CERT|SSL|TLS|self[- ]signed/i.test(`${err.code ?? ''} ${err.message}`)) return 'tls_error';
+  return 'connection_error';
+}
+
+/** Text of the first bytes of an answer: invalid UTF-8 replaced, NUL dropped (PostgreSQL text refuses it). */
+function bodyText(chunks: Buffer[]): string {
+  return new TextDecoder('utf-8').decode(Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BODY)).replace(/\u0000/g, '');
+}
+
+export function send(input: SendInput): Promise<SendResult> {
+  const started = performance.now();
+  const { url } = input;
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const literal = host === input.address;
+  // Called by net.connect instead of DNS: the answer is always the address the guard checked.
+  const pinned: LookupFunction = (_name, options, callback) => {
+    if ((options as { all?: boolean }).all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: input.address, family: input.family }]);
+    else callback(null, input.address, input.family);
+  };
+  const options: https.RequestOptions = {
+    method: 'POST',
+    hostname: literal ? input.address : host,
+    port: url.port || (url.protocol === 'https:' ? 443 : 80),
+    path: `${url.pathname}${url.search}`,
+    headers: { ...input.headers, host: url.host, 'content-length': String(Buffer.byteLength(input.body)) },
+    agent: false, // a fresh connection per attempt: never a socket opened for another address
+    ...(literal ? {} : { lookup: pinned, servername: host }),
+    ...input.tls,
+  };
+  return new Promise<SendResult>((resolve) => {
+    let settled = false;
+    let status: number | null = null;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (error: SendError | null, detail: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      input.signal?.removeEventListener('abort', onAbort);
+      req.destroy(); // close the connection: nothing more is read, whatever the receiver still sends
+      resolve({ status, body: status === null ? null : bodyText(chunks), error, detail, ms: Math.round(performance.now() - started) });
+    };
+    const onAbort = () => finish('aborted', 'the attempt was stopped (server shutting down)');
+    const timer = setTimeout(
+      () => finish(status === null ? 'timeout' : null, status === null ? `no answer within ${input.timeoutMs ?? ATTEMPT_TIMEOUT_MS} ms` : null),
+      input.timeoutMs ?? ATTEMPT_TIMEOUT_MS,
+    );
+    const req = (url.protocol === 'https:' ? https : http).request(options, (res) => {
+      status = res.statusCode ?? null;
+      res.on('data', (chunk: Buffer) => {
+        if (size < MAX_RESPONSE_BODY) chunks.push(chunk);
+        size += chunk.length;
+        if (size >= MAX_RESPONSE_BODY) finish(null, null);
+      });
+      res.on('end', () => finish(null, null));
+      res.on('error', () => finish(null, null)); // the status is known; a cut body does not change it
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => finish(status === null ? classify(err) : null, status === null ? err.message : null));
+    if (input.signal?.aborted) return onAbort();
+    input.signal?.addEventListener('abort', onAbort);
+    req.end(input.body);
+  });
+}

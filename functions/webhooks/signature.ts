@@ -1,0 +1,59 @@
+// Outbound webhook signature and delivery headers (spec: Events → Delivery headers; Versioning).
+//   X-Svc-Signature: t=<unix seconds>,v1=<hex>, hex = HMAC-SHA256(key = secret as UTF-8, `<t>.<raw body>`)
+import { createHmac } from 'node:crypto';
+import { VERSION } from '../../protocol/version.ts';
+
+export const SIGNATURE_SCHEME = 'v1';
+
+/**
+ * The former product prefix of the legacy header names. The spec does not name it; this is the one
+ * svc sends (docs/webhooks.md), so receivers written against the old names keep working.
+ */
+export const LEGACY_PREFIX = 'X-Agent-Fleet-';
+/** Legacy names are sent until runner version 0.16.0 (spec: Versioning). */
+export const LEGACY_UNTIL = '0.16.0';
+
+export function signature(secret: string, timestamp: number, body: string | Uint8Array): string {
+  const hmac = createHmac('sha256', Buffer.from(secret, 'utf8'));
+  hmac.update(`${timestamp}.`);
+  hmac.update(body);
+  return `t=${timestamp},${SIGNATURE_SCHEME}=${hmac.digest('hex')}`;
+}
+
+/** Compare dotted versions numerically: -1, 0 or 1. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pb = b.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) < (pb[i] ?? 0) ? -1 : 1;
+  return 0;
+}
+
+export const sendsLegacyHeaders = (version = VERSION) => compareVersions(version, LEGACY_UNTIL) < 0;
+
+export interface DeliveryHeaderInput {
+  eventType: string;
+  deliveryId: string;
+  secret: string;
+  /** Unix seconds of the signature. */
+  timestamp: number;
+  body: string;
+  version?: string;
+}
+
+/** Every header of one attempt, the legacy names included while they are still sent. */
+export function deliveryHeaders(h: DeliveryHeaderInput): Record<string, string> {
+  const values: Record<string, string> = {
+    Event: h.eventType,
+    Delivery: h.deliveryId,
+    Signature: signature(h.secret, h.timestamp, h.body),
+  };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': `svc-webhooks/${h.version ?? VERSION}`,
+  };
+  for (const [name, value] of Object.entries(values)) {
+    headers[`X-Svc-${name}`] = value;
+    if (sendsLegacyHeaders(h.version)) headers[`${LEGACY_PREFIX}${name}`] = value;
+  }
+  return headers;
+}

@@ -1,0 +1,374 @@
+// The outbound dispatcher and delivery worker (spec: Delivery behaviour; DESIGN §2: rows claimed with
+// SQL leases). Every process with WEBHOOKS_WORKER_ENABLED runs one; they share the work through the
+// database and never attempt one delivery twice at once:
+//   dispatch  webhook_outbox rows → one pending delivery per matching webhook (rows taken with SKIP LOCKED)
+//   trials    open circuits whose 15-minute pause passed → half-open with one trial delivery
+//   claim     due deliveries → this process, with a lease; `attempts` counts the attempt as it starts
+//   attempt   guard → sign → POST (send.ts) → record the outcome, the next attempt and the circuit
+// A process that dies mid-attempt leaves a lease that expires; the next claim marks that attempt
+// `lease_expired` and makes the next one. Wake-ups: NOTIFY on new work, and a poll for retries.
+import { randomUUID } from 'node:crypto';
+import type https from 'node:https';
+import type { Keys } from '../lib/context.ts';
+import { DecryptError, decryptSecret } from '../lib/crypto.ts';
+import { sql } from '../lib/db/index.ts';
+import type { Db } from '../lib/db/index.ts';
+import type { Logger } from '../lib/log.ts';
+import { CHANNEL } from './capture.ts';
+import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
+import type { Circuit, CircuitState } from './circuit.ts';
+import { checkTarget, compileAllowlist, systemResolver } from './guard.ts';
+import type { Allowlist, Resolver } from './guard.ts';
+import { ATTEMPT_TIMEOUT_MS, send } from './send.ts';
+import { deliveryHeaders } from './signature.ts';
+import { loadAllowlist, secretAad } from './webhooks.ts';
+
+export interface Clock {
+  now(): number;
+}
+export const systemClock: Clock = { now: () => Date.now() };
+
+export interface WorkerOptions {
+  db: Db;
+  log: Logger;
+  keys: Pick<Keys, 'encryption'>;
+  clock?: Clock;
+  random?: () => number;
+  resolve?: Resolver;
+  /** Per-attempt deadline; the spec's 10 s unless a test shortens it. */
+  timeoutMs?: number;
+  /** How long a claim holds a delivery; must exceed the attempt timeout. */
+  leaseMs?: number;
+  /** Attempts in flight at once in this process. */
+  concurrency?: number;
+  /** How often to look for due retries and paused circuits without being woken. */
+  pollMs?: number;
+  /** Extra TLS options for the POST (tests trust a local CA). */
+  tls?: https.RequestOptions;
+}
+
+interface Claimed {
+  id: string;
+  webhook_id: string;
+  event_type: string;
+  body: string;
+  attempts: number;
+  attempts_allowed: number;
+  url: string;
+  secret_ciphertext: string;
+  trial: boolean;
+}
+
+export interface Outcome {
+  ok: boolean;
+  /** Why the attempt failed: blocked_address, timeout, http_status, redirect, connection_reset, … */
+  error: string | null;
+  detail: string | null;
+  status: number | null;
+  body: string | null;
+  address: string | null;
+  ms: number;
+}
+
+export class WebhookWorker {
+  readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
+  private readonly db: Db;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly timeoutMs: number;
+  private readonly leaseMs: number;
+  private readonly concurrency: number;
+  private readonly inFlight = new Map<string, { done: Promise<void>; controller: AbortController }>();
+  private pumping = false;
+  private again = false;
+  private outboxDirty = true;
+  private started = false;
+  private stopped = false;
+  private timer?: NodeJS.Timeout;
+  private unlisten?: () => Promise<void>;
+
+  constructor(private readonly opts: WorkerOptions) {
+    this.db = opts.db;
+    this.log = opts.log;
+    this.clock = opts.clock ?? systemClock;
+    this.timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.concurrency = opts.concurrency ?? 16;
+    if (this.leaseMs <= this.timeoutMs) throw new Error('the delivery lease must be longer than the attempt timeout');
+  }
+
+  async start(): Promise<void> {
+    this.started = true;
+    this.unlisten = await this.db.listen(CHANNEL, (payload) => {
+      if (payload === 'outbox') this.outboxDirty = true;
+      this.kick();
+    });
+    this.timer = setInterval(() => {
+      this.outboxDirty = true;
+      this.kick();
+    }, this.opts.pollMs ?? 1000);
+    this.timer.unref();
+    this.log.info('webhook worker started', { owner: this.owner, concurrency: this.concurrency });
+    this.kick();
+  }
+
+  /** Stop claiming; give attempts in flight `graceMs`, then abort them and release their leases. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.unlisten?.().catch(() => {});
+    const pending = () => [...this.inFlight.values()].map((f) => f.done);
+    if (this.inFlight.size) await Promise.race([Promise.all(pending()), new Promise((r) => setTimeout(r, graceMs))]);
+    for (const f of this.inFlight.values()) f.controller.abort();
+    await Promise.all(pending());
+  }
+
+  /** Do everything due now and wait for it (tests drive the worker with this and an injected clock). */
+  async tick(): Promise<void> {
+    this.outboxDirty = true;
+    for (;;) {
+      const claimed = await this.pump();
+      await Promise.all([...this.inFlight.values()].map((f) => f.done));
+      if (claimed === 0) return;
+    }
+  }
+
+  private kick(): void {
+    if (this.stopped) return;
+    void this.pump().catch((err) => this.log.error('webhook worker failed', { error: err instanceof Error ? err.message : String(err) }));
+  }
+
+  private async pump(): Promise<number> {
+    if (this.pumping) {
+      this.again = true;
+      return 0;
+    }
+    this.pumping = true;
+    let claimed = 0;
+    try {
+      do {
+        this.again = false;
+        if (this.outboxDirty) {
+          this.outboxDirty = false;
+          await this.dispatch();
+          await this.sweep();
+        }
+        let allowlist: Allowlist | null = null;
+        while (!this.stopped && this.inFlight.size < this.concurrency) {
+          const batch = await this.claim(this.concurrency - this.inFlight.size);
+          if (batch.length === 0) break;
+          allowlist ??= compileAllowlist(await loadAllowlist(this.db));
+          for (const d of batch) this.launch(d, allowlist);
+          claimed += batch.length;
+        }
+      } while (this.again && !this.stopped);
+    } finally {
+      this.pumping = false;
+    }
+    return claimed;
+  }
+
+  /** Outbox → deliveries, one per webhook that wants the event's type and project. */
+  async dispatch(): Promise<number> {
+    const now = new Date(this.clock.now());
+    for (let total = 0; ; ) {
+      const [r] = await this.db.query<{ events: number; deliveries: number }>(sql`
+        with picked as (
+          delete from webhook_outbox
+           where id in (select id from webhook_outbox order by created_at limit 500 for update skip locked)
+          returning id, type, project_id, body, created_at
+        ), made as (
+          insert into outbound_deliveries (id, webhook_id, event_id, event_type, body, status, next_attempt_at)
+          select gen_random_uuid()::text, w.id, p.id, p.type, p.body, 'pending', ${now}
+            from picked p
+            join webhooks w on w.events @> jsonb_build_array(p.type)
+                           and (w.projects = '[]'::jsonb or w.projects @> jsonb_build_array(p.project_id))
+                           and w.created_at <= p.created_at
+          on conflict (webhook_id, event_id) do nothing
+          returning id
+        )
+        select (select count(*)::int from picked) as events, (select count(*)::int from made) as deliveries`);
+      total += r.deliveries;
+      if (r.events < 500) return total;
+    }
+  }
+
+  /**
+   * Housekeeping of leases and circuits: a delivery whose last allowed attempt died with its process
+   * is failed; an open circuit whose pause passed (or a half-open one whose trial is gone) gets one
+   * trial delivery, due now.
+   */
+  async sweep(): Promise<void> {
+    const now = new Date(this.clock.now());
+    await this.db.query(sql`
+      with gone as (
+        update outbound_deliveries
+           set status = 'failed', last_error = 'lease_expired', lease_owner = null, lease_expires_at = null, next_attempt_at = null, updated_at = now()
+         where status = 'pending' and lease_expires_at <= ${now} and attempts >= attempts_allowed
+        returning id
+      )
+      update outbound_attempts a
+         set outcome = 'failure', error = 'lease_expired', detail = 'the process making the attempt stopped before it finished', finished_at = ${now}
+        from gone where a.delivery_id = gone.id and a.outcome is null`);
+    const opened = await this.db.query<{ id: string; webhook_id: string }>(sql`
+      with candidates as (
+        select w.id,
+               (select d.id from outbound_deliveries d
+                 where d.webhook_id = w.id and d.status = 'pending' and d.attempts < d.attempts_allowed
+                   and (d.lease_expires_at is null or d.lease_expires_at <= ${now})
+                 order by d.next_attempt_at, d.created_at limit 1) as trial
+          from webhooks w
+         where (w.circuit_state = 'open' and w.circuit_opened_at <= ${new Date(now.getTime() - CIRCUIT_PAUSE_MS)})
+            or (w.circuit_state = 'half-open'
+                and not exists (select 1 from outbound_deliveries t where t.id = w.trial_delivery_id and t.status = 'pending'))
+         for update of w skip locked
+      ), opened as (
+        update webhooks w set circuit_state = 'half-open', trial_delivery_id = c.trial, updated_at = now()
+          from candidates c where w.id = c.id and c.trial is not null
+        returning w.id, w.trial_delivery_id
+      )
+      update outbound_deliveries d set next_attempt_at = ${now}
+        from opened where d.id = opened.trial_delivery_id
+      returning d.id, d.webhook_id`);
+    for (const o of opened) this.log.info('webhook circuit half-open: trying the receiver again', { webhookId: o.webhook_id, deliveryId: o.id });
+  }
+
+  /** Take up to `n` due deliveries with a lease; count each attempt as it starts. */
+  async claim(n: number): Promise<Claimed[]> {
+    const now = new Date(this.clock.now());
+    const leaseUntil = new Date(now.getTime() + this.leaseMs);
+    return this.db.query<Claimed>(sql`
+      with due as (
+        select d.id from outbound_deliveries d join webhooks w on w.id = d.webhook_id
+         where d.status = 'pending' and d.next_attempt_at <= ${now}
+           and (d.lease_expires_at is null or d.lease_expires_at <= ${now})
+           and d.attempts < d.attempts_allowed
+           and (w.circuit_state = 'closed' or (w.circuit_state = 'half-open' and w.trial_delivery_id = d.id))
+         order by d.next_attempt_at
+         limit ${n}
+         for update of d skip locked
+      ), claimed as (
+        update outbound_deliveries d
+           set attempts = d.attempts + 1, lease_owner = ${this.owner}, lease_expires_at = ${leaseUntil}, updated_at = now()
+          from due where d.id = due.id
+        returning d.id, d.webhook_id, d.event_type, d.body, d.attempts, d.attempts_allowed
+      ), abandoned as (
+        update outbound_attempts a
+           set outcome = 'failure', error = 'lease_expired', detail = 'the process making the attempt stopped before it finished', finished_at = ${now}
+          from claimed c where a.delivery_id = c.id and a.outcome is null
+        returning a.delivery_id
+      ), started as (
+        insert into outbound_attempts (delivery_id, attempt, owner, started_at, trial)
+        select c.id, c.attempts, ${this.owner}, ${now}, w.circuit_state = 'half-open'
+          from claimed c join webhooks w on w.id = c.webhook_id
+        returning delivery_id
+      )
+      select c.*, w.url, w.secret_ciphertext, w.circuit_state = 'half-open' as trial
+        from claimed c join webhooks w on w.id = c.webhook_id`);
+  }
+
+  private launch(d: Claimed, allowlist: Allowlist): void {
+    const controller = new AbortController();
+    const done = (async () => {
+      try {
+        const outcome = await this.attempt(d, allowlist, controller.signal);
+        await this.record(d, outcome);
+      } catch (err) {
+        this.log.error('webhook attempt could not be recorded; its lease will expire', { deliveryId: d.id, error: err instanceof Error ? err.message : String(err) });
+      } finally {
+        this.inFlight.delete(d.id);
+        if (this.started) this.kick();
+      }
+    })();
+    this.inFlight.set(d.id, { done, controller });
+  }
+
+  /** Guard, sign, send: the outcome of one attempt. Never throws for a receiver's fault. */
+  async attempt(d: Pick<Claimed, 'id' | 'webhook_id' | 'event_type' | 'body' | 'url' | 'secret_ciphertext'>, allowlist: Allowlist, signal?: AbortSignal): Promise<Outcome> {
+    const fail = (error: string, detail: string): Outcome => ({ ok: false, error, detail, status: null, body: null, address: null, ms: 0 });
+    let secret: string;
+    try {
+      secret = decryptSecret(this.opts.keys.encryption, d.secret_ciphertext, secretAad(d.webhook_id));
+    } catch (err) {
+      return fail('secret_unavailable', err instanceof DecryptError ? err.message : 'cannot decrypt the webhook secret');
+    }
+    const url = new URL(d.url);
+    const started = performance.now();
+    const target = await Promise.race([
+      checkTarget(url, allowlist, this.opts.resolve ?? systemResolver),
+      new Promise<null>((r) => setTimeout(r, this.timeoutMs, null).unref()),
+    ]);
+    if (!target) return fail('timeout', `resolving ${url.hostname} took longer than ${this.timeoutMs} ms`);
+    if (!target.ok) return fail(target.error, target.detail);
+    const timestamp = Math.floor(this.clock.now() / 1000);
+    const headers = deliveryHeaders({ eventType: d.event_type, deliveryId: d.id, secret, timestamp, body: d.body });
+    const res = await send({
+      url,
+      address: target.address,
+      family: target.family,
+      headers,
+      body: d.body,
+      timeoutMs: Math.max(1, this.timeoutMs - Math.round(performance.now() - started)),
+      signal,
+      tls: this.opts.tls,
+    });
+    const base = { status: res.status, body: res.body, address: target.address, ms: res.ms };
+    if (res.error) return { ...base, ok: false, error: res.error, detail: res.detail };
+    const status = res.status!;
+    if (status >= 200 && status < 300) return { ...base, ok: true, error: null, detail: null };
+    if (status >= 300 && status < 400) return { ...base, ok: false, error: 'redirect', detail: `answered ${status}; redirects are not followed` };
+    return { ...base, ok: false, error: 'http_status', detail: `answered ${status}` };
+  }
+
+  /** Write the attempt, the delivery's next state and the circuit, in one transaction. */
+  private async record(d: Claimed, o: Outcome): Promise<void> {
+    const now = this.clock.now();
+    const at = new Date(now);
+    if (o.error === 'aborted') {
+      // Shutting down: the attempt counts, and its lease ends now so another process retries at once.
+      await this.db.query(sql`
+        update outbound_attempts set outcome = 'failure', error = 'aborted', detail = ${o.detail}, finished_at = ${at}
+         where delivery_id = ${d.id} and attempt = ${d.attempts} and outcome is null`);
+      await this.db.query(sql`update outbound_deliveries set lease_expires_at = ${at} where id = ${d.id} and lease_owner = ${this.owner}`);
+      return;
+    }
+    const next = afterAttempt(d.attempts, d.attempts_allowed, o.ok, now, this.opts.random);
+    await this.db.transaction(async (tx) => {
+      await tx.query(sql`
+        update outbound_attempts
+           set outcome = ${o.ok ? 'success' : 'failure'}, error = ${o.error}, detail = ${o.detail}, finished_at = ${at},
+               response_code = ${o.status}, response_body = ${o.body}, address = ${o.address}, duration_ms = ${o.ms}
+         where delivery_id = ${d.id} and attempt = ${d.attempts}`);
+      const [kept] = await tx.query(sql`
+        update outbound_deliveries
+           set status = ${next.status}, next_attempt_at = ${next.nextAttemptAt === null ? null : new Date(next.nextAttemptAt)},
+               response_code = ${o.status}, response_body = ${o.body}, last_error = ${o.error},
+               delivered_at = ${o.ok ? at : null}, lease_owner = null, lease_expires_at = null, updated_at = now()
+         where id = ${d.id} and lease_owner = ${this.owner} and attempts = ${d.attempts}
+        returning id`);
+      if (!kept) return; // the lease ran out and another process took over; its attempt decides
+      const [w] = await tx.query<{ circuit_state: CircuitState; consecutive_failures: number; circuit_opened_at: Date | null; trial_delivery_id: string | null }>(sql`
+        select circuit_state, consecutive_failures, circuit_opened_at, trial_delivery_id from webhooks where id = ${d.webhook_id} for update`);
+      if (!w) return;
+      const before: Circuit = {
+        state: w.circuit_state,
+        consecutiveFailures: w.consecutive_failures,
+        openedAt: w.circuit_opened_at ? new Date(w.circuit_opened_at).getTime() : null,
+        trialDeliveryId: w.trial_delivery_id,
+      };
+      const after = circuitAfterAttempt(before, d.id, o.ok, now);
+      if (after === before) return;
+      await tx.query(sql`
+        update webhooks set circuit_state = ${after.state}, consecutive_failures = ${after.consecutiveFailures},
+               circuit_opened_at = ${after.openedAt === null ? null : new Date(after.openedAt)}, trial_delivery_id = ${after.trialDeliveryId}
+         where id = ${d.webhook_id}`);
+      if (after.state !== before.state) {
+        const log = after.state === 'open' ? this.log.warn : this.log.info;
+        log(`webhook circuit ${after.state}`, { webhookId: d.webhook_id, consecutiveFailures: after.consecutiveFailures });
+      }
+    });
+    const fields = { deliveryId: d.id, webhookId: d.webhook_id, event: d.event_type, attempt: d.attempts, status: o.status ?? undefined, ms: o.ms };
+    if (o.ok) this.log.debug('webhook delivered', fields);
+    else this.log.info('webhook attempt failed', { ...fields, error: o.error, next: next.status === 'pending' ? new Date(next.nextAttemptAt!).toISOString() : next.status });
+  }
+}
