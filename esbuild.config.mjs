@@ -1,6 +1,6 @@
 // Builds the three artifacts: dist/server.mjs (API + jobs + static serving; node_modules beside it),
 // dist/svc-runner.mjs (ONE self-contained file), dist/web/ (the admin pages).
-import { cpSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readFileSync } from 'node:fs';
 import * as esbuild from 'esbuild';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
@@ -53,8 +53,14 @@ export function copyStatic() {
   cpSync('web-static', 'dist/web', { recursive: true, filter: (src) => !/\.tsx?$/.test(src) });
 }
 
+/** The runner is installed by downloading one file from the server: GET /svc-runner.mjs. */
+export function publishRunner() {
+  copyFileSync('dist/svc-runner.mjs', 'dist/web/svc-runner.mjs');
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   await Promise.all(builds.map((b) => esbuild.build({ logLevel: 'warning', ...b })));
   copyStatic();
+  publishRunner();
   console.log('built dist/server.mjs, dist/svc-runner.mjs, dist/web/');
 }

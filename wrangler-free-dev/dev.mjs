@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
 import * as esbuild from 'esbuild';
-import { builds, copyStatic } from '../esbuild.config.mjs';
+import { builds, copyStatic, publishRunner } from '../esbuild.config.mjs';
 
 let child;
 let restartTimer;
@@ -33,7 +33,7 @@ const onEnd = (name, after) => ({
 
 const contexts = await Promise.all(
   builds.map((b, i) =>
-    esbuild.context({ logLevel: 'warning', ...b, plugins: [onEnd(b.outfile, i === 0 ? restart : undefined)] }),
+    esbuild.context({ logLevel: 'warning', ...b, plugins: [onEnd(b.outfile, i === 0 ? restart : b.outfile === 'dist/svc-runner.mjs' ? publishRunner : undefined)] }),
   ),
 );
 copyStatic();

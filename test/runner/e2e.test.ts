@@ -3,6 +3,8 @@
 // into the database exactly once across a kill -9 of the server and of the runner, and stop for good
 // (exit 78) when revoked or replaced by a newer pairing.
 import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
@@ -175,6 +177,20 @@ test('revoked: the daemon exits 78; replaced by a newer pairing: the old daemon 
   await fresh.waitFor(/connected to/, 15_000);
   assert.is((await runnerRow(second.runnerId)).status, 'online');
   await fresh.kill('SIGTERM');
+});
+
+test('the server hands out the runner: GET /svc-runner.mjs is the bundle, and it runs as downloaded', async () => {
+  const res = await fetch(`http://127.0.0.1:${port}/svc-runner.mjs`);
+  assert.is(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /javascript/);
+  const body = Buffer.from(await res.arrayBuffer());
+  assert.ok(body.equals(readFileSync(BUNDLE)), 'the same bytes as dist/svc-runner.mjs');
+  const sb = sandbox();
+  sandboxes.push(sb);
+  const file = join(sb.bin, 'svc-runner');
+  writeFileSync(file, body, { mode: 0o755 });
+  const out = execFileSync(file, ['version'], { env: sb.env, encoding: 'utf8' });
+  assert.match(out, /^\d+\.\d+\.\d+ linux-(amd64|arm64)\n$/);
 });
 
 test.run();

@@ -54,8 +54,10 @@ export function Runners() {
     ${pairing &&
     html`<div class="card notice" role="status">
       Pairing code for <strong>${pairing.name}</strong>: <code class="code">${pairing.code}</code>
-      (valid until ${when(pairing.expiresAt)}). On the machine run:
-      <pre>svc-runner pair --server ${location.origin} --code ${pairing.code}</pre>
+      (valid until ${when(pairing.expiresAt)}). On the machine (Node.js 20 or newer), install the runner and pair it:
+      <pre>curl -fsSL ${location.origin}/svc-runner.mjs -o ~/.local/bin/svc-runner && chmod +x ~/.local/bin/svc-runner
+svc-runner pair --server ${location.origin} --code ${pairing.code}
+svc-runner install-service</pre>
     </div>`}
     ${error && html`<p class="failed" role="alert">${error}</p>`}
     ${!runners
