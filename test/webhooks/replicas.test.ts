@@ -1,0 +1,121 @@
+// Two real server processes on one PostgreSQL deliver together: every delivery attempted once, never
+// twice at once; a process killed mid-attempt leaves a lease that expires, the other retries, and the
+// dead attempt is counted once (as `lease_expired`).
+import { randomUUID } from 'node:crypto';
+import postgres from 'postgres';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { buildEnvelope, eventId } from '../../functions/webhooks/envelope.ts';
+import { TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+import { receiver, sleep } from './_harness.ts';
+import type { Receiver } from './_harness.ts';
+
+if (TEST_DB === 'postgres') {
+  let pg: Awaited<ReturnType<typeof freshPostgres>>;
+  let a: RunningServer;
+  let b: RunningServer;
+  let db: postgres.Sql;
+  let rx: Receiver;
+  const env = { APP_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), WEBHOOKS_LEASE_SECONDS: '15' };
+
+  test.before(async () => {
+    pg = await freshPostgres();
+    a = await startServer({ admin: true, env, dbEnv: { DATABASE_URL: pg.url } });
+    b = await startServer({ env, dbEnv: { DATABASE_URL: pg.url } });
+    db = postgres(pg.url, { max: 2, onnotice: () => {} });
+    rx = await receiver();
+    const allow = await a.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } });
+    assert.is(allow.status, 200);
+  });
+  test.after(async () => {
+    await db?.end();
+    await rx?.close();
+    await Promise.all([a?.cleanup(), b?.cleanup()]);
+    await pg?.drop();
+  });
+
+  const createWebhook = async (path: string, events: string[]) => {
+    const res = await a.api('/api/webhooks', { method: 'POST', json: { url: `${rx.url}${path}`, events } });
+    assert.is(res.status, 201);
+    return (await res.json()).id as string;
+  };
+  /** Catalogue events straight into the outbox, as the capture code writes them; then wake the workers. */
+  const emit = async (type: string, n: number, projectId: string) => {
+    const rows = Array.from({ length: n }, () => {
+      const e = buildEnvelope({ id: eventId('replicas', randomUUID()), type: type as never, ts: new Date(), project: { id: projectId, repo: 'acme/r' }, raw: {} });
+      return { id: e.id, type, project_id: projectId, body: JSON.stringify(e) };
+    });
+    await db`insert into webhook_outbox ${db(rows, 'id', 'type', 'project_id', 'body')}`;
+    await db`select pg_notify('svc_webhooks', 'outbox')`;
+  };
+
+  test('2 processes, 300 deliveries: each attempted exactly once, never twice at once, by both processes', async () => {
+    const webhookId = await createWebhook('/many', ['pr.merged']);
+    const inFlight = new Set<string>();
+    const seen = new Map<string, number>();
+    let overlaps = 0;
+    rx.handle((req, res) => {
+      const id = String(req.headers['x-svc-delivery']);
+      if (inFlight.has(id)) overlaps++;
+      inFlight.add(id);
+      seen.set(id, (seen.get(id) ?? 0) + 1);
+      setTimeout(() => (inFlight.delete(id), res.end('ok')), 15);
+    });
+    await emit('pr.merged', 300, 'p-many');
+    for (let i = 0; i < 400; i++) {
+      const [{ done }] = await db`select count(*)::int as done from outbound_deliveries where webhook_id = ${webhookId} and status = 'delivered'`;
+      if (done === 300) break;
+      await sleep(50);
+    }
+    const rows = await db`select status, attempts from outbound_deliveries where webhook_id = ${webhookId}`;
+    assert.is(rows.length, 300, 'one delivery per event');
+    assert.ok(rows.every((r) => r.status === 'delivered' && r.attempts === 1));
+    assert.is(seen.size, 300);
+    assert.ok([...seen.values()].every((n) => n === 1), 'no delivery was sent twice');
+    assert.is(overlaps, 0, 'no delivery was in flight twice at once');
+    const owners = await db`
+      select split_part(a.owner, '-', 1) as pid, count(*)::int as n from outbound_attempts a
+        join outbound_deliveries d on d.id = a.delivery_id where d.webhook_id = ${webhookId} group by 1`;
+    assert.equal(owners.map((o) => Number(o.pid)).sort(), [a.proc.pid, b.proc.pid].sort(), `both processes delivered: ${JSON.stringify(owners)}`);
+  });
+
+  test('kill -9 of the process mid-attempt: the lease expires, the other retries; the dead attempt is counted once', async () => {
+    const webhookId = await createWebhook('/kill', ['pr.closed']);
+    let calls = 0;
+    rx.handle((_req, res) => {
+      if (++calls === 1) return; // the first attempt hangs: its process is killed while waiting
+      res.end('second time lucky');
+    });
+    await emit('pr.closed', 1, 'p-kill');
+    let attempt;
+    for (let i = 0; i < 100 && !attempt; i++) {
+      [attempt] = await db`select a.delivery_id, a.owner from outbound_attempts a join outbound_deliveries d on d.id = a.delivery_id where d.webhook_id = ${webhookId}`;
+      if (!attempt) await sleep(50);
+    }
+    assert.ok(attempt, 'an attempt started');
+    const holder = Number(String(attempt.owner).split('-')[0]) === a.proc.pid ? a : b;
+    const survivor = holder === a ? b : a;
+    await sleep(200);
+    assert.is(calls, 1);
+    await holder.stop('SIGKILL');
+    const killedAt = Date.now();
+    let d;
+    for (let i = 0; i < 300; i++) {
+      [d] = await db`select status, attempts, lease_owner from outbound_deliveries where id = ${attempt.delivery_id}`;
+      if (d.status === 'delivered') break;
+      await sleep(100);
+    }
+    const waited = Date.now() - killedAt;
+    assert.is(d!.status, 'delivered');
+    assert.is(d!.attempts, 2, 'the dead attempt counts once, the retry once');
+    assert.is(calls, 2);
+    assert.ok(waited >= 10_000, `retried only after the lease (${waited} ms after the kill)`);
+    const log = await db`select attempt, owner, outcome, error from outbound_attempts where delivery_id = ${attempt.delivery_id} order by attempt`;
+    assert.equal(log.map((l) => [l.attempt, l.outcome, l.error]), [[1, 'failure', 'lease_expired'], [2, 'success', null]]);
+    assert.is(Number(String(log[1].owner).split('-')[0]), survivor.proc.pid);
+  });
+}
+
+test.run();
