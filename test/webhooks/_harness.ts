@@ -46,7 +46,7 @@ export async function addProject(db: Db, opts: { id?: string; repo?: string; run
 }
 
 /** Put one catalogue event in the outbox, as the capture code would. */
-export async function emit(db: Db, type: string, projectId: string, origin = randomUUID(), raw: Record<string, unknown> = {}) {
+export async function emit(db: Db, type: string, projectId: string, origin: string = randomUUID(), raw: Record<string, unknown> = {}) {
   const envelope = buildEnvelope({ id: eventId('test', origin), type: type as never, ts: new Date(), project: { id: projectId, repo: 'acme/widgets' }, raw });
   await enqueue(db, [envelope]);
   return envelope;
