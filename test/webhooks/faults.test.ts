@@ -187,7 +187,7 @@ test('https: TLS to the pinned address with SNI and certificate check against th
   const dir = tempDir('tls-');
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=receiver.test', '-addext', 'subjectAltName=DNS:receiver.test', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
   const cert = readFileSync(join(dir, 'cert.pem'));
-  const seen: { servername: string | false; host: string | undefined; body: string; signature: string }[] = [];
+  const seen: { servername: string | false | null; host: string | undefined; body: string; signature: string }[] = [];
   const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
