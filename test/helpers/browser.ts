@@ -6,7 +6,12 @@ import type { Browser } from 'playwright-core';
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`);
+  if (!existsSync(CHROMIUM)) {
+    // uvu swallows errors thrown in before hooks, where browsers are launched: say it here too.
+    const message = `no browser at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`;
+    console.error(message);
+    throw new Error(message);
+  }
   return chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

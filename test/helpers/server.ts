@@ -146,6 +146,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     return { ...base, admin, url, port, api: api(url, admin) };
   } catch (err) {
     await cleanup();
+    // uvu swallows errors thrown in before hooks (where servers are mostly started): say it here.
+    console.error(`startServer failed: ${err instanceof Error ? err.message : String(err)}`);
     throw err;
   }
 }
