@@ -12,6 +12,7 @@ import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, json, notFound } from '../lib/errors.ts';
 import { requireEncryptionKey } from '../settings/secrets.ts';
 import { CATALOGUE, EVENT_TYPES, SUBSCRIBABLE_TYPES } from './catalogue.ts';
+import { CHANNEL } from './capture.ts';
 import { parseAllowlist } from './guard.ts';
 import {
   createTestDelivery,
@@ -170,6 +171,7 @@ const allowlistRoutes: Route[] = [
       await audited(ctx.db, (before: string[]) => ({ actor: principal!, action: 'webhook.allowlist.update', target: { type: 'webhook_allowlist' }, diff: { before, after: entries }, requestId }), async (tx) => {
         const before = await loadAllowlist(tx);
         await tx.query(sql`update webhook_allowlist set entries = ${sql.json(entries)}, updated_by = ${principal!.user.id}, updated_at = now() where id = 1`);
+        await tx.query(sql`select pg_notify(${CHANNEL}, 'allowlist')`);
         return before;
       });
       return json(await allowlistView(ctx));

@@ -82,6 +82,8 @@ export class WebhookWorker {
   private pumping = false;
   private again = false;
   private outboxDirty = true;
+  private sweepDue = true;
+  private allowlist: { list: Allowlist; loadedAt: number } | null = null;
   private started = false;
   private stopped = false;
   private timer?: NodeJS.Timeout;
@@ -101,10 +103,11 @@ export class WebhookWorker {
     this.started = true;
     this.unlisten = await this.db.listen(CHANNEL, (payload) => {
       if (payload === 'outbox') this.outboxDirty = true;
+      if (payload === 'allowlist') this.allowlist = null;
       this.kick();
     });
     this.timer = setInterval(() => {
-      this.outboxDirty = true;
+      this.outboxDirty = this.sweepDue = true;
       this.kick();
     }, this.opts.pollMs ?? 1000);
     this.timer.unref();
@@ -125,7 +128,8 @@ export class WebhookWorker {
 
   /** Do everything due now and wait for it (tests drive the worker with this and an injected clock). */
   async tick(): Promise<void> {
-    this.outboxDirty = true;
+    this.outboxDirty = this.sweepDue = true;
+    this.allowlist = null;
     for (;;) {
       const claimed = await this.pump();
       await Promise.all([...this.inFlight.values()].map((f) => f.done));
@@ -151,13 +155,15 @@ export class WebhookWorker {
         if (this.outboxDirty) {
           this.outboxDirty = false;
           await this.dispatch();
+        }
+        if (this.sweepDue) {
+          this.sweepDue = false;
           await this.sweep();
         }
-        let allowlist: Allowlist | null = null;
         while (!this.stopped && this.inFlight.size < this.concurrency) {
           const batch = await this.claim(this.concurrency - this.inFlight.size);
           if (batch.length === 0) break;
-          allowlist ??= compileAllowlist(await loadAllowlist(this.db));
+          const allowlist = await this.currentAllowlist();
           for (const d of batch) this.launch(d, allowlist);
           claimed += batch.length;
         }
@@ -166,6 +172,14 @@ export class WebhookWorker {
       this.pumping = false;
     }
     return claimed;
+  }
+
+  /** The allowlist, re-read when an admin changes it (NOTIFY) and at least every 5 seconds. */
+  private async currentAllowlist(): Promise<Allowlist> {
+    if (!this.allowlist || Date.now() - this.allowlist.loadedAt > 5000) {
+      this.allowlist = { list: compileAllowlist(await loadAllowlist(this.db)), loadedAt: Date.now() };
+    }
+    return this.allowlist.list;
   }
 
   /** Outbox → deliveries, one per webhook that wants the event's type and project. */
@@ -333,30 +347,41 @@ export class WebhookWorker {
       return;
     }
     const next = afterAttempt(d.attempts, d.attempts_allowed, o.ok, now, this.opts.random);
-    await this.db.transaction(async (tx) => {
-      await tx.query(sql`
+    // The attempt and the delivery in one statement; it also reads the circuit, without a lock.
+    const [kept] = await this.db.query<CircuitRow>(sql`
+      with attempt as (
         update outbound_attempts
            set outcome = ${o.ok ? 'success' : 'failure'}, error = ${o.error}, detail = ${o.detail}, finished_at = ${at},
                response_code = ${o.status}, response_body = ${o.body}, address = ${o.address}, duration_ms = ${o.ms}
-         where delivery_id = ${d.id} and attempt = ${d.attempts}`);
-      const [kept] = await tx.query(sql`
+         where delivery_id = ${d.id} and attempt = ${d.attempts}
+        returning 1
+      ), delivery as (
         update outbound_deliveries
            set status = ${next.status}, next_attempt_at = ${next.nextAttemptAt === null ? null : new Date(next.nextAttemptAt)},
                response_code = ${o.status}, response_body = ${o.body}, last_error = ${o.error},
                delivered_at = ${o.ok ? at : null}, lease_owner = null, lease_expires_at = null, updated_at = now()
          where id = ${d.id} and lease_owner = ${this.owner} and attempts = ${d.attempts}
-        returning id`);
-      if (!kept) return; // the lease ran out and another process took over; its attempt decides
-      const [w] = await tx.query<{ circuit_state: CircuitState; consecutive_failures: number; circuit_opened_at: Date | null; trial_delivery_id: string | null }>(sql`
+        returning webhook_id
+      )
+      select w.circuit_state, w.consecutive_failures, w.circuit_opened_at, w.trial_delivery_id
+        from delivery join webhooks w on w.id = delivery.webhook_id`);
+    // No row: the lease ran out and another process took over; its attempt decides. The common case
+    // (closed, no failures, a success) changes nothing and takes no lock on the webhook.
+    const circuit = kept && toCircuit(kept);
+    if (circuit && circuitAfterAttempt(circuit, d.id, o.ok, now) !== circuit) await this.moveCircuit(d, o.ok, now);
+    const fields = { deliveryId: d.id, webhookId: d.webhook_id, event: d.event_type, attempt: d.attempts, status: o.status ?? undefined, ms: o.ms };
+    if (o.ok) this.log.debug('webhook delivered', fields);
+    else this.log.info('webhook attempt failed', { ...fields, error: o.error, next: next.status === 'pending' ? new Date(next.nextAttemptAt!).toISOString() : next.status });
+  }
+
+  /** The circuit table applied under the webhook's row lock, so concurrent attempts count exactly. */
+  private async moveCircuit(d: Claimed, ok: boolean, now: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const [w] = await tx.query<CircuitRow>(sql`
         select circuit_state, consecutive_failures, circuit_opened_at, trial_delivery_id from webhooks where id = ${d.webhook_id} for update`);
       if (!w) return;
-      const before: Circuit = {
-        state: w.circuit_state,
-        consecutiveFailures: w.consecutive_failures,
-        openedAt: w.circuit_opened_at ? new Date(w.circuit_opened_at).getTime() : null,
-        trialDeliveryId: w.trial_delivery_id,
-      };
-      const after = circuitAfterAttempt(before, d.id, o.ok, now);
+      const before = toCircuit(w);
+      const after = circuitAfterAttempt(before, d.id, ok, now);
       if (after === before) return;
       await tx.query(sql`
         update webhooks set circuit_state = ${after.state}, consecutive_failures = ${after.consecutiveFailures},
@@ -367,8 +392,19 @@ export class WebhookWorker {
         log(`webhook circuit ${after.state}`, { webhookId: d.webhook_id, consecutiveFailures: after.consecutiveFailures });
       }
     });
-    const fields = { deliveryId: d.id, webhookId: d.webhook_id, event: d.event_type, attempt: d.attempts, status: o.status ?? undefined, ms: o.ms };
-    if (o.ok) this.log.debug('webhook delivered', fields);
-    else this.log.info('webhook attempt failed', { ...fields, error: o.error, next: next.status === 'pending' ? new Date(next.nextAttemptAt!).toISOString() : next.status });
   }
 }
+
+interface CircuitRow {
+  circuit_state: CircuitState;
+  consecutive_failures: number;
+  circuit_opened_at: Date | null;
+  trial_delivery_id: string | null;
+}
+
+const toCircuit = (w: CircuitRow): Circuit => ({
+  state: w.circuit_state,
+  consecutiveFailures: w.consecutive_failures,
+  openedAt: w.circuit_opened_at ? new Date(w.circuit_opened_at).getTime() : null,
+  trialDeliveryId: w.trial_delivery_id,
+});

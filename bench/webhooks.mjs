@@ -1,0 +1,200 @@
+#!/usr/bin/env node
+// Outbound webhook figures on PostgreSQL (docs/performance.md, "Outbound webhooks"):
+//   1. deliveries/s to a local receiver (allowlisted loopback) with 1 server process, then with 3;
+//   2. time from event to first attempt when idle, p50/p99 (1 process, one event at a time);
+//   baseline, same run: a bare sign-and-POST loop (HMAC-SHA256 + a fresh-connection POST of the same
+//   body, 16 at a time — the worker's concurrency per process), giving the ratios.
+// "Event" is the moment the catalogue event is written to the outbox, as the hub's ingest does; the
+// figure includes NOTIFY, dispatch, the leased claim, the address guard, signing and the POST.
+//
+//   npm run build && node --import tsx bench/webhooks.mjs [--deliveries 2000] [--rounds 2] [--events 100]
+// Loopback only; bounded counts; every process and database it makes is removed at the end.
+import { createHmac, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { parseArgs } from 'node:util';
+import postgres from 'postgres';
+import { buildEnvelope, eventId } from '../functions/webhooks/envelope.ts';
+import { freshPostgres } from '../test/helpers/db.ts';
+import { startServer } from '../test/helpers/server.ts';
+import { fmt, installGuards, machine, median, percentile, problemLines, round, spawnTracked, table } from './lib.mjs';
+
+const { values: opt } = parseArgs({
+  options: {
+    deliveries: { type: 'string', default: '2000' },
+    rounds: { type: 'string', default: '2' },
+    events: { type: 'string', default: '100' },
+  },
+});
+const N = { deliveries: Number(opt.deliveries), rounds: Number(opt.rounds), events: Number(opt.events) };
+const CONCURRENCY = 16;
+const log = (m) => process.stderr.write(m + '\n');
+installGuards(900);
+
+// The receiver runs in its own process and reports each request's arrival time (epoch ms, µs precision).
+const RECEIVER = `
+const http = require('node:http');
+const now = () => performance.timeOrigin + performance.now();
+const server = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    process.send({ t: now(), id: req.headers['x-svc-delivery'] || req.headers['x-bare'] || '', event: req.headers['x-svc-event'] || '' });
+    res.end('ok');
+  });
+});
+server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+`;
+
+const receiver = spawnTracked(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+const port = await new Promise((r) => receiver.on('message', (m) => m.port && r(m.port)));
+const listeners = new Set();
+receiver.on('message', (m) => m.t && listeners.forEach((fn) => fn(m)));
+/** Resolves once `count` requests arrived; each arrival is also passed to `each`. */
+const arrivals = (count, each = () => {}) =>
+  new Promise((resolve) => {
+    let n = 0;
+    const fn = (m) => {
+      each(m);
+      if (++n === count) (listeners.delete(fn), resolve());
+    };
+    listeners.add(fn);
+  });
+
+const envelope = (type) => buildEnvelope({ id: eventId('bench', randomUUID()), type, ts: new Date(), project: { id: 'bench-project', repo: 'acme/bench' }, raw: { slot: 'w1', issue: 1, data: { title: 'Benchmark', pr: { number: 1, url: 'https://github.com/acme/bench/pull/1' } } } });
+
+/** Baseline: sign and POST each body on a fresh connection, CONCURRENCY at a time. */
+async function bareLoop(count) {
+  const secret = 'bench-secret-bench-secret-bench-secret-abc';
+  const bodies = Array.from({ length: count }, () => JSON.stringify(envelope('pr.merged')));
+  const post = (body) =>
+    new Promise((ok, fail) => {
+      const t = Math.floor(Date.now() / 1000);
+      const sig = createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex');
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/bare', agent: false, headers: { 'content-type': 'application/json', 'x-bare': 'x', 'x-svc-signature': `t=${t},v1=${sig}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', ok);
+      });
+      req.on('error', fail);
+      req.end(body);
+    });
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next < count) await post(bodies[next++]); }));
+  return count / ((performance.now() - started) / 1000);
+}
+
+const pg = await freshPostgres();
+const servers = [];
+const sql = postgres(pg.url, { max: 2, onnotice: () => {} });
+const figures = { ...machine(), deliveries: N.deliveries, rounds: N.rounds, concurrencyPerProcess: CONCURRENCY, runs: [] };
+try {
+  const env = { APP_ENCRYPTION_KEY: Buffer.alloc(32, 9).toString('base64') };
+  const a = await startServer({ admin: true, env, dbEnv: { DATABASE_URL: pg.url } });
+  servers.push(a);
+  await a.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } });
+  const made = await a.api('/api/webhooks', { method: 'POST', json: { url: `http://127.0.0.1:${port}/hook`, events: ['pr.merged'] } });
+  if (made.status !== 201) throw new Error(`creating the webhook failed: ${made.status}`);
+
+  const insert = async (count) => {
+    const rows = Array.from({ length: count }, () => {
+      const e = envelope('pr.merged');
+      return { id: e.id, type: e.type, project_id: 'bench-project', body: JSON.stringify(e) };
+    });
+    for (let i = 0; i < rows.length; i += 1000) await sql`insert into webhook_outbox ${sql(rows.slice(i, i + 1000), 'id', 'type', 'project_id', 'body')}`;
+    await sql`select pg_notify('svc_webhooks', 'outbox')`;
+  };
+  const svcRun = async (count) => {
+    const started = performance.now();
+    const done = arrivals(count);
+    await insert(count);
+    await done;
+    return count / ((performance.now() - started) / 1000);
+  };
+
+  // Warm-up: connections, JIT.
+  await bareLoop(200);
+  await svcRun(200);
+
+  for (const processes of [1, 3]) {
+    if (processes === 3) servers.push(...(await Promise.all([1, 2].map(() => startServer({ env, dbEnv: { DATABASE_URL: pg.url } })))));
+    for (let round = 1; round <= N.rounds; round++) {
+      log(`${processes} process(es), round ${round}: bare loop…`);
+      const bare = await bareLoop(N.deliveries);
+      log(`${processes} process(es), round ${round}: svc…`);
+      const svc = await svcRun(N.deliveries);
+      figures.runs.push({ processes, round, barePerSecond: Math.round(bare), svcPerSecond: Math.round(svc) });
+    }
+    if (processes === 1) {
+      // Idle latency: one event at a time, the system quiet in between.
+      log(`event → first attempt, ${N.events} events one at a time…`);
+      const svcLat = [];
+      const bareLat = [];
+      for (let i = 0; i < N.events; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        let t0 = 0;
+        const got = arrivals(1, (m) => svcLat.push(m.t - t0));
+        t0 = performance.timeOrigin + performance.now();
+        await insert(1);
+        await got;
+        await new Promise((r) => setTimeout(r, 100));
+        let b0 = 0;
+        const gotBare = arrivals(1, (m) => bareLat.push(m.t - b0));
+        b0 = performance.timeOrigin + performance.now();
+        await bareLoopOne();
+        await gotBare;
+      }
+      svcLat.sort((x, y) => x - y);
+      bareLat.sort((x, y) => x - y);
+      figures.latency = {
+        events: N.events,
+        svc: { p50: round(percentile(svcLat, 50), 2), p99: round(percentile(svcLat, 99), 2) },
+        bare: { p50: round(percentile(bareLat, 50), 2), p99: round(percentile(bareLat, 99), 2) },
+      };
+    }
+  }
+  // Every delivery recorded as delivered with one attempt (the receiver answers before the record is written).
+  for (let i = 0; i < 100; i++) {
+    const [{ delivered, attempts, total }] = await sql`
+      select count(*) filter (where status = 'delivered')::int as delivered, coalesce(sum(attempts), 0)::int as attempts, count(*)::int as total from outbound_deliveries`;
+    figures.check = { total, delivered, attempts };
+    if (delivered === total) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  figures.problems = servers.flatMap((s) => problemLines(s.output())).slice(0, 20);
+} finally {
+  await sql.end().catch(() => {});
+  for (const s of servers) await s.cleanup().catch(() => {});
+  await pg.drop().catch(() => {});
+  receiver.kill('SIGKILL');
+}
+
+async function bareLoopOne() {
+  const body = JSON.stringify(envelope('pr.merged'));
+  const t = Math.floor(Date.now() / 1000);
+  const sig = createHmac('sha256', 'bench-secret').update(`${t}.`).update(body).digest('hex');
+  await new Promise((ok, fail) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/bare', agent: false, headers: { 'content-type': 'application/json', 'x-bare': 'x', 'x-svc-signature': `t=${t},v1=${sig}` } }, (res) => (res.resume(), res.on('end', ok)));
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
+const rows = [['run', 'deliveries/s', 'bare loop /s', 'svc / bare']];
+for (const p of [1, 3]) {
+  const runs = figures.runs.filter((r) => r.processes === p);
+  const svc = median(runs.map((r) => r.svcPerSecond));
+  const bare = median(runs.map((r) => r.barePerSecond));
+  figures[`processes${p}`] = { svcPerSecond: Math.round(svc), barePerSecond: Math.round(bare), ratio: round(svc / bare, 3) };
+  rows.push([`${p} server process${p > 1 ? 'es' : ''}`, Math.round(svc), Math.round(bare), fmt(svc / bare, 3)]);
+}
+const lat = figures.latency;
+figures.latency.ratioP50 = round(lat.svc.p50 / lat.bare.p50, 2);
+figures.latency.ratioP99 = round(lat.svc.p99 / lat.bare.p99, 2);
+console.log(table(rows));
+console.log();
+console.log(table([
+  ['event → first attempt (idle)', 'p50 ms', 'p99 ms'],
+  ['svc (1 process)', fmt(lat.svc.p50), fmt(lat.svc.p99)],
+  ['bare sign-and-POST', fmt(lat.bare.p50), fmt(lat.bare.p99)],
+  ['svc / bare', fmt(figures.latency.ratioP50), fmt(figures.latency.ratioP99)],
+]));
+console.log(JSON.stringify(figures));
