@@ -34,7 +34,8 @@ export const COMMANDS = {
   'project.inspect': spec('admin', 45 * s, z.strictObject({ path: absolutePath }), false),
   'project.refresh': spec('operator', 45 * s, z.strictObject({ projectId }), true),
   'session.backfill': spec('admin', 10 * 60 * s, z.strictObject({ projectId, since: z.iso.datetime().optional() }), true),
-  'orchestrator.start': spec('operator', 30 * s, z.strictObject({ projectId, profileId: id.optional() }), true),
+  // `next: true` is the "next round" action: start the orchestrator, or nudge it when it is idle.
+  'orchestrator.start': spec('operator', 30 * s, z.strictObject({ projectId, profileId: id.optional(), next: z.boolean().default(false) }), true),
   'orchestrator.stop': spec('operator', 10 * s, z.strictObject({ projectId }), true),
   'orchestrator.status': spec('viewer', 5 * s, z.strictObject({ projectId }), true),
   'slot.stop': spec('operator', 10 * s, z.strictObject({ projectId, slot }), true),

@@ -6,6 +6,7 @@ import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
 import { ConfigError, loadConfig, parseServer, saveConfig } from './config.ts';
 import { runDaemon } from './daemon.ts';
+import { EMIT_FLAGS, emitCommand, UsageError } from './emit.ts';
 import { target } from './host.ts';
 import { errorText, log } from './log.ts';
 import { normalizeCode, pair } from './pair.ts';
@@ -13,6 +14,7 @@ import { configPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { detectProfiles, printable, reportProfile } from './profiles.ts';
 import { installService } from './service.ts';
+import { SLOT_START_FLAGS, slotStartCommand } from './slot-start.ts';
 import { Spool } from './spool.ts';
 import { status } from './status.ts';
 
@@ -31,9 +33,17 @@ Commands:
   version             print version and target (also --version, -v)
   help                print this text (also --help, -h)
 
+For agents (docs/orchestrator.md):
+  emit <type> [--slot S] [--issue N] [--summary T] [--checkpoint C] [--pr N [--url U]]
+       [--reason T] [--question T] [--title T] [--branch B] [--state S] [--data JSON]
+       [--project-root DIR]
+                      append one event line to the project's .svc/events.jsonl
+  slot-start <slot> --issue N [--profile ID] [--branch B] [--base REF] [--title T] [--project-root DIR]
+                      start a worker in the slot's worktree and tmux session
+
 Internal (not for users):
   exec-run <runDir>   run a skill run inside its terminal-multiplexer session
-  emit <kind> [--source <source>] [--payload <json>] [--count <n>]
+  spool-append <kind> [--source <source>] [--payload <json>] [--count <n>]
                       append events to the spool (tests and benchmarks)
 
 --server is http(s)://host[:port][/path] without credentials, query or fragment.
@@ -42,8 +52,6 @@ Files: runner.json in $XDG_CONFIG_HOME/svc/ (~/.config/svc/), state in $XDG_STAT
 
 type Out = { write: (s: string) => unknown };
 
-class UsageError extends Error {}
-
 const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
   pair: { flags: ['server', 'code', 'detect'], positional: 0 },
   run: { flags: [], positional: 0 },
@@ -51,7 +59,9 @@ const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
   profiles: { flags: ['detect', 'write'], positional: 0 },
   'install-service': { flags: ['platform'], positional: 0 },
   'exec-run': { flags: [], positional: 1 },
-  emit: { flags: ['source', 'payload', 'count'], positional: 1 },
+  'spool-append': { flags: ['source', 'payload', 'count'], positional: 1 },
+  emit: { flags: EMIT_FLAGS, positional: 1 },
+  'slot-start': { flags: SLOT_START_FLAGS, positional: 1 },
 };
 
 function checkOptions(command: string, args: mri.Argv): void {
@@ -95,27 +105,27 @@ async function profilesCommand(args: mri.Argv, env: Env, out: Out, err: Out): Pr
   return 0;
 }
 
-function emitCommand(args: mri.Argv, env: Env, out: Out): number {
+function spoolAppendCommand(args: mri.Argv, env: Env, out: Out): number {
   const kind = String(args._[1]);
   const source = stringFlag(args, 'source', false) ?? 'cli';
   const count = args.count === undefined ? 1 : Number(args.count);
-  if (!Number.isInteger(count) || count < 1 || count > 100_000) throw new UsageError('emit: --count must be 1 to 100000');
+  if (!Number.isInteger(count) || count < 1 || count > 100_000) throw new UsageError('spool-append: --count must be 1 to 100000');
   let payload: Record<string, unknown> = {};
   const text = stringFlag(args, 'payload', false);
   if (text !== undefined) {
     try {
       payload = JSON.parse(text);
     } catch {
-      throw new UsageError('emit: --payload must be a JSON object');
+      throw new UsageError('spool-append: --payload must be a JSON object');
     }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new UsageError('emit: --payload must be a JSON object');
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new UsageError('spool-append: --payload must be a JSON object');
   }
   const spool = new Spool(spoolDir(env), loadConfig(configPath(env)).config.runnerId);
   const events = Array.from({ length: count }, (_, i) => ({ source, kind, payload: count > 1 ? { ...payload, seq: i } : payload }));
   try {
     for (let i = 0; i < events.length; i += 1000) spool.append(events.slice(i, i + 1000));
   } catch (e) {
-    throw new UsageError(`emit: ${errorText(e).split('\n')[0]}`);
+    throw new UsageError(`spool-append: ${errorText(e).split('\n')[0]}`);
   }
   out.write(`spooled ${count} event(s)\n`);
   return 0;
@@ -146,8 +156,12 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
     case 'exec-run':
       err.write('svc-runner: exec-run is internal: a skill run\'s terminal-multiplexer session calls it. Skill runs are not part of this runner version yet.\n');
       return 1;
+    case 'spool-append':
+      return spoolAppendCommand(args, env, out);
     case 'emit':
-      return emitCommand(args, env, out);
+      return emitCommand(args, env, out, err);
+    case 'slot-start':
+      return slotStartCommand(args, env, out, err);
   }
   throw new UsageError(`unknown command '${command}'`);
 }
@@ -155,7 +169,7 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
 export async function main(argv: string[], env: Env = process.env, out: Out = process.stdout, err: Out = process.stderr): Promise<number> {
   const args = mri(argv, {
     boolean: ['help', 'version', 'detect', 'write'],
-    string: ['server', 'code', 'platform', 'source', 'payload', 'count'],
+    string: ['server', 'code', 'platform', 'source', 'payload', 'count', ...EMIT_FLAGS, ...SLOT_START_FLAGS],
     alias: { h: 'help', v: 'version' },
   });
   if (args.version) return (out.write(`${VERSION} ${target()}\n`), 0);

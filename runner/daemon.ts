@@ -15,6 +15,7 @@ import type { CommandContext, CommandResult } from './commands/registry.ts';
 import { ConfigError, isPaired, loadConfig, updateConfig } from './config.ts';
 import type { ProjectEntry, RunnerConfig } from './config.ts';
 import { Connection } from './connection.ts';
+import { Fleet } from './fleet.ts';
 import { target } from './host.ts';
 import { LockHeld, acquireLock } from './lock.ts';
 import type { Lock } from './lock.ts';
@@ -79,6 +80,7 @@ class Daemon {
   private running = 0;
   private done!: (code: number) => void;
   private readonly ctx: CommandContext;
+  private readonly fleet: Fleet;
 
   constructor(
     private readonly config: RunnerConfig & { server: string; runnerId: string; token: string },
@@ -88,6 +90,7 @@ class Daemon {
     this.projects = config.projects;
     this.spool = new Spool(spoolDir(env), config.runnerId, (name, reason) => log.error('spool file unreadable; moved to spool/corrupt', { name, reason }));
     this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now() };
+    this.fleet = new Fleet(this.spool, config, env, () => this.projects);
     this.conn = new Connection({
       server: config.server,
       token: config.token,
@@ -118,6 +121,7 @@ class Daemon {
     this.spool.append([{ source: 'runner', kind: 'runner.started', payload: { version: VERSION, target: target(), hostname: hostname(), pid: process.pid, waiting: this.spool.waiting } }]);
     log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
     this.watchSpool();
+    this.fleet.start();
     this.conn.start();
     return finished;
   }
@@ -127,6 +131,7 @@ class Daemon {
     clearTimeout(this.ackTimer);
     clearInterval(this.rescanTimer);
     this.watcher?.close();
+    this.fleet.stop();
     this.done(code);
   }
 
@@ -191,6 +196,7 @@ class Daemon {
   private updateProjects(projects: ProjectEntry[]): void {
     if (JSON.stringify(projects) === JSON.stringify(this.projects)) return;
     this.projects = projects;
+    this.fleet.update();
     try {
       updateConfig(this.path, (raw) => void (raw.projects = projects));
       log.info('project watch list updated', { projects: projects.length });
@@ -236,7 +242,7 @@ class Daemon {
     this.spool.requeue();
   }
 
-  /** Other processes (`svc-runner emit`) add files: notice them by watching, with a rescan as fallback. */
+  /** Other processes (`svc-runner spool-append`) add files: notice them by watching, with a rescan as fallback. */
   private watchSpool(): void {
     let pending: NodeJS.Timeout | undefined;
     const rescan = () => {

@@ -7,7 +7,7 @@
 // fsync'd — a file with a final name is always complete. Names sort in write order (time, then a
 // per-process counter; the time never goes back within a process), and events are sent in name
 // order with one batch in flight at a time, so the events of one source arrive in the order they were
-// written. Other processes (`svc-runner emit`) may add files; the daemon picks them up on a rescan.
+// written. Other processes (`svc-runner spool-append`) may add files; the daemon picks them up on a rescan.
 // Files that cannot be read back are moved to `spool/corrupt/` and logged, never sent.
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
@@ -26,6 +26,8 @@ export interface NewEvent {
   kind: string;
   payload: Record<string, unknown>;
   ts?: string;
+  /** A caller-chosen stable id (events.jsonl lines: the same line always gets the same id). */
+  id?: string;
 }
 
 /** Count of events waiting in a spool directory (for `status`). */
@@ -45,7 +47,8 @@ export class Spool {
   private names: string[] = [];
   private readonly known = new Set<string>();
   private readonly idOf = new Map<string, string>();
-  private readonly nameOf = new Map<string, string>();
+  /** Files per id: usually one; two when a caller-chosen id was spooled again (the server stores it once). */
+  private readonly nameOf = new Map<string, Set<string>>();
   private readonly inflight = new Set<string>();
   private readonly prefix: string;
 
@@ -73,7 +76,7 @@ export class Spool {
       const ms = (this.lastMs = Math.max(Date.now(), this.lastMs));
       const n = ++this.counter;
       const event = runnerEvent.parse({
-        id: `${this.prefix}.${ms.toString(36)}.${this.proc}.${n}`,
+        id: e.id ?? `${this.prefix}.${ms.toString(36)}.${this.proc}.${n}`,
         source: e.source,
         kind: e.kind,
         ts: e.ts ?? new Date(ms).toISOString(),
@@ -108,7 +111,9 @@ export class Spool {
     }
     if (id) {
       this.idOf.set(name, id);
-      this.nameOf.set(id, name);
+      const names = this.nameOf.get(id);
+      if (names) names.add(name);
+      else this.nameOf.set(id, new Set([name]));
     }
   }
 
@@ -182,15 +187,15 @@ export class Spool {
   ack(ids: string[]): number {
     const removed = new Set<string>();
     for (const id of ids) {
-      const name = this.nameOf.get(id);
-      if (!name) continue;
-      try {
-        unlinkSync(join(this.dir, name));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      for (const name of [...(this.nameOf.get(id) ?? [])]) {
+        try {
+          unlinkSync(join(this.dir, name));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        }
+        this.forget(name);
+        removed.add(name);
       }
-      this.forget(name);
-      removed.add(name);
     }
     if (removed.size) {
       this.names = this.names.filter((n) => !removed.has(n));
@@ -203,7 +208,9 @@ export class Spool {
     this.known.delete(name);
     this.inflight.delete(name);
     const id = this.idOf.get(name);
-    if (id) this.nameOf.delete(id);
+    const names = id ? this.nameOf.get(id) : undefined;
+    names?.delete(name);
+    if (id && names?.size === 0) this.nameOf.delete(id);
     this.idOf.delete(name);
   }
 

@@ -9,8 +9,11 @@ import { describeIssues } from '../config.ts';
 import { CommandError } from './context.ts';
 import type { CommandContext } from './context.ts';
 import { runnerDescribe } from './describe.ts';
+import { orchestratorStart, orchestratorStatus, orchestratorStop } from './orchestrator.ts';
 import { runnerPing } from './ping.ts';
 import { projectInspect, projectRefresh } from './project.ts';
+import { prApprove, prRequestChanges, prVoidApproval } from './pr.ts';
+import { slotMessage, slotStop } from './slot.ts';
 
 export { CommandError, capabilities } from './context.ts';
 export type { CommandContext } from './context.ts';
@@ -23,6 +26,14 @@ export const HANDLERS: Handlers = {
   'runner.describe': runnerDescribe,
   'project.inspect': projectInspect,
   'project.refresh': projectRefresh,
+  'orchestrator.start': orchestratorStart,
+  'orchestrator.stop': orchestratorStop,
+  'orchestrator.status': orchestratorStatus,
+  'slot.stop': slotStop,
+  'slot.message': slotMessage,
+  'pr.approve': prApprove,
+  'pr.requestChanges': prRequestChanges,
+  'pr.voidApproval': prVoidApproval,
 };
 
 export type CommandResult = { ok: true; data: unknown } | { ok: false; error: { code: string; message: string } };

@@ -47,7 +47,7 @@ test('without an ack nothing leaves the spool; after kill -9 and a restart the e
   const conn1 = await fake.waitConns(1);
   const sent = await conn1.next('events');
   const firstId = sent.events[0].id;
-  const emitted = await runCli(sb, ['emit', 'test.item', '--source', 'tests/a', '--count', '5']);
+  const emitted = await runCli(sb, ['spool-append', 'test.item', '--source', 'tests/a', '--count', '5']);
   assert.is(emitted.status, 0, emitted.stderr);
   assert.is(sb.spoolFiles().length, 6);
   await sleep(700); // time for any (wrong) removal
@@ -72,9 +72,9 @@ test('without an ack nothing leaves the spool; after kill -9 and a restart the e
 
 test('events are sent in order per source, in batches of at most MAX_BATCH, all acked', async () => {
   const total = 2 * MAX_BATCH + 123;
-  const a = await runCli(sb, ['emit', 'test.bulk', '--source', 'tests/a', '--count', String(total), '--payload', '{"pad":"xxxxxxxxxxxxxxxx"}']);
+  const a = await runCli(sb, ['spool-append', 'test.bulk', '--source', 'tests/a', '--count', String(total), '--payload', '{"pad":"xxxxxxxxxxxxxxxx"}']);
   assert.is(a.status, 0, a.stderr);
-  const b = await runCli(sb, ['emit', 'test.bulk', '--source', 'tests/b', '--count', '50']);
+  const b = await runCli(sb, ['spool-append', 'test.bulk', '--source', 'tests/b', '--count', '50']);
   assert.is(b.status, 0);
   const d = startDaemon(sb);
   const conn = await fake.waitConns(1);
@@ -93,7 +93,7 @@ test('events emitted while the daemon runs are picked up and sent', async () => 
   const d = startDaemon(sb);
   const conn = await fake.waitConns(1);
   await conn.next('events'); // runner.started
-  const r = await runCli(sb, ['emit', 'test.live', '--payload', '{"n":1}']);
+  const r = await runCli(sb, ['spool-append', 'test.live', '--payload', '{"n":1}']);
   assert.is(r.status, 0);
   await waitUntil(() => fake.received.some((e) => e.kind === 'test.live'), 15_000, 'the live event');
   await waitUntil(() => sb.spoolFiles().length === 0, 5000, 'the spool to empty');
@@ -101,7 +101,7 @@ test('events emitted while the daemon runs are picked up and sent', async () => 
 });
 
 test('a spool file that is not an event is moved to spool/corrupt and the rest still flows', async () => {
-  await runCli(sb, ['emit', 'test.ok']);
+  await runCli(sb, ['spool-append', 'test.ok']);
   const { writeFileSync } = await import('node:fs');
   writeFileSync(join(sb.spoolDir, '0000000000001.00000001.zzzzzz.json'), '{"half":');
   const d = startDaemon(sb);
@@ -112,11 +112,11 @@ test('a spool file that is not an event is moved to spool/corrupt and the rest s
   await d.kill();
 });
 
-test('emit refuses bad arguments with exit 2', async () => {
-  assert.is((await runCli(sb, ['emit'])).status, 2);
-  assert.is((await runCli(sb, ['emit', 'Bad Kind'])).status, 2);
-  assert.is((await runCli(sb, ['emit', 'ok.kind', '--payload', '[1]'])).status, 2);
-  assert.is((await runCli(sb, ['emit', 'ok.kind', '--count', '0'])).status, 2);
+test('spool-append refuses bad arguments with exit 2', async () => {
+  assert.is((await runCli(sb, ['spool-append'])).status, 2);
+  assert.is((await runCli(sb, ['spool-append', 'Bad Kind'])).status, 2);
+  assert.is((await runCli(sb, ['spool-append', 'ok.kind', '--payload', '[1]'])).status, 2);
+  assert.is((await runCli(sb, ['spool-append', 'ok.kind', '--count', '0'])).status, 2);
   assert.equal(sb.spoolFiles(), []);
 });
 

@@ -1,0 +1,84 @@
+// orchestrator.start / .stop / .status (spec: Server commands to a runner; docs/orchestrator.md).
+// The orchestrator of project P is the agent of P's orchestrator profile in tmux session svc-P-orch,
+// started in the project root. `next: true` is the "next round" action (fleet page, inbound trigger):
+// it starts the orchestrator when it is not running and nudges it when it sits idle; when it is
+// working, waiting for a person or out of quota it is left alone and the answer says why.
+import type { CommandArgs } from '../../protocol/commands.ts';
+import { reportFleetEvent } from '../fleet.ts';
+import { projectOf } from '../fleet-paths.ts';
+import { chooseProfile, ensureExcluded, launchAgent, PROMPTS } from '../launch.ts';
+import { readPane } from '../pane-text.ts';
+import { expectSession, ownerOf } from '../panes.ts';
+import { capturePanes, hasSession, killSession, listSessions, requireTmux, sendKeys, sessionName } from '../tmux.ts';
+import type { SessionInfo } from '../tmux.ts';
+import { CommandError } from './context.ts';
+import type { CommandContext } from './context.ts';
+
+export async function orchestratorStart(args: CommandArgs<'orchestrator.start'>, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const session = sessionName.orchestrator(project.id);
+  await requireTmux(ctx.env);
+  if (await hasSession(ctx.env, session)) {
+    if (!args.next) throw new CommandError('already_running', `the orchestrator of project ${project.id} is already running (tmux session ${session})`);
+    const text = (await capturePanes(ctx.env, [session])).get(session);
+    const state = text === null || text === undefined ? 'starting' : readPane(text).state;
+    if (state !== 'idle') return { action: 'none', session, state };
+    const nudged = await sendKeys(ctx.env, session, PROMPTS.orchestrator);
+    return { action: nudged ? 'nudged' : 'none', session, state };
+  }
+  const chosen = chooseProfile(ctx.config, ctx.env, args.profileId);
+  await ensureExcluded(project.root).catch(() => {});
+  expectSession(session, 'started');
+  await launchAgent({
+    session,
+    cwd: project.root,
+    chosen,
+    config: ctx.config,
+    meta: { projectId: project.id, root: project.root, role: 'orchestrator' },
+    prompt: PROMPTS.orchestrator,
+    env: ctx.env,
+  });
+  const data = { profile: chosen.profile.id, runtime: chosen.profile.runtime, session, origin: 'command' };
+  reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'orchestrator.started', data });
+  return { action: 'started', session, profileId: chosen.profile.id, runtime: chosen.profile.runtime };
+}
+
+export async function orchestratorStop(args: CommandArgs<'orchestrator.stop'>, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const session = sessionName.orchestrator(project.id);
+  expectSession(session, 'stopped');
+  const stopped = await killSession(ctx.env, session);
+  if (stopped) reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'orchestrator.stopped', data: { reason: 'stopped', session, origin: 'command' } });
+  return { stopped, session };
+}
+
+/** State of one session as the status answer gives it: never the pane's text. */
+function describe(info: SessionInfo, text: string | null | undefined) {
+  const r = text ? readPane(text) : null;
+  return {
+    session: info.name,
+    state: info.paneDead ? 'exited' : (r?.state ?? 'starting'),
+    ...(r?.prompt ? { promptKind: r.prompt.kind } : {}),
+    ...(r?.quota ? { quota: { provider: r.quota.provider, resetsAt: r.quota.resetsAt } } : {}),
+    ...(info.runtime ? { runtime: info.runtime } : {}),
+    ...(info.profile ? { profileId: info.profile } : {}),
+    startedAt: new Date(info.created * 1000).toISOString(),
+    lastOutputAt: new Date(info.activity * 1000).toISOString(),
+  };
+}
+
+export async function orchestratorStatus(args: CommandArgs<'orchestrator.status'>, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const mine = (await listSessions(ctx.env)).filter((s) => ownerOf(s.name, ctx.projects())?.projectId === project.id);
+  const texts = await capturePanes(ctx.env, mine.filter((s) => !s.paneDead).map((s) => s.name));
+  const orch = mine.find((s) => s.name === sessionName.orchestrator(project.id));
+  const slots = mine
+    .filter((s) => s !== orch)
+    .map((s) => ({ slot: ownerOf(s.name, ctx.projects())!.slot!, ...(Number(s.issue) ? { issue: Number(s.issue) } : {}), ...describe(s, texts.get(s.name)) }));
+  return {
+    projectId: project.id,
+    present: Boolean(orch),
+    ...(orch ? describe(orch, texts.get(orch.name)) : { session: sessionName.orchestrator(project.id), state: 'absent' }),
+    slots,
+  };
+}

@@ -1,0 +1,33 @@
+// pr.approve / pr.requestChanges / pr.voidApproval (spec: Server commands to a runner;
+// docs/orchestrator.md "Pull request decisions"): a person's decision on a pull request is a signal
+// file `.svc/pr/<number>.json` in the project root, written atomically (temp file + rename), which the
+// orchestrator reads before it merges or sends the worker back. voidApproval removes it.
+import { unlinkSync } from 'node:fs';
+import type { CommandArgs } from '../../protocol/commands.ts';
+import { confined, prSignalPath, projectOf, writeAtomic } from '../fleet-paths.ts';
+import type { CommandContext } from './context.ts';
+
+async function decide(projectId: string, pr: number, decision: 'approve' | 'request_changes', comment: string | undefined, ctx: CommandContext) {
+  const project = await projectOf(ctx, projectId);
+  const file = await confined(project, prSignalPath(project.root, pr));
+  const signal = { v: 1, pr, decision, ...(comment ? { comment } : {}), time: new Date().toISOString() };
+  writeAtomic(file, JSON.stringify(signal, null, 2) + '\n');
+  return { pr, decision, written: true };
+}
+
+export const prApprove = (args: CommandArgs<'pr.approve'>, ctx: CommandContext) => decide(args.projectId, args.number, 'approve', args.comment, ctx);
+
+export const prRequestChanges = (args: CommandArgs<'pr.requestChanges'>, ctx: CommandContext) =>
+  decide(args.projectId, args.number, 'request_changes', args.comment, ctx);
+
+export async function prVoidApproval(args: CommandArgs<'pr.voidApproval'>, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const file = await confined(project, prSignalPath(project.root, args.number));
+  try {
+    unlinkSync(file);
+    return { pr: args.number, removed: true };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return { pr: args.number, removed: false };
+  }
+}

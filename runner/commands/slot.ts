@@ -1,0 +1,47 @@
+// slot.stop and slot.message (spec: Server commands to a runner; docs/orchestrator.md). A slot is a
+// worker agent in tmux session svc-P-slot-S, working in the worktree `.wt-<repo>-S` beside the root.
+// slot.stop kills the session only; the worktree and its branch stay. slot.message writes
+// `.orchestrator-msg.md` in the worktree (atomically; an unread earlier message is kept above the new
+// one) and nudges the worker by typing a fixed sentence into its pane — except while the pane shows a
+// prompt a person must answer (typed text would answer it) or a usage limit.
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CommandArgs } from '../../protocol/commands.ts';
+import { reportFleetEvent } from '../fleet.ts';
+import { confined, MESSAGE_FILE, projectOf, worktreePath, writeAtomic } from '../fleet-paths.ts';
+import { PROMPTS } from '../launch.ts';
+import { readPane } from '../pane-text.ts';
+import { expectSession } from '../panes.ts';
+import { capturePane, killSession, sendKeys, sessionName } from '../tmux.ts';
+import { CommandError } from './context.ts';
+import type { CommandContext } from './context.ts';
+
+export async function slotStop(args: CommandArgs<'slot.stop'>, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const session = sessionName.slot(project.id, args.slot);
+  expectSession(session, 'stopped');
+  const stopped = await killSession(ctx.env, session);
+  if (stopped) reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'slot.stopped', slot: args.slot, data: { reason: 'stopped', session, origin: 'command' } });
+  return { stopped, session, slot: args.slot };
+}
+
+export async function slotMessage(args: CommandArgs<'slot.message'>, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const worktree = await confined(project, worktreePath(project.root, args.slot));
+  if (!statSync(worktree, { throwIfNoEntry: false })?.isDirectory()) throw new CommandError('unknown_slot', `slot ${args.slot} has no worktree .wt-<repo>-${args.slot} beside the project root`);
+  const file = await confined(project, join(worktree, MESSAGE_FILE));
+  let earlier = '';
+  try {
+    earlier = readFileSync(file, 'utf8');
+  } catch {}
+  const entry = `<!-- svc: message for slot ${args.slot}, ${new Date().toISOString()} -->\n${args.message.replace(/\r\n/g, '\n').trimEnd()}\n`;
+  writeAtomic(file, earlier ? `${earlier.trimEnd()}\n\n${entry}` : entry);
+
+  const session = sessionName.slot(project.id, args.slot);
+  const text = await capturePane(ctx.env, session);
+  if (text === null) return { written: true, nudged: false, reason: 'not_running' };
+  const state = readPane(text).state;
+  if (state === 'waiting' || state === 'quota') return { written: true, nudged: false, reason: state, state };
+  const nudged = await sendKeys(ctx.env, session, PROMPTS.message);
+  return { written: true, nudged, state };
+}
