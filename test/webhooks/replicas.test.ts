@@ -1,6 +1,7 @@
 // Two real server processes on one PostgreSQL deliver together: every delivery attempted once, never
 // twice at once; a process killed mid-attempt leaves a lease that expires, the other retries, and the
-// dead attempt is counted once (as `lease_expired`).
+// dead attempt is counted once (as `lease_expired`); a process stopped with SIGTERM hands its attempt
+// over at once.
 import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import { test } from 'uvu';
@@ -18,7 +19,7 @@ if (TEST_DB === 'postgres') {
   let b: RunningServer;
   let db: postgres.Sql;
   let rx: Receiver;
-  const env = { APP_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), WEBHOOKS_LEASE_SECONDS: '15' };
+  const env = { APP_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'), WEBHOOKS_LEASE_SECONDS: '15', SHUTDOWN_TIMEOUT_SECONDS: '2' };
 
   test.before(async () => {
     pg = await freshPostgres();
@@ -115,6 +116,40 @@ if (TEST_DB === 'postgres') {
     const log = await db`select attempt, owner, outcome, error from outbound_attempts where delivery_id = ${attempt.delivery_id} order by attempt`;
     assert.equal(log.map((l) => [l.attempt, l.outcome, l.error]), [[1, 'failure', 'lease_expired'], [2, 'success', null]]);
     assert.is(Number(String(log[1].owner).split('-')[0]), survivor.proc.pid);
+    live = [survivor];
+  });
+
+  let live: RunningServer[] = [];
+  test('SIGTERM mid-attempt: the attempt is stopped after the grace period and another process retries at once', async () => {
+    const c = await startServer({ env, dbEnv: { DATABASE_URL: pg.url } });
+    live.push(c);
+    const webhookId = await createWebhook('/term', ['pr.checks_changed']);
+    let calls = 0;
+    rx.handle((_req, res) => {
+      if (++calls === 1) return;
+      res.end('ok');
+    });
+    await emit('pr.checks_changed', 1, 'p-term');
+    let attempt;
+    for (let i = 0; i < 100 && !attempt; i++) {
+      [attempt] = await db`select a.delivery_id, a.owner from outbound_attempts a join outbound_deliveries d on d.id = a.delivery_id where d.webhook_id = ${webhookId}`;
+      if (!attempt) await sleep(50);
+    }
+    assert.ok(attempt);
+    const holder = live.find((s) => s.proc.pid === Number(String(attempt.owner).split('-')[0]))!;
+    const stoppedAt = Date.now();
+    assert.is(await holder.stop('SIGTERM'), 0, 'a clean exit');
+    let d;
+    for (let i = 0; i < 100; i++) {
+      [d] = await db`select status, attempts from outbound_deliveries where id = ${attempt.delivery_id}`;
+      if (d.status === 'delivered') break;
+      await sleep(100);
+    }
+    assert.equal([d!.status, d!.attempts, calls], ['delivered', 2, 2]);
+    assert.ok(Date.now() - stoppedAt < 8000, 'well before the 15 s lease would have expired');
+    const log = await db`select attempt, outcome, error from outbound_attempts where delivery_id = ${attempt.delivery_id} order by attempt`;
+    assert.equal(log.map((l) => [l.attempt, l.outcome, l.error]), [[1, 'failure', 'aborted'], [2, 'success', null]]);
+    await c.cleanup();
   });
 }
 

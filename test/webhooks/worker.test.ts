@@ -221,4 +221,27 @@ test('a secret that cannot be decrypted fails the attempt (secret_unavailable) a
   assert.equal([d.status, d.attempts, d.last_error], ['pending', 1, 'secret_unavailable']);
 });
 
+test('server events (schedule.*): emitted with a stable id, delivered once even when emitted twice; only server types', async () => {
+  const { emitEvent } = await import('../../functions/webhooks/capture.ts');
+  const hook = await addWebhook(db, { url: `${rx.url}/schedules`, events: ['schedule.failed', 'schedule.disabled'] });
+  const e = { type: 'schedule.failed' as const, origin: ['schedule', 'nightly', '2026-01-01T03:00:00Z'], ts: new Date('2026-01-01T03:00:05Z'), projectId: project, data: { schedule: 'nightly', error: 'exit 1 in /home/alice/run.sh', scheduledFor: '2026-01-01T03:00:00Z' } };
+  const id = await emitEvent(db, e);
+  assert.is(await emitEvent(db, e), id);
+  assert.is(await emitEvent(db, { ...e, projectId: 'no-such-project' }), null);
+  await worker(db).tick();
+  await emitEvent(db, e);
+  await worker(db).tick();
+  assert.is(rx.requests.length, 1);
+  const body = JSON.parse(rx.requests[0].body);
+  assert.equal([body.id, body.type, body.ts, body.project.id], [id, 'schedule.failed', '2026-01-01T03:00:05.000Z', project]);
+  assert.equal(body.data, { schedule: 'nightly', error: 'exit 1 in [path]', scheduledFor: '2026-01-01T03:00:00.000Z' });
+  assert.is((await deliveries(db, hook.id)).length, 1);
+  try {
+    await emitEvent(db, { ...e, type: 'pr.merged' as never });
+    assert.unreachable('a runner type is not emitted by the server');
+  } catch (err) {
+    assert.match(String(err), /not a server event/);
+  }
+});
+
 test.run();
