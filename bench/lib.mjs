@@ -259,3 +259,57 @@ export function table(rows) {
 export function fmt(x, digits = 2) {
   return Number.isFinite(x) ? x.toFixed(digits) : '—';
 }
+
+// ---- PostgreSQL -----------------------------------------------------------------------------------
+
+export const DEFAULT_DATABASE_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A connection string with its password masked, for output. */
+export function redactUrl(url) {
+  const u = new URL(url);
+  if (u.password) u.password = '***';
+  return u.toString();
+}
+
+/**
+ * A new, empty database `<prefix><hex>` on adminUrl's server. drop() removes it (once, whoever calls
+ * first); it is also registered with onCleanup, so an interrupted benchmark drops it too.
+ */
+export async function createDatabase(adminUrl, prefix = 'svc_bench_') {
+  const { default: postgres } = await import('postgres');
+  const name = `${prefix}${createHash('sha256').update(String(Math.random()) + process.hrtime.bigint()).digest('hex').slice(0, 12)}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  let dropping;
+  const drop = () =>
+    (dropping ??= (async () => {
+      const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        await a.unsafe(`drop database if exists ${name} with (force)`);
+      } finally {
+        await a.end();
+      }
+    })());
+  const forget = onCleanup(drop);
+  return { name, url: url.toString(), drop: async () => (await drop(), forget()) };
+}
+
+/** The server's version (`show server_version`), or null when it does not answer. */
+export async function postgresVersion(url) {
+  const { default: postgres } = await import('postgres');
+  const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
+  try {
+    const [row] = await sql`show server_version`;
+    return row.server_version;
+  } catch {
+    return null;
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
+  }
+}

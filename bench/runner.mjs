@@ -1,0 +1,410 @@
+#!/usr/bin/env node
+// The runner bundle's own figures (dist/svc-runner.mjs, the real daemon) against the real server on
+// PostgreSQL, each with a baseline from the same run:
+//   (a) spool → acked in PostgreSQL: a paired runner's spool is filled with --events events of about
+//       1 KB (the internal `spool-append` command, `emit` in older bundles: one fsync'd file per
+//       event), then `svc-runner run` starts; timed from its spawn until the spool directory holds no
+//       event file AND all the rows are in runner_events. Also reported from its "connected" log line.
+//       Baseline: the same number of rows of the same size INSERTed directly by postgres.js in batches
+//       of MAX_BATCH (500, the runner's batch limit) into bench_events (like runner_events: same
+//       columns, primary key and index). Order per round: baseline, fill, runner; medians of the rounds.
+//   (b) idle RSS: a fresh daemon, connected (the server lists it online) and idle for --idle-seconds,
+//       VmRSS from /proc/<pid>/status; baseline: `node -e "setInterval(()=>{},1e3)"` started at the
+//       same moment and read at the same moment.
+//   (c) bundle size: dist/svc-runner.mjs in bytes, and gzipped (zlib level 6, like `gzip`, and 9).
+//
+//   npm run bench:runner -- [options]   (builds, then runs:)
+//   node --import tsx bench/runner.mjs [--events 20000] [--pad 880] [--rounds 3]
+//                                    [--idle-seconds 10] [--database-url postgres://…]
+//
+// The bundle is copied to a temp dir first (no node_modules near it, and a rebuild by someone else
+// during the run does not change what is measured). The runner runs with HOME, XDG_CONFIG_HOME and
+// XDG_STATE_HOME in a temp dir, so nothing touches the real home. The server is node dist/server.mjs,
+// started by test/helpers/server.ts startServer({ admin: true }) on a fresh database svc_bench_<hex>;
+// the admin makes the pairing code through the API (POST /api/runners) and `svc-runner pair` uses it.
+// Loopback only; every process, temp dir and database it makes is removed at the end, also on error
+// or Ctrl-C. Output: progress on stderr, a table on stdout, then one JSON line with all figures.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, opendirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { gzipSync } from 'node:zlib';
+import postgres from 'postgres';
+import { MAX_BATCH } from '../protocol/frames.ts';
+import { startServer } from '../test/helpers/server.ts';
+import {
+  DEFAULT_DATABASE_URL,
+  ROOT,
+  captureOutput,
+  createDatabase,
+  distHash,
+  fmt,
+  installGuards,
+  machine,
+  median,
+  onCleanup,
+  postgresVersion,
+  problemLines,
+  redactUrl,
+  requireBuild,
+  round,
+  spawnTracked,
+  stopChild,
+  table,
+  tempDir,
+} from './lib.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    events: { type: 'string', default: '20000' },
+    pad: { type: 'string', default: '880' },
+    rounds: { type: 'string', default: '3' },
+    'idle-seconds': { type: 'string', default: '10' },
+    'database-url': { type: 'string', default: DEFAULT_DATABASE_URL },
+  },
+  strict: true,
+});
+
+function whole(name, min = 1, max = Infinity) {
+  const n = Number(opts[name]);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    process.stderr.write(`--${name} must be a whole number from ${min} to ${max} (got ${opts[name]})\n`);
+    process.exit(2);
+  }
+  return n;
+}
+const EVENTS = whole('events', 1, 100_000); // the append command takes at most 100,000 per call
+const PAD = whole('pad', 0, 200_000);
+const ROUNDS = whole('rounds');
+const IDLE_SECONDS = whole('idle-seconds');
+const ADMIN_URL = opts['database-url'];
+const SOURCE = 'bench/runner';
+const SPOOL_NAME = /^\d{13}\.\d{8}\.[a-z0-9]{6}\.json$/;
+const DIST_RUNNER = join(ROOT, 'dist', 'svc-runner.mjs');
+
+const log = (m) => process.stderr.write(`[bench:runner] ${m}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const since = (t0) => (performance.now() - t0) / 1000;
+
+/** VmRSS and VmHWM of a process in KiB (from /proc/<pid>/status). */
+function memoryOf(pid) {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1]);
+  return { rssKiB: kb('VmRSS'), hwmKiB: kb('VmHWM') };
+}
+
+/** True while the spool directory holds at least one event file (stops at the first one it sees). */
+function spoolHasEvents(dir) {
+  let d;
+  try {
+    d = opendirSync(dir);
+  } catch {
+    return false;
+  }
+  try {
+    for (let e = d.readSync(); e; e = d.readSync()) if (SPOOL_NAME.test(e.name)) return true;
+    return false;
+  } finally {
+    d.closeSync();
+  }
+}
+
+const spoolFiles = (dir) => {
+  try {
+    return readdirSync(dir).filter((n) => SPOOL_NAME.test(n));
+  } catch {
+    return [];
+  }
+};
+
+/** Run the copied bundle to completion: { status, stdout, stderr }. */
+function runBundle(bundle, sb, args, timeoutMs = 120_000) {
+  const child = spawnTracked(process.execPath, [bundle, ...args], { cwd: sb.dir, env: sb.env });
+  captureOutput(child);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return child.exited.then((status) => (clearTimeout(timer), { status, output: child.log }));
+}
+
+async function main() {
+  requireBuild();
+  const m = machine();
+  const pgVersion = await postgresVersion(ADMIN_URL);
+  if (!pgVersion) throw new Error(`PostgreSQL at ${redactUrl(ADMIN_URL)} does not answer`);
+  installGuards(180 + Math.ceil((ROUNDS * EVENTS) / 100) + IDLE_SECONDS);
+
+  // (c) the bundle, copied where no node_modules is near.
+  const bytes = readFileSync(DIST_RUNNER);
+  const bundleInfo = {
+    bytes: bytes.length,
+    gzipBytes: gzipSync(bytes, { level: 6 }).length,
+    gzip9Bytes: gzipSync(bytes, { level: 9 }).length,
+    sha256: createHash('sha256').update(bytes).digest('hex').slice(0, 12),
+  };
+  const binDir = tempDir('svc-bench-runner-bin-');
+  const bundle = join(binDir, 'svc-runner.mjs');
+  copyFileSync(DIST_RUNNER, bundle);
+  const help = execFileSync(process.execPath, [bundle, 'help'], { encoding: 'utf8' });
+  const appendCommand = /^\s+spool-append\b/m.test(help) ? 'spool-append' : /^\s+emit\b/m.test(help) ? 'emit' : null;
+  if (!appendCommand) throw new Error(`the runner bundle has neither spool-append nor emit:\n${help}`);
+  log(`runner bundle ${bundleInfo.bytes} B (gzip ${bundleInfo.gzipBytes} B), sha256 ${bundleInfo.sha256}; append command: ${appendCommand}`);
+  log(`PostgreSQL ${pgVersion}; ${EVENTS} events per round, ${ROUNDS} round(s); idle ${IDLE_SECONDS} s`);
+
+  // The runner's sandbox: nothing of the real home.
+  const dir = tempDir('svc-bench-runner-');
+  const sb = {
+    dir,
+    env: {
+      HOME: join(dir, 'home'),
+      XDG_CONFIG_HOME: join(dir, 'config'),
+      XDG_STATE_HOME: join(dir, 'state'),
+      PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
+      TZ: 'UTC',
+      LANG: 'C',
+    },
+  };
+  mkdirSync(sb.env.HOME, { recursive: true });
+  const spoolDir = join(sb.env.XDG_STATE_HOME, 'svc', 'spool');
+
+  const db = await createDatabase(ADMIN_URL);
+  let server = null;
+  let starting = null;
+  const forget = onCleanup(async () => {
+    const s = server ?? (await starting?.catch(() => null));
+    await s?.cleanup();
+  });
+  const killServer = () => {
+    try {
+      if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
+    } catch {}
+  };
+  process.on('exit', killServer);
+  let sql = null;
+  let output = '';
+  const daemonLogs = [];
+  const daemonExits = [];
+  const rounds = [];
+  let idle = null;
+  let afterDrain = null;
+  let eventBytes = null;
+  const batchMs = [];
+  try {
+    log(`database ${db.name}; starting the server`);
+    starting = startServer({ admin: true, dbEnv: { DATABASE_URL: db.url } });
+    server = await starting;
+    sql = postgres(db.url, { max: 2, onnotice: () => {} });
+
+    // Pair: the admin makes a code through the API, `svc-runner pair` exchanges it.
+    const made = await server.api('/api/runners', { method: 'POST', json: { name: 'bench-runner' } });
+    if (made.status !== 200 && made.status !== 201) throw new Error(`POST /api/runners answered ${made.status}: ${await made.text()}`);
+    const { code, runner } = await made.json();
+    const paired = await runBundle(bundle, sb, ['pair', '--server', server.url, '--code', code, '--no-detect'], 30_000);
+    if (paired.status !== 0) throw new Error(`svc-runner pair exited ${paired.status}:\n${paired.output}`);
+    const runnerId = runner.id;
+    log(`server on ${server.url}; runner ${runnerId} paired`);
+
+    await sql`create table bench_events (like runner_events including defaults including constraints including indexes)`;
+    const pad = 'x'.repeat(PAD);
+
+    /** Start the daemon; resolves with the child and the time its "connected" line appeared. */
+    const startDaemon = () => {
+      const d = spawnTracked(process.execPath, [bundle, 'run'], { cwd: sb.dir, env: sb.env });
+      captureOutput(d);
+      d.connected = new Promise((ok, fail) => {
+        const check = () => {
+          if (!/connected to /.test(d.log)) return;
+          ok(performance.now());
+          d.stdout.off('data', check);
+          d.stderr.off('data', check);
+        };
+        d.stdout.on('data', check);
+        d.stderr.on('data', check);
+        d.exited.then((c) => fail(new Error(`svc-runner run exited (${c}) before connecting:\n${d.log}`)));
+      });
+      d.connected.catch(() => {});
+      return d;
+    };
+    const stopDaemon = async (d) => {
+      const code = await stopChild(d, 10_000);
+      daemonExits.push(code);
+      daemonLogs.push(d.log);
+      return code;
+    };
+
+    for (let r = 1; r <= ROUNDS; r++) {
+      const kind = `bench.r${r}`;
+      // Baseline: the same number of rows of the same size, INSERTed directly in batches.
+      const ms36 = Date.now().toString(36);
+      const rows = (from, to) =>
+        Array.from({ length: to - from }, (_, k) => ({
+          runner_id: runnerId,
+          event_id: `${runnerId.slice(0, 12)}.${ms36}.bench0.${from + k + 1}`,
+          source: SOURCE,
+          kind,
+          ts: new Date().toISOString(),
+          payload: { pad, seq: from + k },
+        }));
+      let t0 = performance.now();
+      for (let i = 0; i < EVENTS; i += MAX_BATCH) {
+        const s = performance.now();
+        await sql`insert into bench_events ${sql(rows(i, Math.min(EVENTS, i + MAX_BATCH)))} on conflict do nothing`;
+        batchMs.push(performance.now() - s);
+      }
+      const directSeconds = since(t0);
+      const [{ n: directRows }] = await sql`select count(*)::int as n from bench_events where kind = ${kind}`;
+      if (directRows !== EVENTS) throw new Error(`bench_events holds ${directRows} rows of ${kind}, expected ${EVENTS}`);
+      log(`round ${r} direct INSERT  ${fmt(EVENTS / directSeconds, 0)} rows/s (${fmt(directSeconds, 2)} s)`);
+
+      // Fill the spool (the daemon is not running).
+      t0 = performance.now();
+      const filled = await runBundle(bundle, sb, [appendCommand, kind, '--source', SOURCE, '--count', String(EVENTS), '--payload', JSON.stringify({ pad })]);
+      const fillSeconds = since(t0);
+      if (filled.status !== 0) throw new Error(`svc-runner ${appendCommand} exited ${filled.status}:\n${filled.output}`);
+      const files = spoolFiles(spoolDir).sort();
+      if (files.length !== EVENTS) throw new Error(`the spool holds ${files.length} events, expected ${EVENTS}`);
+      eventBytes ??= Math.round((statSync(join(spoolDir, files[0])).size + statSync(join(spoolDir, files.at(-1))).size) / 2);
+      log(`round ${r} spool filled  ${fmt(EVENTS / fillSeconds, 0)} events/s (${fmt(fillSeconds, 2)} s), ~${eventBytes} B per event`);
+
+      // The runner drains it.
+      t0 = performance.now();
+      const d = startDaemon();
+      let stored = 0;
+      let lastProgress = performance.now();
+      const deadline = performance.now() + 180_000;
+      for (;;) {
+        if (!spoolHasEvents(spoolDir)) {
+          [{ n: stored }] = await sql`select count(*)::int as n from runner_events where runner_id = ${runnerId} and kind = ${kind}`;
+          if (stored === EVENTS) break;
+        }
+        if (d.exitCode !== null || d.signalCode !== null) throw new Error(`svc-runner run exited (${d.exitCode ?? d.signalCode}) while draining:\n${d.log}`);
+        if (performance.now() > deadline) throw new Error(`the spool did not drain within 180 s (${spoolFiles(spoolDir).length} left)\n${d.log}`);
+        if (performance.now() - lastProgress > 5_000) {
+          lastProgress = performance.now();
+          const [{ n }] = await sql`select count(*)::int as n from runner_events where runner_id = ${runnerId} and kind = ${kind}`;
+          log(`round ${r} … ${n} stored after ${fmt(since(t0), 1)} s`);
+        }
+        await sleep(25);
+      }
+      const done = performance.now();
+      const connectedAt = await d.connected;
+      afterDrain = memoryOf(d.pid);
+      const runnerSeconds = (done - t0) / 1000;
+      const drainSeconds = (done - connectedAt) / 1000;
+      const exit = await stopDaemon(d);
+      rounds.push({
+        round: r,
+        direct: { seconds: round(directSeconds, 3), rowsPerSecond: round(EVENTS / directSeconds, 0) },
+        fill: { seconds: round(fillSeconds, 3), eventsPerSecond: round(EVENTS / fillSeconds, 0) },
+        runner: {
+          seconds: round(runnerSeconds, 3),
+          eventsPerSecond: round(EVENTS / runnerSeconds, 0),
+          startToConnectedSeconds: round((connectedAt - t0) / 1000, 3),
+          drainSecondsFromConnected: round(drainSeconds, 3),
+          eventsPerSecondFromConnected: round(EVENTS / drainSeconds, 0),
+          stored,
+          memoryAfterDrain: afterDrain,
+          exitOnSigterm: exit,
+        },
+      });
+      log(
+        `round ${r} runner        ${fmt(EVENTS / runnerSeconds, 0)} events/s from spawn (${fmt(runnerSeconds, 2)} s), ${fmt(EVENTS / drainSeconds, 0)} from connected; ` +
+          `RSS after ${fmt(afterDrain.rssKiB / 1024, 1)} MiB, peak ${fmt(afterDrain.hwmKiB / 1024, 1)} MiB; exit ${exit}`,
+      );
+    }
+
+    // (b) idle RSS: a fresh daemon on the empty spool and a bare node process, side by side.
+    log(`idle: a fresh daemon and a bare node process, ${IDLE_SECONDS} s`);
+    const bare = spawnTracked(process.execPath, ['-e', 'setInterval(()=>{},1e3)'], { cwd: sb.dir, env: sb.env });
+    const d = startDaemon();
+    const connectedAt = await Promise.race([d.connected, sleep(30_000).then(() => Promise.reject(new Error(`svc-runner run did not connect within 30 s:\n${d.log}`)))]);
+    const listed = await (await server.api('/api/runners')).json();
+    const status = listed.runners?.find((x) => x.id === runnerId)?.status;
+    const samples = [];
+    while (performance.now() - connectedAt < IDLE_SECONDS * 1000) {
+      await sleep(1000);
+      samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid) });
+    }
+    const last = samples.at(-1);
+    idle = {
+      seconds: IDLE_SECONDS,
+      statusListed: status,
+      runner: last.runner,
+      bare: last.bare,
+      ratio: round(last.runner.rssKiB / last.bare.rssKiB, 2),
+      minusBareKiB: last.runner.rssKiB - last.bare.rssKiB,
+      samplesRssKiB: samples.map((s) => [s.runner.rssKiB, s.bare.rssKiB]),
+    };
+    log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}); listed ${status}`);
+    await stopDaemon(d);
+    await stopChild(bare, 5_000);
+  } finally {
+    await sql?.end({ timeout: 5 }).catch(() => {});
+    if (server) {
+      await Promise.race([server.stop('SIGTERM'), sleep(15_000)]);
+      output = server.output();
+      await server.cleanup();
+    }
+    await db.drop().catch((err) => log(`could not drop ${db.name}: ${err.message}`));
+    forget();
+  }
+
+  const med = (f) => median(rounds.map(f));
+  const summary = {
+    directRowsPerSecond: round(med((x) => x.direct.rowsPerSecond), 0),
+    runnerEventsPerSecond: round(med((x) => x.runner.eventsPerSecond), 0),
+    runnerEventsPerSecondFromConnected: round(med((x) => x.runner.eventsPerSecondFromConnected), 0),
+    startToConnectedSeconds: round(med((x) => x.runner.startToConnectedSeconds), 3),
+    fillEventsPerSecond: round(med((x) => x.fill.eventsPerSecond), 0),
+  };
+  const ratios = {
+    runnerOverDirect: round(summary.runnerEventsPerSecond / summary.directRowsPerSecond, 3),
+    runnerFromConnectedOverDirect: round(summary.runnerEventsPerSecondFromConnected / summary.directRowsPerSecond, 3),
+    idleRssOverBareNode: idle.ratio,
+  };
+  const problems = [...problemLines(output).map((l) => `server: ${l}`), ...daemonLogs.flatMap((l) => problemLines(l).map((x) => `runner: ${x}`))];
+  const loadEnd = round(os.loadavg()[0], 2);
+  const distChanged = distHash() !== m.dist;
+  const MiB = (kib) => fmt(kib / 1024, 1);
+
+  console.log(`runner: ${EVENTS} events of ~${eventBytes} B per round, ${ROUNDS} round(s) (medians); PostgreSQL ${pgVersion} at ${redactUrl(ADMIN_URL)}`);
+  console.log(`machine: nproc=${m.nproc} node=${m.node} ${m.cpu}; commit ${m.commit}, dist/server.mjs ${m.dist}, dist/svc-runner.mjs ${bundleInfo.sha256}; load average ${m.loadavg1} at start, ${loadEnd} at end`);
+  if (distChanged) console.log('WARNING: dist/server.mjs changed during the run (rebuilt by someone else); the server started before the change');
+  console.log(
+    table([
+      ['figure', 'value', 'baseline', 'ratio'],
+      [`spool → PostgreSQL, events/s (from spawn)`, fmt(summary.runnerEventsPerSecond, 0), `${fmt(summary.directRowsPerSecond, 0)} direct INSERT rows/s`, fmt(ratios.runnerOverDirect, 3)],
+      [`spool → PostgreSQL, events/s (from connected)`, fmt(summary.runnerEventsPerSecondFromConnected, 0), '', fmt(ratios.runnerFromConnectedOverDirect, 3)],
+      ['spawn → connected, s', fmt(summary.startToConnectedSeconds, 2), '', ''],
+      [`spool fill (${appendCommand}), events/s`, fmt(summary.fillEventsPerSecond, 0), '', ''],
+      [`idle RSS after ${IDLE_SECONDS} s, MiB`, MiB(idle.runner.rssKiB), `${MiB(idle.bare.rssKiB)} bare node`, fmt(idle.ratio, 2)],
+      ['RSS after the last drain / peak, MiB', `${MiB(afterDrain.rssKiB)} / ${MiB(afterDrain.hwmKiB)}`, '', ''],
+      ['dist/svc-runner.mjs, bytes', String(bundleInfo.bytes), '', ''],
+      ['  gzip -6 / -9, bytes', `${bundleInfo.gzipBytes} / ${bundleInfo.gzip9Bytes}`, '', ''],
+    ]),
+  );
+  console.log(`per round (runner events/s from spawn; direct rows/s): ${rounds.map((x) => `${x.runner.eventsPerSecond}; ${x.direct.rowsPerSecond}`).join(' | ')}`);
+  console.log(`runner exits on SIGTERM: ${daemonExits.join(', ')}; problems: ${problems.length}`);
+  for (const p of problems.slice(0, 20)) console.log(`  ${p}`);
+  console.log(
+    JSON.stringify({
+      bench: 'runner',
+      command: ['node --import tsx bench/runner.mjs', ...process.argv.slice(2)].join(' '),
+      machine: m,
+      distChangedDuringRun: distChanged,
+      loadavg1End: loadEnd,
+      postgres: { version: pgVersion, url: redactUrl(ADMIN_URL) },
+      settings: { events: EVENTS, pad: PAD, eventBytes, rounds: ROUNDS, idleSeconds: IDLE_SECONDS, directBatch: MAX_BATCH, appendCommand },
+      bundle: bundleInfo,
+      summary,
+      ratios,
+      idle,
+      rounds,
+      directBatchMs: { median: round(median(batchMs), 2), max: round(Math.max(...batchMs), 2) },
+      daemonExits,
+      problems,
+    }),
+  );
+}
+
+await main();
