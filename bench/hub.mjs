@@ -148,7 +148,9 @@ try {
   server = await startServer({ dbEnv, env: { PORT: String(port) } });
   cleanups[0] = () => server.cleanup();
   const listening = performance.now();
-  await Promise.race([back, new Promise((_, rej) => setTimeout(() => rej(new Error(`only ${welcomed} back after 120 s`)), 120_000))]);
+  let giveUp;
+  await Promise.race([back, new Promise((_, rej) => (giveUp = setTimeout(() => rej(new Error(`only ${welcomed} back after 120 s`)), 120_000)))]);
+  clearTimeout(giveUp);
   const done = performance.now();
   stopping = true;
   clients.forEach((cl) => cl.ws?.close());

@@ -1,4 +1,4 @@
-// Password hashing with scrypt from node:crypto. Cost N=2^15, r=8, p=1 (64 MiB, ~50-100 ms on one
+// Password hashing with scrypt from node:crypto. Cost N=2^15, r=8, p=1 (128·N·r = 32 MiB, ~50-100 ms on one
 // core): strong enough offline, cheap enough that sign-in is not a denial-of-service lever behind the
 // per-account and per-address rate limits. Stored as `scrypt$N$r$p$salt$hash` so the cost can rise later.
 import { randomBytes, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
