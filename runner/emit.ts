@@ -6,7 +6,7 @@
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfig } from './config.ts';
-import { appendEventLine, eventLine, SLOT, typeProblems } from './events-file.ts';
+import { appendEventLine, eventLine, MAX_LINE_BYTES, SLOT, typeProblems } from './events-file.ts';
 import type { EventLine } from './events-file.ts';
 import { configPath } from './paths.ts';
 import type { Env } from './paths.ts';
@@ -102,6 +102,7 @@ export function buildLine(type: string, args: Record<string, unknown>, env: Env,
   if (!parsed.success) throw new UsageError(`emit: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'line'} ${i.message}`).join('; ')}`);
   const problems = typeProblems(parsed.data);
   if (problems.length) throw new UsageError(`emit: ${problems.join('; ')}`);
+  if (Buffer.byteLength(JSON.stringify(parsed.data)) > MAX_LINE_BYTES - 64) throw new UsageError(`emit: the event is larger than ${MAX_LINE_BYTES} bytes; shorten --summary or --data`);
   return { root: located.root, line: parsed.data };
 }
 

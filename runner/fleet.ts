@@ -57,7 +57,8 @@ export class Fleet {
     private readonly projects: () => readonly ProjectEntry[],
   ) {
     sink = spool;
-    const prefix = (config.runnerId ?? 'r').replace(/[^A-Za-z0-9_-]/g, '').slice(0, 12) || 'r';
+    // The spool's own id prefix, so derived ids look like the runner's other event ids.
+    const prefix = (config.runnerId ?? 'r').replace(/[^A-Za-z0-9_-]/g, '').slice(0, 12).replace(/[-_]+$/, '') || 'r';
     const eventsMs = override(env.SVC_EVENTS_POLL_MS) ?? config.fleet.eventsPollSeconds * 1000;
     const panesMs = override(env.SVC_PANES_POLL_MS) ?? config.fleet.pollSeconds * 1000;
     this.tail = new EventsTail(spool, eventsOffsetsPath(env), eventsMs, prefix);

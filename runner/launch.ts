@@ -1,13 +1,15 @@
 // Launching an agent (orchestrator or worker) in its tmux session (docs/orchestrator.md "Launch"):
 // the profile's binary with the profile's args and a first prompt, as an argv (never a shell string),
 // started in the project root or the slot's worktree, with the telemetry environment of its runtime
-// and the SVC_* variables the skills use. `svc-runner` is put on the session's PATH as a link to this
-// very bundle, so the agents' `svc-runner emit …` reaches the same runner version.
-import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, renameSync, symlinkSync, unlinkSync, appendFileSync } from 'node:fs';
+// and the SVC_* variables the skills use. `svc-runner` is put on the session's PATH as a shim that loads
+// this very bundle, so the agents' `svc-runner emit …` reaches the same runner version.
+import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Profile, RunnerConfig } from './config.ts';
 import { CommandError } from './commands/context.ts';
 import { git } from './commands/git.ts';
+import { writeAtomic } from './fleet-paths.ts';
 import { stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { RUNTIMES, findExecutable } from './profiles.ts';
@@ -77,23 +79,20 @@ export function telemetry(profile: Profile, config: RunnerConfig, meta: Meta): {
   };
 }
 
-/** `<state>/bin/svc-runner` → this bundle (re-pointed when the bundle moved); null when not bundled. */
+/** `<state>/bin/svc-runner`: a two-line Node script that loads this very bundle (the bundle itself
+ *  need not be executable; no shell is involved). Rewritten when the bundle moved. Null when the
+ *  runner is not running from its bundle (unit tests under tsx). */
 export function runnerShimDir(env: Env): string | null {
   const self = process.argv[1];
-  if (!self || !/\.m?js$/.test(self) || !existsSync(self)) return null;
-  const target = realpathSync(self);
+  if (!self || !/\.m?js$/.test(self) || !existsSync(self) || /\s/.test(process.execPath)) return null;
   const dir = join(stateDir(env), 'bin');
-  const link = join(dir, 'svc-runner');
+  const shim = join(dir, 'svc-runner');
+  const text = `#!${process.execPath}\nimport(${JSON.stringify(pathToFileURL(realpathSync(self)).href)});\n`;
   try {
-    if (readlinkSync(link) === target) return dir;
+    if (readFileSync(shim, 'utf8') === text) return dir;
   } catch {}
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const tmp = `${link}.${process.pid}.tmp`;
-  try {
-    unlinkSync(tmp);
-  } catch {}
-  symlinkSync(target, tmp);
-  renameSync(tmp, link);
+  writeAtomic(shim, text, 0o755);
   return dir;
 }
 
