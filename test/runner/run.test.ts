@@ -75,7 +75,7 @@ test('answers runner.ping, and disabled / unknown / not implemented / invalid co
   assert.equal([disabled.ok, disabled.error.code], [false, 'disabled']);
   const unknown = await conn.command('rm.everything', {});
   assert.equal([unknown.ok, unknown.error.code], [false, 'unknown_command']);
-  const later = await conn.command('orchestrator.status', { projectId: 'p1' });
+  const later = await conn.command('issue.create', { projectId: 'p1', title: 't' });
   assert.equal([later.ok, later.error.code], [false, 'not_implemented']);
   const bad = await conn.command('project.inspect', { path: 'relative/path', extra: 1 });
   assert.equal([bad.ok, bad.error.code], [false, 'invalid_args']);
