@@ -2,7 +2,7 @@
 // executables (fixtures/fake-agent.sh), a tmux server of the test's own (SVC_TMUX_SOCKET), and a
 // runner daemon connected to the fake server with the project on its watch list.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startFakeServer } from './_fake-server.ts';
 import type { FakeConn, FakeServer } from './_fake-server.ts';
@@ -78,6 +78,8 @@ export async function fleet(name: string): Promise<Fleet> {
     events: (kind) => fake.received.filter((e) => e.kind === kind),
     cleanup: async () => {
       tmux('kill-server');
+      // tmux leaves its socket file behind after kill-server.
+      rmSync(join(process.env.TMUX_TMPDIR || '/tmp', `tmux-${process.getuid!()}`, socket), { force: true });
       await f.daemon?.kill();
       await fake.stop();
       sb.cleanup();
