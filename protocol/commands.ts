@@ -18,6 +18,36 @@ const prNumber = z.number().int().min(1).max(2 ** 31 - 1);
 const text = (max: number) => z.string().max(max);
 const none = z.strictObject({});
 
+/** Agent runtimes (runner/config.ts RUNTIME_NAMES). */
+const runtime = z.enum(['claude', 'codex']);
+/**
+ * Where a skill comes from (docs/skill-runs.md, Catalog): a git repository (https, ssh, scp-like
+ * `git@host:path`, file:// or an absolute path), an optional ref, and the skill's directory in it.
+ */
+export const skillSource = z.strictObject({
+  repo: z
+    .string()
+    .min(1)
+    .max(2048)
+    .refine((r) => !r.startsWith('-') && !/[\0\s]/.test(r) && /^(https:\/\/|ssh:\/\/|file:\/\/|\/|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:)/.test(r), {
+      message: 'must be an https://, ssh://, file:// or user@host: git URL, or an absolute path',
+    }),
+  ref: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$/, { message: 'must be a branch, tag or commit' }).refine((r) => !r.includes('..'), { message: 'must not contain ..' }).optional(),
+  path: z
+    .string()
+    .max(1024)
+    .refine((p) => p === '' || p === '.' || (!p.startsWith('/') && !p.includes('\0') && !p.split('/').some((seg) => seg === '..' || seg === '')), { message: 'must be a relative path inside the repository without ..' })
+    .default(''),
+});
+export type SkillSource = z.output<typeof skillSource>;
+const utf8 = new TextEncoder();
+/** Arguments of a skill run: passed to the agent literally, never through a shell. */
+const skillArgs = z
+  .array(z.string().max(4096).refine((a) => !a.includes('\0'), { message: 'must not contain NUL' }))
+  .max(64)
+  .refine((a) => a.reduce((n, x) => n + utf8.encode(x).length, 0) <= 16384, { message: 'must be at most 16384 bytes in all' })
+  .default([]);
+
 interface Spec<A extends z.ZodType> {
   minRole: CommandRole;
   timeoutMs: number;
@@ -48,10 +78,11 @@ export const COMMANDS = {
   'pr.requestChanges': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber, comment: text(10_000).min(1) }), true),
   'pr.voidApproval': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber }), true),
   'terminal.attach': spec('admin', 10 * s, z.strictObject({ projectId, session: text(128).min(1) }), true),
-  'skill.search': spec('operator', 15 * s, z.strictObject({ query: text(200) }), false),
-  'skill.inspect': spec('operator', 2 * 60 * s, z.strictObject({ source: text(2048).min(1) }), false),
-  'skill.install': spec('operator', 3 * 60 * s, z.strictObject({ source: text(2048).min(1), profileId: id.optional() }), false),
-  'skill.uninstall': spec('admin', 10 * s, z.strictObject({ name: id }), false),
+  'skill.search': spec('operator', 15 * s, z.strictObject({ query: text(200).default('') }), false),
+  'skill.inspect': spec('operator', 2 * 60 * s, z.strictObject({ source: skillSource }), false),
+  // A profileId installs into that profile's config dir and needs admin (the server checks it).
+  'skill.install': spec('operator', 3 * 60 * s, z.strictObject({ source: skillSource, runtime: runtime.optional(), profileId: id.optional() }), false),
+  'skill.uninstall': spec('admin', 10 * s, z.strictObject({ name: id, runtime: runtime.optional(), profileId: id.optional(), force: z.boolean().default(false) }), false),
   'skill.list': spec('viewer', 60 * s, none, false),
   'skill.run': spec(
     'operator',
@@ -59,9 +90,9 @@ export const COMMANDS = {
     z.strictObject({
       projectId,
       skill: id,
-      args: z.array(text(4096)).max(64).default([]),
+      args: skillArgs,
       profileId: id.optional(),
-      model: text(100).optional(),
+      model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/\[\]-]{0,99}$/, { message: 'must be a model name (letters, digits, . _ : / [ ] -)' }).optional(),
       output: z.enum(['report', 'pull_request']).default('report'),
       timeoutSec: z.number().int().min(60).max(21600).optional(),
     }),

@@ -2,10 +2,12 @@
 // checks its own options; wrong arguments are exit 2 with the usage text. Exit codes: 0 success,
 // 1 failure (invalid config, pairing error, unreachable server, lock held), 2 wrong arguments,
 // 78 the server closed the connection for good.
+import { resolve as resolvePath } from 'node:path';
 import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
 import { ConfigError, loadConfig, parseServer, saveConfig } from './config.ts';
 import { runDaemon } from './daemon.ts';
+import { execRun } from './runs/exec.ts';
 import { EMIT_FLAGS, emitCommand, UsageError } from './emit.ts';
 import { target } from './host.ts';
 import { errorText, log } from './log.ts';
@@ -154,8 +156,7 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
       return installService(platform, env, out, err);
     }
     case 'exec-run':
-      err.write('svc-runner: exec-run is internal: a skill run\'s terminal-multiplexer session calls it. Skill runs are not part of this runner version yet.\n');
-      return 1;
+      return execRun(resolvePath(String(args._[1])), env, err);
     case 'spool-append':
       return spoolAppendCommand(args, env, out);
     case 'emit':

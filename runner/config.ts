@@ -6,7 +6,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, re
 import { dirname, join, basename } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
-import { COMMAND_NAMES } from '../protocol/commands.ts';
+import { COMMAND_NAMES, skillSource } from '../protocol/commands.ts';
 import type { CommandName } from '../protocol/commands.ts';
 
 /** Agent runtimes a profile may launch (DESIGN §5): Claude Code and OpenAI Codex CLI. */
@@ -42,6 +42,19 @@ export function parseServer(text: string): { url: string } | { error: string } {
   return { url: `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}` };
 }
 
+/** A skill catalog (docs/skill-runs.md, Catalog): a git repository searched for SKILL.md files, or a
+ *  JSON index file (absolute path or https:// URL). */
+export const catalogEntry = z.union([
+  z.strictObject({ git: skillSource.shape.repo, ref: skillSource.shape.ref }),
+  z.strictObject({
+    index: z
+      .string()
+      .max(4096)
+      .refine((p) => (p.startsWith('/') && !p.split('/').includes('..')) || /^https:\/\/[^\s]+$/.test(p), { message: 'must be an absolute path or an https:// URL' }),
+  }),
+]);
+export type CatalogEntry = z.infer<typeof catalogEntry>;
+
 const serverSchema = z.string().refine((s) => 'url' in parseServer(s), { message: 'must be http(s)://host[:port][/path] without credentials, query or fragment' });
 
 export const configSchema = z.strictObject({
@@ -65,7 +78,9 @@ export const configSchema = z.strictObject({
     .prefault({}),
   queue: z.strictObject({ pollSeconds: int(15, 3600, 60) }).prefault({}),
   sessions: z.strictObject({ enabled: z.boolean().default(true), ingestSince: z.iso.datetime({ offset: true }).optional() }).prefault({}),
-  skills: z.strictObject({ maxConcurrentRuns: int(1, 32, 2), maxTimeoutSec: int(60, 21600, 21600) }).prefault({}),
+  skills: z
+    .strictObject({ maxConcurrentRuns: int(1, 32, 2), maxTimeoutSec: int(60, 21600, 21600), catalog: z.array(catalogEntry).max(32).default([]) })
+    .prefault({}),
 });
 export type RunnerConfig = z.infer<typeof configSchema>;
 

@@ -16,6 +16,7 @@ import { ConfigError, isPaired, loadConfig, updateConfig } from './config.ts';
 import type { ProjectEntry, RunnerConfig } from './config.ts';
 import { Connection } from './connection.ts';
 import { Fleet } from './fleet.ts';
+import { SkillRuns } from './runs/manager.ts';
 import { target } from './host.ts';
 import { LockHeld, acquireLock } from './lock.ts';
 import type { Lock } from './lock.ts';
@@ -81,6 +82,7 @@ class Daemon {
   private done!: (code: number) => void;
   private readonly ctx: CommandContext;
   private readonly fleet: Fleet;
+  private readonly runs: SkillRuns;
 
   constructor(
     private readonly config: RunnerConfig & { server: string; runnerId: string; token: string },
@@ -91,6 +93,7 @@ class Daemon {
     this.spool = new Spool(spoolDir(env), config.runnerId, (name, reason) => log.error('spool file unreadable; moved to spool/corrupt', { name, reason }));
     this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now() };
     this.fleet = new Fleet(this.spool, config, env, () => this.projects);
+    this.runs = new SkillRuns(this.spool, config, env, () => this.pump());
     this.conn = new Connection({
       server: config.server,
       token: config.token,
@@ -122,6 +125,7 @@ class Daemon {
     log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
     this.watchSpool();
     this.fleet.start();
+    void this.runs.start().catch((e) => log.error('skill runs could not be picked up', { error: errorText(e) }));
     this.conn.start();
     return finished;
   }
@@ -132,6 +136,7 @@ class Daemon {
     clearInterval(this.rescanTimer);
     this.watcher?.close();
     this.fleet.stop();
+    this.runs.stop();
     this.done(code);
   }
 

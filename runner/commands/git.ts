@@ -10,11 +10,11 @@ import { CommandError } from './context.ts';
 
 const SCRUB = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_COMMON_DIR', 'GIT_NAMESPACE', 'GIT_CEILING_DIRECTORIES'];
 
-export function git(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+export function git(cwd: string, args: string[], opts: { timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const env: NodeJS.ProcessEnv = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0', LC_ALL: 'C', GIT_PAGER: 'cat' };
   for (const k of SCRUB) delete env[k];
   return new Promise((resolve, reject) => {
-    execFile('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, env, timeout: 30_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile('git', ['-c', 'core.fsmonitor=false', ...args], { cwd, env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
       if (e && typeof e.code === 'string') return reject(new CommandError(e.code === 'ENOENT' ? 'git_not_found' : 'failed', `git could not run (${e.code})`));
       resolve({ code: e ? Number(e.code ?? 1) : 0, stdout: String(stdout), stderr: String(stderr) });

@@ -13,6 +13,7 @@ import { orchestratorStart, orchestratorStatus, orchestratorStop } from './orche
 import { runnerPing } from './ping.ts';
 import { projectInspect, projectRefresh } from './project.ts';
 import { prApprove, prRequestChanges, prVoidApproval } from './pr.ts';
+import { skillCancel, skillInspect, skillInstall, skillList, skillRun, skillSearch, skillUninstall } from './skill.ts';
 import { slotMessage, slotStop } from './slot.ts';
 
 export { CommandError, capabilities } from './context.ts';
@@ -34,6 +35,13 @@ export const HANDLERS: Handlers = {
   'pr.approve': prApprove,
   'pr.requestChanges': prRequestChanges,
   'pr.voidApproval': prVoidApproval,
+  'skill.run': skillRun,
+  'skill.cancel': skillCancel,
+  'skill.search': skillSearch,
+  'skill.inspect': skillInspect,
+  'skill.install': skillInstall,
+  'skill.uninstall': skillUninstall,
+  'skill.list': skillList,
 };
 
 export type CommandResult = { ok: true; data: unknown } | { ok: false; error: { code: string; message: string } };

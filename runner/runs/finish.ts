@@ -1,0 +1,75 @@
+// Finishing a skill run (docs/skill-runs.md, "Results"): read the agent's stream for the final message
+// (the report), usage and cost; for a pull request, commit what is left in the worktree, write
+// patch.diff and remove the worktree (a run that changed nothing leaves no branch); then spool the
+// patch and the final state with the result. result.json records the result and whether its events
+// were spooled, so a daemon killed in between spools them again (with the same ids) after a restart.
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import * as z from 'zod';
+import { git } from '../commands/git.ts';
+import { errorText } from '../log.ts';
+import type { NewEvent } from '../spool.ts';
+import { buildResult, patchEvent, stateEvent } from './events.ts';
+import type { RunResult } from './events.ts';
+import { FILES, readExit, stateFile, writeJson } from './files.ts';
+import type { RunFile, StateFile } from './files.ts';
+import { summarize } from './stream.ts';
+import { collectPatch, removeRunWorktree } from './worktree.ts';
+import type { PatchInfo } from './worktree.ts';
+
+export const resultFile = z.object({ reported: z.boolean(), state: stateFile, result: z.custom<RunResult>((v) => typeof v === 'object' && v !== null) });
+export type ResultFile = z.infer<typeof resultFile>;
+
+/** The last `max` bytes of a file from a line start ('' when it does not exist). */
+function readTail(file: string, max: number): string {
+  if (!existsSync(file)) return '';
+  const size = statSync(file).size;
+  const from = Math.max(0, size - max);
+  const buf = Buffer.alloc(size - from);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, buf, 0, buf.length, from);
+  } finally {
+    closeSync(fd);
+  }
+  const text = buf.toString('utf8');
+  return from === 0 ? text : text.slice(text.indexOf('\n') + 1);
+}
+
+type Emit = (events: NewEvent[]) => void;
+
+function send(dir: string, run: RunFile, done: ResultFile, emit: Emit): void {
+  const events: NewEvent[] = [];
+  const pr = done.result.pullRequest;
+  if (pr && existsSync(join(dir, FILES.patch))) events.push(patchEvent(run, join(dir, FILES.patch), pr));
+  events.push(stateEvent(run, done.state, done.result));
+  emit(events);
+  writeJson(join(dir, FILES.result), { ...done, reported: true });
+}
+
+export async function finishRun(dir: string, run: RunFile, state: StateFile, emit: Emit): Promise<void> {
+  const exit = readExit(dir);
+  const summary = summarize(run.runtime, readTail(join(dir, FILES.stream), 8 * 1024 * 1024));
+  let patch: PatchInfo | null = null;
+  let patchError: string | undefined;
+  const wt = run.worktree;
+  if (wt?.base) {
+    try {
+      patch = await collectPatch(run.root, { path: wt.path, branch: wt.branch, base: wt.base }, join(dir, FILES.patch), `${run.skill}: svc skill run ${run.runId}`);
+    } catch (e) {
+      patchError = `the patch could not be made: ${errorText(e)}`;
+    }
+  }
+  const done: ResultFile = { reported: false, state, result: buildResult(summary, exit, patch, patchError) };
+  writeJson(join(dir, FILES.result), done);
+  send(dir, run, done, emit);
+  if (wt && patch) {
+    await removeRunWorktree(run.root, wt.path);
+    if (patch.commits === 0) await git(run.root, ['branch', '-D', '--', wt.branch]).catch(() => {});
+  }
+}
+
+/** After a restart: a run whose result was written but maybe not spooled. */
+export function resendResult(dir: string, run: RunFile, done: ResultFile, emit: Emit): void {
+  send(dir, run, done, emit);
+}
