@@ -1,11 +1,8 @@
 // Where the orchestrator contract's files live (docs/orchestrator.md), and the lookups server commands
 // share: a project's root from the watch list, a slot's worktree beside it, the project's `.svc/`
 // directory. Every path a command touches is checked with confine.ts before it is used.
-import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { confine } from './confine.ts';
-import { syncDir } from './config.ts';
 import type { ProjectEntry } from './config.ts';
 import { CommandError } from './commands/context.ts';
 import type { CommandContext } from './commands/context.ts';
@@ -41,23 +38,4 @@ export async function confined(project: ProjectRef, path: string): Promise<strin
   const c = await confine(path, [project.root]);
   if (!c.ok) throw new CommandError(c.code, c.message);
   return c.real;
-}
-
-/** Write a file atomically: temp file beside it, fsync, rename, fsync the directory. */
-export function writeAtomic(path: string, text: string, mode = 0o644): void {
-  const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const fd = openSync(tmp, 'wx', mode);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    unlinkSync(tmp);
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(tmp, path);
-  syncDir(dir);
 }

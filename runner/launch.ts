@@ -3,13 +3,13 @@
 // started in the project root or the slot's worktree, with the telemetry environment of its runtime
 // and the SVC_* variables the skills use. `svc-runner` is put on the session's PATH as a shim that loads
 // this very bundle, so the agents' `svc-runner emit …` reaches the same runner version.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { writeFileAtomic } from './config.ts';
 import type { Profile, RunnerConfig } from './config.ts';
 import { CommandError } from './commands/context.ts';
 import { git } from './commands/git.ts';
-import { writeAtomic } from './fleet-paths.ts';
 import { stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { RUNTIMES, findExecutable } from './profiles.ts';
@@ -91,8 +91,11 @@ export function runnerShimDir(env: Env): string | null {
   try {
     if (readFileSync(shim, 'utf8') === text) return dir;
   } catch {}
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeAtomic(shim, text, 0o755);
+  // Written whole under a temp name, made executable, then renamed: never seen half-written or 0600.
+  const tmp = `${shim}.${process.pid}.new`;
+  writeFileAtomic(tmp, text);
+  chmodSync(tmp, 0o755);
+  renameSync(tmp, shim);
   return dir;
 }
 

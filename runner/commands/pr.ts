@@ -4,14 +4,15 @@
 // orchestrator reads before it merges or sends the worker back. voidApproval removes it.
 import { unlinkSync } from 'node:fs';
 import type { CommandArgs } from '../../protocol/commands.ts';
-import { confined, prSignalPath, projectOf, writeAtomic } from '../fleet-paths.ts';
+import { writeFileAtomic } from '../config.ts';
+import { confined, prSignalPath, projectOf } from '../fleet-paths.ts';
 import type { CommandContext } from './context.ts';
 
 async function decide(projectId: string, pr: number, decision: 'approve' | 'request_changes', comment: string | undefined, ctx: CommandContext) {
   const project = await projectOf(ctx, projectId);
   const file = await confined(project, prSignalPath(project.root, pr));
   const signal = { v: 1, pr, decision, ...(comment ? { comment } : {}), time: new Date().toISOString() };
-  writeAtomic(file, JSON.stringify(signal, null, 2) + '\n');
+  writeFileAtomic(file, JSON.stringify(signal, null, 2) + '\n');
   return { pr, decision, written: true };
 }
 

@@ -8,7 +8,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandArgs } from '../../protocol/commands.ts';
 import { reportFleetEvent } from '../fleet.ts';
-import { confined, MESSAGE_FILE, projectOf, worktreePath, writeAtomic } from '../fleet-paths.ts';
+import { writeFileAtomic } from '../config.ts';
+import { confined, MESSAGE_FILE, projectOf, worktreePath } from '../fleet-paths.ts';
 import { PROMPTS } from '../launch.ts';
 import { readPane } from '../pane-text.ts';
 import { expectSession } from '../panes.ts';
@@ -35,7 +36,7 @@ export async function slotMessage(args: CommandArgs<'slot.message'>, ctx: Comman
     earlier = readFileSync(file, 'utf8');
   } catch {}
   const entry = `<!-- svc: message for slot ${args.slot}, ${new Date().toISOString()} -->\n${args.message.replace(/\r\n/g, '\n').trimEnd()}\n`;
-  writeAtomic(file, earlier ? `${earlier.trimEnd()}\n\n${entry}` : entry);
+  writeFileAtomic(file, earlier ? `${earlier.trimEnd()}\n\n${entry}` : entry);
 
   const session = sessionName.slot(project.id, args.slot);
   const text = await capturePane(ctx.env, session);
