@@ -21,7 +21,7 @@ import { checkTarget, compileAllowlist, systemResolver } from './guard.ts';
 import type { Allowlist, Resolver } from './guard.ts';
 import { ATTEMPT_TIMEOUT_MS, send } from './send.ts';
 import { deliveryHeaders } from './signature.ts';
-import { loadAllowlist, secretAad } from './webhooks.ts';
+import { loadAllowlist, secretAad, wake } from './webhooks.ts';
 
 export interface Clock {
   now(): number;
@@ -203,7 +203,10 @@ export class WebhookWorker {
         )
         select (select count(*)::int from picked) as events, (select count(*)::int from made) as deliveries`);
       total += r.deliveries;
-      if (r.events < 500) return total;
+      if (r.events < 500) {
+        if (total) await wake(this.db); // the other processes share the new deliveries at once
+        return total;
+      }
     }
   }
 

@@ -25,6 +25,7 @@ if (TEST_DB === 'postgres') {
     pg = await freshPostgres();
     a = await startServer({ admin: true, env, dbEnv: { DATABASE_URL: pg.url } });
     b = await startServer({ env, dbEnv: { DATABASE_URL: pg.url } });
+    live = [a, b];
     db = postgres(pg.url, { max: 2, onnotice: () => {} });
     rx = await receiver();
     const allow = await a.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } });
@@ -37,8 +38,14 @@ if (TEST_DB === 'postgres') {
     await pg?.drop();
   });
 
+  let live: RunningServer[] = [];
+  /** The admin API on a process still alive (the admin's token works on every process). */
   const createWebhook = async (path: string, events: string[]) => {
-    const res = await a.api('/api/webhooks', { method: 'POST', json: { url: `${rx.url}${path}`, events } });
+    const res = await fetch(`${live[0].url}/api/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.admin.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${rx.url}${path}`, events }),
+    });
     assert.is(res.status, 201);
     return (await res.json()).id as string;
   };
@@ -51,6 +58,33 @@ if (TEST_DB === 'postgres') {
     await db`insert into webhook_outbox ${db(rows, 'id', 'type', 'project_id', 'body')}`;
     await db`select pg_notify('svc_webhooks', 'outbox')`;
   };
+
+  /** One event whose first POST hangs (later ones succeed); resolves once its first attempt started. */
+  const hangingFirstAttempt = async (path: string, type: string) => {
+    const webhookId = await createWebhook(path, [type]);
+    const state = { calls: 0 };
+    rx.handle((_req, res) => {
+      if (++state.calls === 1) return; // the first attempt hangs: its process is stopped while waiting
+      res.end('second time lucky');
+    });
+    await emit(type, 1, `p${path.replace('/', '-')}`);
+    for (let i = 0; i < 100; i++) {
+      const [attempt] = await db`select a.delivery_id, a.owner from outbound_attempts a join outbound_deliveries d on d.id = a.delivery_id where d.webhook_id = ${webhookId}`;
+      if (attempt) return { state, deliveryId: attempt.delivery_id as string, ownerPid: Number(String(attempt.owner).split('-')[0]) };
+      await sleep(50);
+    }
+    throw new Error('no attempt started');
+  };
+  const deliveredRow = async (deliveryId: string) => {
+    let d;
+    for (let i = 0; i < 300; i++) {
+      [d] = await db`select status, attempts from outbound_deliveries where id = ${deliveryId}`;
+      if (d.status === 'delivered') break;
+      await sleep(100);
+    }
+    return d!;
+  };
+  const attemptLog = (deliveryId: string) => db`select attempt, owner, outcome, error from outbound_attempts where delivery_id = ${deliveryId} order by attempt`;
 
   test('2 processes, 300 deliveries: each attempted exactly once, never twice at once, by both processes', async () => {
     const webhookId = await createWebhook('/many', ['pr.merged']);
@@ -83,71 +117,36 @@ if (TEST_DB === 'postgres') {
   });
 
   test('kill -9 of the process mid-attempt: the lease expires, the other retries; the dead attempt is counted once', async () => {
-    const webhookId = await createWebhook('/kill', ['pr.closed']);
-    let calls = 0;
-    rx.handle((_req, res) => {
-      if (++calls === 1) return; // the first attempt hangs: its process is killed while waiting
-      res.end('second time lucky');
-    });
-    await emit('pr.closed', 1, 'p-kill');
-    let attempt;
-    for (let i = 0; i < 100 && !attempt; i++) {
-      [attempt] = await db`select a.delivery_id, a.owner from outbound_attempts a join outbound_deliveries d on d.id = a.delivery_id where d.webhook_id = ${webhookId}`;
-      if (!attempt) await sleep(50);
-    }
-    assert.ok(attempt, 'an attempt started');
-    const holder = Number(String(attempt.owner).split('-')[0]) === a.proc.pid ? a : b;
+    const { state, deliveryId, ownerPid } = await hangingFirstAttempt('/kill', 'pr.closed');
+    const holder = ownerPid === a.proc.pid ? a : b;
     const survivor = holder === a ? b : a;
     await sleep(200);
-    assert.is(calls, 1);
+    assert.is(state.calls, 1);
     await holder.stop('SIGKILL');
     const killedAt = Date.now();
-    let d;
-    for (let i = 0; i < 300; i++) {
-      [d] = await db`select status, attempts, lease_owner from outbound_deliveries where id = ${attempt.delivery_id}`;
-      if (d.status === 'delivered') break;
-      await sleep(100);
-    }
+    const d = await deliveredRow(deliveryId);
     const waited = Date.now() - killedAt;
-    assert.is(d!.status, 'delivered');
-    assert.is(d!.attempts, 2, 'the dead attempt counts once, the retry once');
-    assert.is(calls, 2);
+    assert.is(d.status, 'delivered');
+    assert.is(d.attempts, 2, 'the dead attempt counts once, the retry once');
+    assert.is(state.calls, 2);
     assert.ok(waited >= 10_000, `retried only after the lease (${waited} ms after the kill)`);
-    const log = await db`select attempt, owner, outcome, error from outbound_attempts where delivery_id = ${attempt.delivery_id} order by attempt`;
+    const log = await attemptLog(deliveryId);
     assert.equal(log.map((l) => [l.attempt, l.outcome, l.error]), [[1, 'failure', 'lease_expired'], [2, 'success', null]]);
     assert.is(Number(String(log[1].owner).split('-')[0]), survivor.proc.pid);
     live = [survivor];
   });
 
-  let live: RunningServer[] = [];
   test('SIGTERM mid-attempt: the attempt is stopped after the grace period and another process retries at once', async () => {
     const c = await startServer({ env, dbEnv: { DATABASE_URL: pg.url } });
     live.push(c);
-    const webhookId = await createWebhook('/term', ['pr.checks_changed']);
-    let calls = 0;
-    rx.handle((_req, res) => {
-      if (++calls === 1) return;
-      res.end('ok');
-    });
-    await emit('pr.checks_changed', 1, 'p-term');
-    let attempt;
-    for (let i = 0; i < 100 && !attempt; i++) {
-      [attempt] = await db`select a.delivery_id, a.owner from outbound_attempts a join outbound_deliveries d on d.id = a.delivery_id where d.webhook_id = ${webhookId}`;
-      if (!attempt) await sleep(50);
-    }
-    assert.ok(attempt);
-    const holder = live.find((s) => s.proc.pid === Number(String(attempt.owner).split('-')[0]))!;
+    const { state, deliveryId, ownerPid } = await hangingFirstAttempt('/term', 'pr.checks_changed');
+    const holder = live.find((x) => x.proc.pid === ownerPid)!;
     const stoppedAt = Date.now();
     assert.is(await holder.stop('SIGTERM'), 0, 'a clean exit');
-    let d;
-    for (let i = 0; i < 100; i++) {
-      [d] = await db`select status, attempts from outbound_deliveries where id = ${attempt.delivery_id}`;
-      if (d.status === 'delivered') break;
-      await sleep(100);
-    }
-    assert.equal([d!.status, d!.attempts, calls], ['delivered', 2, 2]);
+    const d = await deliveredRow(deliveryId);
+    assert.equal([d.status, d.attempts, state.calls], ['delivered', 2, 2]);
     assert.ok(Date.now() - stoppedAt < 8000, 'well before the 15 s lease would have expired');
-    const log = await db`select attempt, outcome, error from outbound_attempts where delivery_id = ${attempt.delivery_id} order by attempt`;
+    const log = await attemptLog(deliveryId);
     assert.equal(log.map((l) => [l.attempt, l.outcome, l.error]), [[1, 'failure', 'aborted'], [2, 'success', null]]);
     await c.cleanup();
   });
