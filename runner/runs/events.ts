@@ -4,31 +4,17 @@
 //   skill_run.patch     a pull request run's patch, at most 128 KiB of it, with its full size and hash
 // Each event has a stable id per run and step, so a re-send after a crash is stored once.
 import { closeSync, openSync, readSync } from 'node:fs';
+import { PATCH_KEEP_BYTES, REPORT_KEEP_BYTES, cutUtf8 } from '../../protocol/runs.ts';
 import type { NewEvent } from '../spool.ts';
 import type { RunFile, RunState, StateFile } from './files.ts';
 import type { StreamSummary } from './stream.ts';
 import type { PatchInfo } from './worktree.ts';
 
-/** The server keeps at most this much of a patch (spec: Limits). */
-export const PATCH_KEEP_BYTES = 128 * 1024;
-/** The report (the agent's final message) sent with the final state. */
-export const REPORT_KEEP_BYTES = 64 * 1024;
 export const PROGRESS_BATCH = 50;
 /** Progress lines sent per run; the stream itself keeps everything. */
 export const MAX_PROGRESS_LINES = 2000;
 
 const source = (r: RunFile) => `project:${r.projectId}`;
-
-/** Text of at most `max` UTF-8 bytes, cut after the last whole line (or character) that fits. */
-export function cutUtf8(text: string, max: number, atLine = false): { text: string; cut: boolean } {
-  const buf = Buffer.from(text, 'utf8');
-  if (buf.length <= max) return { text, cut: false };
-  let end = max;
-  while (end > 0 && (buf[end] & 0xc0) === 0x80) end--; // not inside a character
-  let out = buf.subarray(0, end).toString('utf8');
-  if (atLine && out.lastIndexOf('\n') > 0) out = out.slice(0, out.lastIndexOf('\n') + 1);
-  return { text: out, cut: true };
-}
 
 function describe(r: RunFile) {
   return {

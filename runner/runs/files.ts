@@ -6,6 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
+import { FINAL_STATES, RUN_STATES } from '../../protocol/runs.ts';
+import type { RunState } from '../../protocol/runs.ts';
 import { writeFileAtomic } from '../config.ts';
 import { stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
@@ -29,10 +31,9 @@ export const FILES = {
 /** Sortable and unique: creation time in base 36, then randomness. */
 export const newRunId = (now = Date.now()) => `${now.toString(36).padStart(9, '0')}-${randomBytes(4).toString('hex')}`;
 
-export const RUN_STATES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'timed_out', 'cancelled'] as const;
-export type RunState = (typeof RUN_STATES)[number];
-export const FINAL_STATES: ReadonlySet<RunState> = new Set(['succeeded', 'failed', 'timed_out', 'cancelled']);
-export const isFinal = (s: RunState) => FINAL_STATES.has(s);
+export { RUN_STATES } from '../../protocol/runs.ts';
+export type { RunState } from '../../protocol/runs.ts';
+export const isFinal = (s: RunState) => FINAL_STATES.includes(s);
 export const OUTPUTS = ['report', 'pull_request'] as const;
 
 export const runFile = z.strictObject({

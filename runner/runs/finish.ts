@@ -7,7 +7,7 @@ import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
 import { git } from '../commands/git.ts';
-import { errorText } from '../log.ts';
+import { errorText, log } from '../log.ts';
 import type { NewEvent } from '../spool.ts';
 import { buildResult, patchEvent, stateEvent } from './events.ts';
 import type { RunResult } from './events.ts';
@@ -62,11 +62,16 @@ export async function finishRun(dir: string, run: RunFile, state: StateFile, emi
   }
   const done: ResultFile = { reported: false, state, result: buildResult(summary, exit, patch, patchError) };
   writeJson(join(dir, FILES.result), done);
-  send(dir, run, done, emit);
   if (wt && patch) {
-    await removeRunWorktree(run.root, wt.path);
-    if (patch.commits === 0) await git(run.root, ['branch', '-D', '--', wt.branch]).catch(() => {});
+    const kept = await removeRunWorktree(run.root, wt.path);
+    if (kept) log.warn('the run worktree could not be removed', { runId: run.runId, error: kept });
+    else if (patch.commits === 0) {
+      const r = await git(run.root, ['branch', '-D', '--', wt.branch]);
+      if (r.code !== 0) log.warn('the empty run branch could not be deleted', { runId: run.runId, error: r.stderr.trim().slice(0, 300) });
+    }
   }
+  // Sent last: when the server sees the final state, the branch is ready and the worktree gone.
+  send(dir, run, done, emit);
 }
 
 /** After a restart: a run whose result was written but maybe not spooled. */

@@ -197,10 +197,21 @@ export class SkillRuns {
         writeJson(join(t.dir, FILES.run), t.run);
       }
       this.watchDir(t);
-      await newSession(this.env, { name: sessionName.run(t.run.runId), cwd: t.run.cwd, argv: execRunArgv(t.dir), env: sessionEnv(this.env), options: { '@svc_run': t.run.runId } });
+      await this.newRunSession(t);
     } catch (e) {
       log.warn('a skill run could not start', { runId: t.run.runId, error: errorText(e) });
       await this.finish(t, this.setState(t, { state: 'failed', error: `the run could not start: ${errorText(e)}` }));
+    }
+  }
+
+  /** tmux exits when its last session ends; a new-session that reaches it just then fails: try again. */
+  private async newRunSession(t: Tracked, tries = 4): Promise<void> {
+    try {
+      await newSession(this.env, { name: sessionName.run(t.run.runId), cwd: t.run.cwd, argv: execRunArgv(t.dir), env: sessionEnv(this.env), options: { '@svc_run': t.run.runId } });
+    } catch (e) {
+      if (tries <= 1 || !/server exited unexpectedly|lost server|no server running/i.test(errorText(e))) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+      await this.newRunSession(t, tries - 1);
     }
   }
 

@@ -68,9 +68,10 @@ export async function collectPatch(root: string, wt: { path: string; branch: str
 }
 
 /** Remove the worktree (the branch stays); a failure is not the run's failure. */
-export async function removeRunWorktree(root: string, path: string): Promise<void> {
-  if (!existsSync(path)) return;
-  await git(root, ['worktree', 'remove', '--force', '--', path]).catch(() => {});
+export async function removeRunWorktree(root: string, path: string): Promise<string | null> {
+  if (!existsSync(path)) return null;
+  const r = await git(root, ['worktree', 'remove', '--force', '--', path]);
+  return r.code === 0 ? null : r.stderr.trim().slice(0, 300);
 }
 
 /** `git diff --binary base head` straight into the file (no size limit), written atomically. */
