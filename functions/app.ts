@@ -16,6 +16,7 @@ import { parseWith, readJson } from './lib/http.ts';
 import { routes as openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
 import { routes as runnerRoutes } from './runners/routes.ts';
+import { routes as runRoutes } from './runs/routes.ts';
 import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
 import { routes as webhookRoutes } from './webhooks/routes.ts';
@@ -25,6 +26,7 @@ export const allRoutes: Route[] = [
   ...authRoutes,
   ...projectRoutes,
   ...runnerRoutes,
+  ...runRoutes,
   ...settingsRoutes,
   ...auditRoutes,
   ...jobRoutes,

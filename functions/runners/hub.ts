@@ -16,6 +16,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
+import { recordSkillRuns } from '../runs/ingest.ts';
 
 const CTL = 'svc_runner_ctl';
 const CMD = 'svc_runner_cmd';
@@ -183,6 +184,8 @@ export class Hub {
       select ${runnerId}, x.event_id, x.source, x.kind, x.ts, x.payload
         from jsonb_to_recordset(${sql.json(rows)}) as x(event_id text, source text, kind text, ts timestamptz, payload jsonb)
       on conflict (runner_id, event_id) do nothing`);
+    // Skill run records (docs/skill-runs.md): idempotent too, so a re-sent batch changes nothing.
+    await recordSkillRuns(this.db, runnerId, events);
   }
 
   private lastTouch = new Map<string, number>();

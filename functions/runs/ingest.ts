@@ -1,0 +1,95 @@
+// Skill run records from runner events (docs/skill-runs.md, "On the server"). The hub calls this for
+// every ingested batch after storing it; it must be idempotent, because a batch stored but not acked
+// is sent again:
+//   skill_run.state     upsert the run; the state only moves forward (queued < starting < running <
+//                       a final state, which never changes), so a re-sent or late event changes nothing
+//   skill_run.progress  progress lines, stored once per (run, seq)
+//   skill_run.patch     at most 128 KiB of the patch, cut here too, with patch_truncated when cut
+// An event of a run whose project is not served by the sending runner, or of a run another runner
+// recorded, is ignored; so is a payload that does not parse (it stays in runner_events).
+import type { RunnerEvent } from '../../protocol/frames.ts';
+import { sql } from '../lib/db/index.ts';
+import type { Queryable } from '../lib/db/index.ts';
+import { PATCH_KEEP_BYTES, REPORT_KEEP_BYTES, cutUtf8 } from '../../protocol/runs.ts';
+import { patchEventPayload, progressEventPayload, stateEventPayload } from './schema.ts';
+import type { StateEventPayload } from './schema.ts';
+
+// PostgreSQL text cannot hold NUL.
+const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));
+const rank = (col: string) => sql.raw(`(case ${col} when 'queued' then 0 when 'starting' then 1 when 'running' then 2 else 3 end)`);
+
+async function recordState(q: Queryable, runnerId: string, p: StateEventPayload): Promise<void> {
+  const r = p.result;
+  const report = r?.report == null ? null : cutUtf8(clean(r.report)!, REPORT_KEEP_BYTES);
+  const final = !['queued', 'starting', 'running'].includes(p.state);
+  await q.query(sql`
+    insert into skill_runs as s (id, runner_id, project_id, skill, args, output, profile_id, runtime, model, timeout_sec, state, error, branch,
+                                 created_at, started_at, finished_at, report, report_truncated, exit_code, duration_ms, session_id, cost_usd, usage, pull_request)
+    select ${p.runId}, ${runnerId}, ${p.project}, ${p.skill}, ${sql.json(p.args.map((a) => a.replace(/\0/g, '')))}, ${p.output}, ${p.profile}, ${p.runtime},
+           ${p.model ?? null}, ${p.timeoutSec ?? null}, ${p.state}, ${clean(p.error)}, ${p.branch ?? null},
+           ${p.createdAt}, ${p.startedAt ?? null}, ${final ? (p.endedAt ?? p.at) : null}, ${report?.text ?? null}, ${Boolean(r?.reportTruncated || report?.cut)},
+           ${r?.exitCode ?? null}, ${r?.durationMs == null ? null : Math.round(r.durationMs)}, ${r?.sessionId ?? null}, ${r?.costUsd ?? null},
+           ${sql.json(r?.usage ?? null)}, ${sql.json(r?.pullRequest ?? null)}
+     where exists (select 1 from projects where id = ${p.project} and runner_id = ${runnerId})
+    on conflict (id) do update set
+      state = excluded.state,
+      error = excluded.error,
+      branch = coalesce(excluded.branch, s.branch),
+      started_at = coalesce(excluded.started_at, s.started_at),
+      finished_at = excluded.finished_at,
+      report = coalesce(excluded.report, s.report),
+      report_truncated = excluded.report_truncated or s.report_truncated,
+      exit_code = coalesce(excluded.exit_code, s.exit_code),
+      duration_ms = coalesce(excluded.duration_ms, s.duration_ms),
+      session_id = coalesce(excluded.session_id, s.session_id),
+      cost_usd = coalesce(excluded.cost_usd, s.cost_usd),
+      usage = coalesce(excluded.usage, s.usage),
+      pull_request = coalesce(excluded.pull_request, s.pull_request),
+      updated_at = now()
+    where s.runner_id = excluded.runner_id and ${rank('s.state')} < ${rank('excluded.state')}`);
+}
+
+async function recordProgress(q: Queryable, runnerId: string, runId: string, lines: { seq: number; text: string }[]): Promise<void> {
+  if (lines.length === 0) return;
+  const rows = lines.map((l) => ({ seq: l.seq, text: clean(l.text) }));
+  await q.query(sql`
+    with owned as (select id from skill_runs where id = ${runId} and runner_id = ${runnerId}),
+    added as (
+      insert into skill_run_lines (run_id, seq, text)
+      select owned.id, x.seq, x.text from owned, jsonb_to_recordset(${sql.json(rows)}) as x(seq integer, text text)
+      on conflict (run_id, seq) do nothing
+      returning seq, text)
+    update skill_runs set progress_lines = progress_lines + (select count(*) from added),
+           last_progress = coalesce((select text from added order by seq desc limit 1), last_progress), updated_at = now()
+     where id in (select id from owned) and exists (select 1 from added)`);
+}
+
+async function recordPatch(q: Queryable, runnerId: string, p: { runId: string; bytes: number; sha256: string; text: string; truncated: boolean }): Promise<void> {
+  const kept = cutUtf8(clean(p.text)!, PATCH_KEEP_BYTES, true);
+  const truncated = p.truncated || kept.cut || p.bytes > Buffer.byteLength(kept.text);
+  await q.query(sql`
+    update skill_runs set patch = ${kept.text}, patch_bytes = ${p.bytes}, patch_sha256 = ${p.sha256}, patch_truncated = ${truncated}, updated_at = now()
+     where id = ${p.runId} and runner_id = ${runnerId}`);
+}
+
+/** The hub's hook for skill run events of one batch, in order (cheap when there are none). */
+export async function recordSkillRuns(q: Queryable, runnerId: string, events: RunnerEvent[]): Promise<number> {
+  let applied = 0;
+  for (const e of events) {
+    if (!e.kind.startsWith('skill_run.')) continue;
+    if (e.kind === 'skill_run.state') {
+      const p = stateEventPayload.safeParse(e.payload);
+      if (p.success) await recordState(q, runnerId, p.data);
+      applied += Number(p.success);
+    } else if (e.kind === 'skill_run.progress') {
+      const p = progressEventPayload.safeParse(e.payload);
+      if (p.success) await recordProgress(q, runnerId, p.data.runId, p.data.lines);
+      applied += Number(p.success);
+    } else if (e.kind === 'skill_run.patch') {
+      const p = patchEventPayload.safeParse(e.payload);
+      if (p.success) await recordPatch(q, runnerId, p.data);
+      applied += Number(p.success);
+    }
+  }
+  return applied;
+}
