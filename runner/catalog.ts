@@ -94,22 +94,28 @@ export interface TreeFile {
 
 /** The files under `path` at `commit`: regular files only (a link or a submodule refuses the skill). */
 export async function listTree(dir: string, commit: string, path: string): Promise<{ tree: string; files: TreeFile[] }> {
-  const at = path === '' || path === '.' ? `${commit}^{tree}` : `${commit}:${path}`;
-  const tree = await git(dir, ['rev-parse', '--verify', '-q', `${at}^{tree}`]);
-  if (tree.code !== 0) throw new CommandError('unknown_skill', `${path || '(root)'} is not a directory at ${commit.slice(0, 12)}`);
+  // `<commit>:<path>` names the object at that path (a path takes the rest of the text, so no ^{tree}).
+  const tree = await git(dir, ['rev-parse', '--verify', '-q', path === '' || path === '.' ? `${commit}^{tree}` : `${commit}:${path}`]);
+  const type = tree.code === 0 ? (await git(dir, ['cat-file', '-t', tree.stdout.trim()])).stdout.trim() : '';
+  if (type !== 'tree') throw new CommandError('unknown_skill', `${path || '(root)'} is not a directory at ${commit.slice(0, 12)}`);
   const ls = await git(dir, ['ls-tree', '-r', '-l', '-z', '--', tree.stdout.trim()]);
   if (ls.code !== 0) throw new CommandError('failed', `git ls-tree failed: ${ls.stderr.trim().slice(0, 200)}`);
   const files: TreeFile[] = [];
   let bytes = 0;
+  let unsafe: string | null = null;
   for (const entry of ls.stdout.split('\0').filter(Boolean)) {
     const m = /^(\d{6}) (\w+) ([0-9a-f]+)\s+(-|\d+)\t(.*)$/s.exec(entry);
     if (!m) continue;
     const [, mode, type, blob, size, p] = m;
-    if (type !== 'blob' || (mode !== '100644' && mode !== '100755')) throw new CommandError('unsafe_skill', `the skill holds ${type === 'commit' ? 'a submodule' : 'a symbolic link'} (${p}); only regular files can be installed`);
-    if (p.split('/').some((seg) => seg === '..' || seg === '.git' || seg === '')) throw new CommandError('unsafe_skill', `the skill holds a path that cannot be installed: ${p}`);
-    bytes += Number(size);
-    files.push({ path: p, mode, size: Number(size), blob });
+    if (type !== 'blob' || (mode !== '100644' && mode !== '100755')) unsafe ??= `the skill holds ${type === 'commit' ? 'a submodule' : 'a symbolic link'} (${p}); only regular files can be installed`;
+    else if (p.split('/').some((seg) => seg === '..' || seg === '.git' || seg === '')) unsafe ??= `the skill holds a path that cannot be installed: ${p}`;
+    else {
+      bytes += Number(size);
+      files.push({ path: p, mode, size: Number(size), blob });
+    }
   }
+  if (!files.some((f) => f.path === 'SKILL.md')) throw new CommandError('unknown_skill', `${path || '(root)'} has no SKILL.md`);
+  if (unsafe) throw new CommandError('unsafe_skill', unsafe);
   if (files.length > MAX_FILES) throw new CommandError('too_large', `the skill has ${files.length} files; at most ${MAX_FILES}`);
   if (bytes > MAX_BYTES) throw new CommandError('too_large', `the skill is ${bytes} bytes; at most ${MAX_BYTES}`);
   return { tree: tree.stdout.trim(), files: files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };
@@ -232,8 +238,6 @@ export async function inspectSource(config: RunnerConfig, env: Env, source: Skil
   const { dir, commit } = await fetchRepo(env, source.repo, source.ref);
   const path = source.path === '.' ? '' : source.path;
   const { tree, files } = await listTree(dir, commit, path);
-  const md = files.find((f) => f.path === 'SKILL.md');
-  if (!md) throw new CommandError('unknown_skill', `${path || '(root)'} has no SKILL.md`);
   const blobs = await readBlobs(dir, files.map((f) => f.blob));
   const contents = new Map(files.map((f) => [f.path, blobs.get(f.blob)!]));
   const text = contents.get('SKILL.md')!.toString('utf8');
