@@ -1,0 +1,113 @@
+// The admin Integrations page (outbound webhooks) in a real browser against the real server and a
+// real loopback receiver: allowlist, add (secret shown once), send test → delivered in the log,
+// rotate (new secret shown), a failing receiver's answer in the log, delete.
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Browser, Page } from 'playwright-core';
+import { verifyWebhook } from '../../docs/examples/verify-webhook.ts';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+
+let server: RunningServer;
+let browser: Browser;
+let status = 204;
+const received: { event: string; body: string; signature: string }[] = [];
+const receiver = createServer((req, res) => {
+  let body = '';
+  req.on('data', (d) => (body += d));
+  req.on('end', () => {
+    received.push({ event: String(req.headers['x-svc-event']), body, signature: String(req.headers['x-svc-signature']) });
+    res.writeHead(status).end(status >= 400 ? 'receiver says no' : undefined);
+  });
+});
+
+test.before(async () => {
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  [server, browser] = await Promise.all([startServer({ admin: true, env: { APP_ENCRYPTION_KEY: randomBytes(32).toString('base64') } }), launchBrowser()]);
+});
+test.after(async () => {
+  await browser?.close();
+  await server?.cleanup();
+  receiver.close();
+});
+
+async function signedIn(): Promise<Page> {
+  const page = await browser.newPage();
+  page.on('dialog', (d) => void d.accept());
+  await page.goto(server.url + '/#/integrations');
+  await page.fill('input[name=email]', server.admin.email);
+  await page.fill('input[name=password]', server.admin.password);
+  await page.click('form button');
+  await page.waitForSelector('form.add-webhook');
+  return page;
+}
+
+test('allowlist, add a webhook with its secret shown once, send test, rotate, a failing answer in the log, delete', async () => {
+  const page = await signedIn();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+
+  // A loopback receiver needs the allowlist; a bad line is refused with its line named.
+  await page.waitForSelector('textarea[name=allowlist]');
+  await page.fill('textarea[name=allowlist]', 'not a host!!');
+  await page.click('form.allowlist button');
+  assert.match(await (await page.waitForSelector('[role=alert]')).textContent() ?? '', /line1/);
+  await page.fill('textarea[name=allowlist]', '127.0.0.1');
+  await page.click('form.allowlist button');
+  await page.waitForSelector('form.allowlist [role=status]');
+
+  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/svc`;
+  await page.fill('input[name=url]', url);
+  await page.check('input[name=events][value="pr.opened"]');
+  await page.click('form.add-webhook button');
+  const secretBox = await page.waitForSelector('.secret pre');
+  const secret = (await secretBox.textContent())!.trim();
+  assert.ok(secret.length >= 32);
+  await page.click('.secret button');
+  const row = await page.waitForSelector(`tr[data-webhook="${url}"]`);
+  assert.match((await row.textContent()) ?? '', /pr\.opened/);
+  assert.match((await row.textContent()) ?? '', /Delivering/);
+  assert.not.match(await page.content(), new RegExp(secret), 'the secret is gone from the page');
+
+  // Send test: the receiver gets a webhook.test signed with that secret; the log says delivered.
+  await page.click(`tr[data-webhook="${url}"] button:has-text("Send test")`);
+  await page.waitForSelector('table.deliveries tr[data-delivery]', { timeout: 15_000 });
+  const until = Date.now() + 15_000;
+  while (received.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  assert.is(received[0]?.event, 'webhook.test');
+  assert.is(verifyWebhook(received[0].body, received[0].signature, secret).ok, true);
+
+  // Rotate: a new secret is shown, and the next test is signed with it.
+  await page.click(`tr[data-webhook="${url}"] button:has-text("Rotate secret")`);
+  const rotated = (await (await page.waitForSelector('.secret pre')).textContent())!.trim();
+  assert.is.not(rotated, secret);
+  await page.click('.secret button');
+
+  // A failing receiver: the attempt's status code and body show in the log (the delivery stays
+  // pending for its retry in 30 s).
+  status = 500;
+  await page.click(`tr[data-webhook="${url}"] button:has-text("Send test")`);
+  const deadline = Date.now() + 15_000;
+  while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  assert.is(received.length, 2);
+  assert.is(verifyWebhook(received[1].body, received[1].signature, rotated).ok, true);
+  // The attempt is recorded just after the receiver answered: reopen the log until it shows.
+  for (let i = 0; i < 30 && !/500/.test((await page.textContent('table.deliveries').catch(() => '')) ?? ''); i++) {
+    await page.click(`tr[data-webhook="${url}"] button:has-text("Deliveries")`); // close
+    await page.click(`tr[data-webhook="${url}"] button:has-text("Deliveries")`); // open again: reloads
+    await page.waitForSelector('table.deliveries');
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  assert.match((await page.textContent('table.deliveries')) ?? '', /500/);
+  assert.match((await page.textContent('table.deliveries')) ?? '', /receiver says no/);
+
+  await page.click(`tr[data-webhook="${url}"] button:has-text("Delete")`);
+  await page.waitForSelector(`tr[data-webhook="${url}"]`, { state: 'detached' });
+  assert.equal(errors, []);
+});
+
+test.run();
