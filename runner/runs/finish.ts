@@ -62,19 +62,21 @@ export async function finishRun(dir: string, run: RunFile, state: StateFile, emi
   }
   const done: ResultFile = { reported: false, state, result: buildResult(summary, exit, patch, patchError) };
   writeJson(join(dir, FILES.result), done);
+  await resendResult(dir, run, done, emit);
+}
+
+/** Tidy the worktree, then send (also after a restart, for a result written but maybe not spooled).
+ *  Sent last: when the server sees the final state, the branch is ready and the worktree gone. */
+export async function resendResult(dir: string, run: RunFile, done: ResultFile, emit: Emit): Promise<void> {
+  const wt = run.worktree;
+  const patch = done.result.pullRequest;
   if (wt && patch) {
     const kept = await removeRunWorktree(run.root, wt.path);
     if (kept) log.warn('the run worktree could not be removed', { runId: run.runId, error: kept });
     else if (patch.commits === 0) {
       const r = await git(run.root, ['branch', '-D', '--', wt.branch]);
-      if (r.code !== 0) log.warn('the empty run branch could not be deleted', { runId: run.runId, error: r.stderr.trim().slice(0, 300) });
+      if (r.code !== 0 && !/not found/.test(r.stderr)) log.warn('the empty run branch could not be deleted', { runId: run.runId, error: r.stderr.trim().slice(0, 300) });
     }
   }
-  // Sent last: when the server sees the final state, the branch is ready and the worktree gone.
-  send(dir, run, done, emit);
-}
-
-/** After a restart: a run whose result was written but maybe not spooled. */
-export function resendResult(dir: string, run: RunFile, done: ResultFile, emit: Emit): void {
   send(dir, run, done, emit);
 }

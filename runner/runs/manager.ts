@@ -221,7 +221,9 @@ export class SkillRuns {
     if (this.ticking || this.stopped) return;
     this.ticking = true;
     try {
-      const sessions = full ? await this.liveSessions() : null;
+      // tmux is asked only while runs live (no client spawned every second on an idle runner).
+      const live = [...this.runs.values()].some((t) => t.state.state !== 'queued');
+      const sessions = full && live ? await this.liveSessions() : null;
       for (const t of [...this.runs.values()]) {
         if (t.state.state === 'queued') continue;
         this.readProgress(t);
@@ -363,7 +365,7 @@ export class SkillRuns {
       const done = readJson(join(dir, FILES.result), resultFile);
       if (done?.reported) continue;
       if (done) {
-        resendResult(dir, run, done, (events) => this.emit(events));
+        await resendResult(dir, run, done, (events) => this.emit(events));
         continue;
       }
       const s = readState(dir) ?? writeState(dir, { runId: run.runId, state: 'queued' });
