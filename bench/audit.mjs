@@ -42,9 +42,8 @@ import { loadMigrations, migrate } from '../functions/lib/db/migrate.ts';
 import { sql } from '../functions/lib/db/port.ts';
 import { openPostgres } from '../functions/lib/db/postgres.ts';
 import {
-  DEFAULT_DATABASE_URL,
-  ROOT,
   createDatabase,
+  DEFAULT_DATABASE_URL,
   fmt,
   installGuards,
   machine,
@@ -52,8 +51,10 @@ import {
   percentile,
   postgresVersion,
   redactUrl,
+  ROOT,
   round,
   table,
+  wholeOption,
 } from './lib.mjs';
 
 const { values: opts } = parseArgs({
@@ -70,12 +71,7 @@ const { values: opts } = parseArgs({
 });
 
 function whole(name, text = opts[name], min = 1) {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min) {
-    process.stderr.write(`--${name} must be a whole number ≥ ${min} (got ${text})\n`);
-    process.exit(2);
-  }
-  return n;
+  return wholeOption(name, text, min);
 }
 const RECORDS = whole('records');
 const WRITERS = opts.writers.split(',').map((w) => whole('writers', w));

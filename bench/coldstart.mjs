@@ -20,7 +20,6 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import {
-  SERVER,
   alive,
   captureOutput,
   distHash,
@@ -36,11 +35,13 @@ import {
   removeTempDir,
   requireBuild,
   round,
+  SERVER,
   serverEnv,
   spawnTracked,
   stopChild,
   table,
   tempDir,
+  wholeOption,
 } from './lib.mjs';
 
 const { values: opts } = parseArgs({
@@ -58,12 +59,7 @@ const TIMEOUT_MS = whole('timeout-seconds') * 1000;
 const ADMIN_URL = opts['database-url'];
 
 function whole(name) {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n < 1) {
-    process.stderr.write(`--${name} must be a whole number ≥ 1 (got ${opts[name]})\n`);
-    process.exit(2);
-  }
-  return n;
+  return wholeOption(name, opts[name]);
 }
 
 const log = (m) => process.stderr.write(`[bench:coldstart] ${m}\n`);

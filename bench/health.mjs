@@ -19,7 +19,6 @@ import os from 'node:os';
 import { delimiter, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
-  SERVER,
   alive,
   captureOutput,
   distHash,
@@ -34,12 +33,14 @@ import {
   removeTempDir,
   requireBuild,
   round,
+  SERVER,
   serverEnv,
   spawnTracked,
   stopChild,
   table,
   tempDir,
   waitForPort,
+  wholeOption,
 } from './lib.mjs';
 
 const { values: opts } = parseArgs({
@@ -56,21 +57,12 @@ const { values: opts } = parseArgs({
 });
 
 const SECONDS = positive('seconds');
-const WARMUP = Number(opts.warmup);
-if (!Number.isInteger(WARMUP) || WARMUP < 0) {
-  process.stderr.write(`--warmup must be a whole number of seconds ≥ 0 (got ${opts.warmup})\n`);
-  process.exit(2);
-}
+const WARMUP = wholeOption('warmup', opts.warmup, 0);
 const ROUNDS = positive('rounds');
 const CONNECTIONS = positive('connections');
 
 function positive(name) {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n < 1) {
-    process.stderr.write(`--${name} must be a whole number ≥ 1 (got ${opts[name]})\n`);
-    process.exit(2);
-  }
-  return n;
+  return wholeOption(name, opts[name]);
 }
 
 // ---- child role: the baseline server ----------------------------------------------------------------

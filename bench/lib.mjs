@@ -313,3 +313,14 @@ export async function postgresVersion(url) {
     await sql.end({ timeout: 1 }).catch(() => {});
   }
 }
+
+/** A command-line option that must be a whole number from min to max; exits 2 naming it otherwise. */
+export function wholeOption(name, text, min = 1, max = Infinity) {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    const range = max === Infinity ? `≥ ${min}` : `from ${min} to ${max}`;
+    process.stderr.write(`--${name} must be a whole number ${range} (got ${text})\n`);
+    process.exit(2);
+  }
+  return n;
+}

@@ -21,7 +21,7 @@ import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startFakeServer } from '../test/runner/_fake-server.ts';
-import { ROOT, fmt, installGuards, machine, onCleanup, round, spawnTracked, stopChild, table, tempDir } from './lib.mjs';
+import { fmt, installGuards, machine, onCleanup, ROOT, round, spawnTracked, stopChild, table, tempDir, wholeOption } from './lib.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -32,14 +32,7 @@ const { values: opts } = parseArgs({
   },
   strict: true,
 });
-const whole = (name, min, max) => {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    process.stderr.write(`--${name} must be a whole number from ${min} to ${max}\n`);
-    process.exit(2);
-  }
-  return n;
-};
+const whole = (name, min, max) => wholeOption(name, opts[name], min, max);
 const SESSIONS = whole('sessions', 1, 200);
 const POLL = whole('poll', 5, 3600);
 const WINDOW = whole('window', 10, 3600);

@@ -35,10 +35,9 @@ import postgres from 'postgres';
 import { MAX_BATCH } from '../protocol/frames.ts';
 import { startServer } from '../test/helpers/server.ts';
 import {
-  DEFAULT_DATABASE_URL,
-  ROOT,
   captureOutput,
   createDatabase,
+  DEFAULT_DATABASE_URL,
   distHash,
   fmt,
   installGuards,
@@ -49,11 +48,13 @@ import {
   problemLines,
   redactUrl,
   requireBuild,
+  ROOT,
   round,
   spawnTracked,
   stopChild,
   table,
   tempDir,
+  wholeOption,
 } from './lib.mjs';
 
 const { values: opts } = parseArgs({
@@ -68,12 +69,7 @@ const { values: opts } = parseArgs({
 });
 
 function whole(name, min = 1, max = Infinity) {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    process.stderr.write(`--${name} must be a whole number from ${min} to ${max} (got ${opts[name]})\n`);
-    process.exit(2);
-  }
-  return n;
+  return wholeOption(name, opts[name], min, max);
 }
 const EVENTS = whole('events', 1, 100_000); // the append command takes at most 100,000 per call
 const PAD = whole('pad', 0, 200_000);

@@ -30,8 +30,8 @@ import { promisify } from 'node:util';
 import { hashPassword } from '../functions/auth/passwords.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer } from '../test/helpers/server.ts';
 import {
-  DEFAULT_DATABASE_URL,
   createDatabase,
+  DEFAULT_DATABASE_URL,
   distHash,
   fmt,
   installGuards,
@@ -45,6 +45,7 @@ import {
   requireBuild,
   round,
   table,
+  wholeOption,
 } from './lib.mjs';
 
 const { values: opts } = parseArgs({
@@ -58,12 +59,7 @@ const { values: opts } = parseArgs({
 });
 
 function whole(name) {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n < 1) {
-    process.stderr.write(`--${name} must be a whole number ≥ 1 (got ${opts[name]})\n`);
-    process.exit(2);
-  }
-  return n;
+  return wholeOption(name, opts[name]);
 }
 const REQUESTS = whole('requests');
 const CLIENTS = whole('clients');

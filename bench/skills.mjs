@@ -20,20 +20,13 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSy
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startFakeServer } from '../test/runner/_fake-server.ts';
-import { ROOT, fmt, installGuards, machine, median, onCleanup, percentile, round, spawnTracked, stopChild, table, tempDir } from './lib.mjs';
+import { fmt, installGuards, machine, median, onCleanup, percentile, ROOT, round, spawnTracked, stopChild, table, tempDir, wholeOption } from './lib.mjs';
 
 const { values: opts } = parseArgs({
   options: { rounds: { type: 'string', default: '10' }, runs: { type: 'string', default: '32' }, concurrency: { type: 'string', default: '2' } },
   strict: true,
 });
-const whole = (name, min, max) => {
-  const n = Number(opts[name]);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    process.stderr.write(`--${name} must be a whole number from ${min} to ${max}\n`);
-    process.exit(2);
-  }
-  return n;
-};
+const whole = (name, min, max) => wholeOption(name, opts[name], min, max);
 const ROUNDS = whole('rounds', 1, 200);
 const RUNS = whole('runs', 1, 500);
 const CONCURRENCY = whole('concurrency', 1, 32);
