@@ -1,0 +1,106 @@
+// Skill runs (docs/skill-runs.md): the runs of every project the user can see, newest first, with
+// state and last progress line; one run's report, progress, error and patch (the server keeps at most
+// 128 KiB and says when it cut); Cancel for a run that has not ended (operator or more).
+import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, api, when } from '../api.ts';
+
+interface Run {
+  id: string;
+  projectId: string;
+  skill: string;
+  args: string[];
+  output: 'report' | 'pull_request';
+  state: string;
+  error: string | null;
+  branch: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  costUsd: number | null;
+  lastProgress: string | null;
+}
+interface RunDetail extends Run {
+  report: string | null;
+  reportTruncated: boolean;
+  progress: { seq: number; text: string }[];
+  patch: string | null;
+  patchBytes: number | null;
+  patchTruncated: boolean;
+}
+
+const ENDED = new Set(['succeeded', 'failed', 'timed_out', 'cancelled']);
+const stateClass = (s: string) => (s === 'succeeded' ? 'ok' : ENDED.has(s) ? 'failed' : 'running');
+const message = (e: unknown) => (e instanceof ApiError || e instanceof Error ? e.message : String(e));
+
+function Detail({ id, onError }: { id: string; onError: (m: string) => void }) {
+  const [run, setRun] = useState<RunDetail | null>(null);
+  useEffect(() => {
+    api<RunDetail>(`/api/runs/${id}`)
+      .then(setRun)
+      .catch((e) => onError(message(e)));
+  }, [id]);
+  if (!run) return html`<p class="muted">Loading…</p>`;
+  return html`<div class="run-detail">
+    ${run.error && html`<p class="failed">${run.error}</p>`}
+    ${run.report !== null &&
+    html`<h4>Report${run.reportTruncated ? ' (cut)' : ''}</h4>
+      <pre class="report">${run.report}</pre>`}
+    ${run.patch !== null &&
+    html`<h4>Patch${run.branch ? html` on <code>${run.branch}</code>` : ''}</h4>
+      ${run.patchTruncated && html`<p class="muted">Cut to 128 KiB of ${run.patchBytes} bytes; the full patch is in the run directory on the runner.</p>`}
+      <pre class="patch">${run.patch}</pre>`}
+    ${run.progress.length > 0 &&
+    html`<h4>Progress</h4>
+      <pre class="progress">${run.progress.map((p) => p.text).join('\n')}</pre>`}
+  </div>`;
+}
+
+export function Runs() {
+  const [runs, setRuns] = useState<Run[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [open, setOpen] = useState<string | null>(null);
+  const load = () =>
+    api<{ runs: Run[] }>('/api/runs?limit=100')
+      .then((r) => setRuns(r.runs))
+      .catch((e) => setError(message(e)));
+  useEffect(() => {
+    void load();
+    const timer = setInterval(load, 5000); // runs move on their own
+    return () => clearInterval(timer);
+  }, []);
+  const cancel = async (r: Run) => {
+    if (!confirm(`Cancel the ${r.skill} run?`)) return;
+    setError(null);
+    await api(`/api/projects/${r.projectId}/commands`, { method: 'POST', body: { name: 'skill.cancel', args: { runId: r.id } } }).catch((e) => setError(message(e)));
+    await load();
+  };
+
+  if (!runs) return error ? html`<p class="failed" role="alert">${error}</p>` : html`<p class="muted">Loading…</p>`;
+  return html`
+    ${error && html`<p class="failed" role="alert">${error}</p>`}
+    ${runs.length === 0
+      ? html`<p class="muted">No skill runs yet.</p>`
+      : html`<table class="runs">
+          <thead><tr><th>Skill</th><th>Project</th><th>State</th><th>Started</th><th>Ended</th><th>Cost</th><th></th></tr></thead>
+          <tbody>
+            ${runs.map(
+              (r) => html`<tr data-run=${r.id}>
+                  <td><strong>${r.skill}</strong> <span class="muted">${r.args.join(' ')}</span>
+                    ${r.lastProgress && html`<div class="muted">${r.lastProgress}</div>`}</td>
+                  <td>${r.projectId}</td>
+                  <td><span class=${stateClass(r.state)}>${r.state}</span></td>
+                  <td>${when(r.startedAt ?? r.createdAt)}</td>
+                  <td>${when(r.finishedAt)}</td>
+                  <td>${r.costUsd === null ? '—' : `$${r.costUsd.toFixed(4)}`}</td>
+                  <td class="actions">
+                    <button class="secondary" onClick=${() => setOpen(open === r.id ? null : r.id)}>${open === r.id ? 'Hide' : 'Details'}</button>
+                    ${!ENDED.has(r.state) && html`<button class="secondary" onClick=${() => cancel(r)}>Cancel</button>`}
+                  </td>
+                </tr>
+                ${open === r.id && html`<tr><td colspan="7"><${Detail} id=${r.id} onError=${setError} /></td></tr>`}`,
+            )}
+          </tbody>
+        </table>`}
+  `;
+}
