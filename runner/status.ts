@@ -19,8 +19,8 @@ export async function reach(server: string): Promise<{ ok: boolean; detail: stri
     if (res.status === 200 && body?.status === 'ok') return { ok: true, detail: `reachable (${ms} ms)` };
     return { ok: false, detail: `unreachable (GET /health answered HTTP ${res.status})` };
   } catch (e) {
-    const cause = (e as { cause?: { code?: string } }).cause;
-    return { ok: false, detail: `unreachable (${cause?.code ?? (e as Error).name})` };
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    return { ok: false, detail: `unreachable (${cause?.code ?? cause?.message ?? (e as Error).name})` };
   }
 }
 
