@@ -47,6 +47,24 @@ test('pair: writes server, id and token (0600, no temp file), keeps profiles; re
   assert.equal(sb.readConfig().profiles[0].id, 'mine');
 });
 
+test('pair on a machine without profiles detects them and prints each with its authentication state; --no-detect does not', async () => {
+  sb.fakeBin('claude', 'echo "2.0.1 (Claude Code)"');
+  const r = await runCli(sb, ['pair', '--server', fake.url, '--code', 'ABCD-2345']);
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stdout + r.stderr, /claude \(claude\): NOT authenticated/);
+  assert.equal(sb.readConfig().profiles.map((p: any) => p.runtime), ['claude']);
+
+  const other = sandbox();
+  try {
+    other.fakeBin('claude', 'echo 1');
+    const quiet = await runCli(other, ['pair', '--server', fake.url, '--code', 'ABCD-2345', '--no-detect']);
+    assert.is(quiet.status, 0, quiet.stderr);
+    assert.equal(other.readConfig().profiles ?? [], []);
+  } finally {
+    other.cleanup();
+  }
+});
+
 test('pair: a refused code → exit 1 with the server\'s reason and runner.json unchanged; a path prefix is kept', async () => {
   sb.writeConfig(pairedConfig('http://old.example.test'));
   const before = readFileSync(sb.configPath, 'utf8');
