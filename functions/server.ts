@@ -20,6 +20,7 @@ import { sessionKey } from './auth/auth.ts';
 import { createPasswordLink, createUser } from './auth/routes.ts';
 import { retentionJobs } from './jobs/retention.ts';
 import { Hub } from './runners/hub.ts';
+import { TerminalRelay } from './runners/terminal.ts';
 import { offlineJob } from './runners/presence.ts';
 import { Scheduler } from './jobs/scheduler.ts';
 import { ConfigError, loadConfig } from './lib/config.ts';
@@ -99,9 +100,13 @@ async function serve(config: Config, log: Logger): Promise<void> {
       if (--inFlight === 0) drained?.();
     });
   });
-  // The runner WebSocket (spec: Runner connection) shares the HTTP port; other upgrades are refused.
+  // The runner WebSocket (spec: Runner connection) and the admin terminal relay share the HTTP port;
+  // other upgrades are refused.
+  const terminals = new TerminalRelay({ config, db, log: log.child({ area: 'terminal' }), scheduler, keys, hub });
   server.on('upgrade', (req, socket, head) => {
-    if (new URL(req.url ?? '/', 'http://x').pathname === '/runner') return hub.handleUpgrade(req, socket, head);
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (path === '/runner') return hub.handleUpgrade(req, socket, head);
+    if (path === '/api/terminal') return terminals.handleUpgrade(req, socket, head);
     socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
   });
   server.keepAliveTimeout = 5_000;

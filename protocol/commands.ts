@@ -77,7 +77,18 @@ export const COMMANDS = {
   'pr.approve': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber, comment: text(10_000).optional() }), true),
   'pr.requestChanges': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber, comment: text(10_000).min(1) }), true),
   'pr.voidApproval': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber }), true),
-  'terminal.attach': spec('admin', 10 * s, z.strictObject({ projectId, session: text(128).min(1) }), true),
+  'terminal.attach': spec(
+    'admin',
+    10 * s,
+    z.strictObject({
+      projectId,
+      session: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, { message: 'must be a tmux session name' }),
+      channel: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, { message: 'must be a terminal channel id' }),
+      cols: z.number().int().min(2).max(1000).optional(),
+      rows: z.number().int().min(2).max(1000).optional(),
+    }),
+    true,
+  ),
   'skill.search': spec('operator', 15 * s, z.strictObject({ query: text(200).default('') }), false),
   'skill.inspect': spec('operator', 2 * 60 * s, z.strictObject({ source: skillSource }), false),
   // A profileId installs into that profile's config dir and needs admin (the server checks it).

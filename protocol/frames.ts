@@ -32,6 +32,11 @@ export const runnerEvent = z.strictObject({
 });
 export type RunnerEvent = z.infer<typeof runnerEvent>;
 
+/** A terminal channel (terminal.attach): the server names it, both sides address frames with it. */
+export const termChannel = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/);
+/** Largest piece of terminal input or output in one frame. */
+export const MAX_TERM_DATA = 64 * 1024;
+
 const commandError = z.strictObject({ code: z.string().max(64), message: z.string().max(2000) });
 
 export const runnerFrame = z.discriminatedUnion('type', [
@@ -48,6 +53,8 @@ export const runnerFrame = z.discriminatedUnion('type', [
     .strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.boolean(), data: z.unknown().optional(), error: commandError.optional() })
     .refine((r) => (r.ok ? r.error === undefined : r.error !== undefined), { message: 'ok results carry data, failed ones an error' }),
   z.strictObject({ type: z.literal('ping') }),
+  z.strictObject({ type: z.literal('term.output'), channel: termChannel, data: z.string().max(MAX_TERM_DATA) }),
+  z.strictObject({ type: z.literal('term.exit'), channel: termChannel, reason: z.string().max(500) }),
 ]);
 export type RunnerFrame = z.infer<typeof runnerFrame>;
 
@@ -69,6 +76,9 @@ export const serverFrame = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('projects'), projects: z.array(z.strictObject({ id: z.string(), root: z.string() })) }),
   z.strictObject({ type: z.literal('pong') }),
   z.strictObject({ type: z.literal('error'), code: z.string(), message: z.string() }),
+  z.strictObject({ type: z.literal('term.input'), channel: termChannel, data: z.string().min(1).max(MAX_TERM_DATA) }),
+  z.strictObject({ type: z.literal('term.resize'), channel: termChannel, cols: z.number().int().min(2).max(1000), rows: z.number().int().min(2).max(1000) }),
+  z.strictObject({ type: z.literal('term.close'), channel: termChannel }),
 ]);
 export type ServerFrame = z.infer<typeof serverFrame>;
 

@@ -24,6 +24,7 @@ import { errorText, log, redact } from './log.ts';
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { Spool } from './spool.ts';
+import { Terminals } from './terminal.ts';
 
 /** An events batch not acknowledged within this is sent again (the server stores by id). */
 const ACK_TIMEOUT_MS = 60_000;
@@ -83,6 +84,7 @@ class Daemon {
   private readonly ctx: CommandContext;
   private readonly fleet: Fleet;
   private readonly runs: SkillRuns;
+  private readonly terminals: Terminals;
 
   constructor(
     private readonly config: RunnerConfig & { server: string; runnerId: string; token: string },
@@ -91,7 +93,8 @@ class Daemon {
   ) {
     this.projects = config.projects;
     this.spool = new Spool(spoolDir(env), config.runnerId, (name, reason) => log.error('spool file unreadable; moved to spool/corrupt', { name, reason }));
-    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now() };
+    this.terminals = new Terminals(env, (frame) => this.send(frame));
+    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals };
     this.fleet = new Fleet(this.spool, config, env, () => this.projects);
     this.runs = new SkillRuns(this.spool, config, env, () => this.pump());
     this.conn = new Connection({
@@ -106,6 +109,7 @@ class Daemon {
       },
       onDown: (code, reason, retryInMs) => {
         this.dropBatch();
+        this.terminals.closeAll(); // their browsers were relayed by the connection that dropped
         log.warn(`connection down (${code}${reason ? `: ${reason}` : ''}); reconnecting in ${(retryInMs / 1000).toFixed(1)} s`);
       },
     });
@@ -131,6 +135,7 @@ class Daemon {
   }
 
   private finish(code: number): void {
+    this.terminals.closeAll();
     this.conn.stop();
     clearTimeout(this.ackTimer);
     clearInterval(this.rescanTimer);
@@ -165,6 +170,12 @@ class Daemon {
         log.warn(`server error frame: ${frame.code}: ${frame.message}`);
         if (frame.code === 'server_error' && this.batch) this.armAckTimer(RETRY_AFTER_ERROR_MS);
         return;
+      case 'term.input':
+        return this.terminals.input(frame.channel, frame.data);
+      case 'term.resize':
+        return this.terminals.resize(frame.channel, frame.cols, frame.rows);
+      case 'term.close':
+        return this.terminals.close(frame.channel);
       case 'welcome':
       case 'pong':
         return;

@@ -10,7 +10,7 @@ import type { WebSocket } from 'ws';
 import { COMMANDS } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, MAX_FRAME_BYTES, PROTOCOL_HEADER, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
-import type { RunnerEvent, ServerFrame } from '../../protocol/frames.ts';
+import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
@@ -73,6 +73,23 @@ export class Hub {
 
   isConnectedHere(runnerId: string): boolean {
     return this.conns.has(runnerId);
+  }
+
+  /** Open terminal channels (terminal.attach) relayed by this process: runner frames go to `onFrame`. */
+  private readonly terminals = new Map<string, { runnerId: string; onFrame: (frame: Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>) => void }>();
+
+  /** Receive a terminal channel's frames from this runner until the returned function is called. */
+  openTerminal(runnerId: string, channel: string, onFrame: (frame: Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>) => void): () => void {
+    this.terminals.set(channel, { runnerId, onFrame });
+    return () => void this.terminals.delete(channel);
+  }
+
+  /** Send a frame to a runner whose socket this process holds; false when it does not. */
+  sendToRunner(runnerId: string, frame: ServerFrame): boolean {
+    const conn = this.conns.get(runnerId);
+    if (!conn) return false;
+    this.send(conn, frame);
+    return true;
   }
 
   /** Node's `upgrade` event for /runner: authenticate, then keep the socket or close it with a code. */
@@ -146,6 +163,12 @@ export class Hub {
     if ('invalid' in frame) {
       this.log.warn('runner frame refused', { runnerId: conn.runnerId, reason: frame.invalid });
       return this.send(conn, { type: 'error', code: 'invalid_frame', message: frame.invalid });
+    }
+    // Terminal output goes straight to the browser relaying it (no database work per frame).
+    if (frame.type === 'term.output' || frame.type === 'term.exit') {
+      const sink = this.terminals.get(frame.channel);
+      if (sink?.runnerId === conn.runnerId) sink.onFrame(frame);
+      return;
     }
     try {
       await this.touch(conn.runnerId);

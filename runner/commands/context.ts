@@ -1,6 +1,7 @@
 // What every command handler gets, and the error value a handler fails with.
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import type { Env } from '../paths.ts';
+import type { Terminals } from '../terminal.ts';
 
 export interface CommandContext {
   config: RunnerConfig;
@@ -8,6 +9,8 @@ export interface CommandContext {
   projects: () => readonly ProjectEntry[];
   env: Env;
   startedAt: number;
+  /** Open terminals (terminal.attach); absent where no daemon connection relays them. */
+  terminals?: Terminals;
 }
 
 /** A command failure with its own code (for example `path_not_allowed`), answered as `ok: false`. */

@@ -24,6 +24,10 @@ type Handlers = { [N in CommandName]?: Handler<N> };
 
 export const HANDLERS: Handlers = {
   'runner.ping': runnerPing,
+  'terminal.attach': (args, ctx) => {
+    if (!ctx.terminals) throw new CommandError('failed', 'terminals need the daemon connection');
+    return ctx.terminals.attach(args, ctx);
+  },
   'runner.describe': runnerDescribe,
   'project.inspect': projectInspect,
   'project.refresh': projectRefresh,

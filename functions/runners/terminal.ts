@@ -1,0 +1,129 @@
+// The browser side of terminal.attach (spec: Server commands to a runner, `terminal.attach`, admin):
+// `GET /api/terminal?projectId=…&session=…[&cols=…&rows=…]` upgraded to a WebSocket. The user is
+// authenticated like the API (session cookie, or a Bearer token for scripts), must be admin on the
+// project, and a browser must come from this server's own origin (no cross-site WebSocket). Every
+// attach writes an audit record `terminal.attach`. The relay then carries, as JSON text messages:
+//   browser → server: {type:"input", data}, {type:"resize", cols, rows}
+//   server → browser: {type:"output", data}, {type:"exit", reason}, {type:"error", code, message}
+// The runner's socket must be held by this server process (the terminal is relayed in memory); with
+// several replicas behind a load balancer, pin /api/terminal and /runner to one (docs/runner.md).
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+import * as z from 'zod';
+import { COMMANDS } from '../../protocol/commands.ts';
+import { MAX_TERM_DATA } from '../../protocol/frames.ts';
+import { appendAudit } from '../audit/audit.ts';
+import { authenticate, requireProjectRole } from '../auth/auth.ts';
+import type { AppContext } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
+import { HttpError } from '../lib/errors.ts';
+
+const query = z.strictObject({
+  projectId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  session: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/),
+  cols: z.coerce.number().int().min(2).max(1000).optional(),
+  rows: z.coerce.number().int().min(2).max(1000).optional(),
+});
+const browserMessage = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('input'), data: z.string().min(1).max(MAX_TERM_DATA) }),
+  z.strictObject({ type: z.literal('resize'), cols: z.number().int().min(2).max(1000), rows: z.number().int().min(2).max(1000) }),
+]);
+/** Messages a browser may send per second (typing and pasting stay far below). */
+const INPUT_RATE = 200;
+
+/** Close codes the browser sees: 4400 bad request, 4401 not signed in, 4403 not allowed, 4404 no such
+ *  project, 4409 the runner refused or is elsewhere, 4503 the runner is offline. */
+const closeFor = (status: number) => (status === 401 ? 4401 : status === 403 ? 4403 : status === 404 ? 4404 : 4400);
+
+export class TerminalRelay {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 2 * MAX_TERM_DATA });
+
+  constructor(private readonly ctx: AppContext) {}
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) =>
+      this.accept(ws, req).catch((err) => {
+        const status = err instanceof HttpError ? err.status : 500;
+        if (status >= 500) this.ctx.log.error('terminal relay failed', { error: err instanceof Error ? err.message : String(err) });
+        this.fail(ws, err instanceof HttpError ? err.code : 'server_error', err instanceof HttpError ? err.message : 'the terminal could not be opened', closeFor(status));
+      }),
+    );
+  }
+
+  private fail(ws: WebSocket, code: string, message: string, close: number): void {
+    if (ws.readyState !== ws.OPEN) return;
+    ws.send(JSON.stringify({ type: 'error', code, message }));
+    ws.close(close, code.slice(0, 100));
+  }
+
+  private async accept(ws: WebSocket, req: IncomingMessage): Promise<void> {
+    const host = req.headers.host ?? '';
+    const origin = req.headers.origin;
+    const allowedOrigins = new Set([`http://${host}`, `https://${host}`]);
+    if (this.ctx.config.PUBLIC_URL) allowedOrigins.add(new URL(this.ctx.config.PUBLIC_URL).origin);
+    if (origin !== undefined && !allowedOrigins.has(origin)) throw new HttpError(403, 'bad_origin', 'a terminal may only be opened from this server\'s own pages');
+    const url = new URL(req.url ?? '/', `http://${host || 'localhost'}`);
+    const request = new Request(url, { headers: Object.entries(req.headers).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v] as [string, string]] : [])) });
+    const principal = await authenticate(this.ctx, request);
+    if (!principal) throw new HttpError(401, 'unauthorized', 'sign in first');
+    const parsed = query.safeParse(Object.fromEntries(url.searchParams));
+    if (!parsed.success) throw new HttpError(400, 'invalid_query', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+    const { projectId, session, cols, rows } = parsed.data;
+    await requireProjectRole(this.ctx.db, principal, projectId, COMMANDS['terminal.attach'].minRole);
+    const [project] = await this.ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${projectId}`);
+    if (!project.runner_id) throw new HttpError(409, 'no_runner', 'this project has no runner');
+    const runnerId = project.runner_id;
+    if (!this.ctx.hub.isConnectedHere(runnerId)) {
+      return this.fail(ws, 'runner_elsewhere', 'the runner is offline or connected to another server process; terminals are relayed by the process holding its socket', 4503);
+    }
+
+    const channel = randomBytes(12).toString('base64url');
+    const close = this.ctx.hub.openTerminal(runnerId, channel, (frame) => {
+      if (ws.readyState !== ws.OPEN) return;
+      if (frame.type === 'term.output') ws.send(JSON.stringify({ type: 'output', data: frame.data }));
+      else {
+        ws.send(JSON.stringify({ type: 'exit', reason: frame.reason }));
+        ws.close(1000, 'terminal closed');
+      }
+    });
+    let attached = false;
+    ws.on('close', () => {
+      close();
+      if (attached) this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
+    });
+    await this.ctx.db.transaction((tx) =>
+      appendAudit(tx, { actor: principal, action: 'terminal.attach', target: { type: 'project', id: projectId }, diff: { session, runnerId }, requestId: `term-${channel}` }),
+    );
+    const outcome = await this.ctx.hub.command(runnerId, 'terminal.attach', { projectId, session, channel, cols, rows }, principal.user.id);
+    if (outcome.status !== 'done') {
+      close();
+      const error = outcome.status === 'failed' ? outcome.error : { code: outcome.status === 'offline' ? 'runner_offline' : 'command_timeout', message: `terminal.attach: ${outcome.status}` };
+      return this.fail(ws, error.code, error.message, 4409);
+    }
+    attached = true;
+    if (ws.readyState !== ws.OPEN) return void this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
+
+    let tokens = INPUT_RATE;
+    let refilled = Date.now();
+    ws.on('message', (data, isBinary) => {
+      const now = Date.now();
+      tokens = Math.min(INPUT_RATE, tokens + ((now - refilled) / 1000) * INPUT_RATE);
+      refilled = now;
+      if (tokens < 1) return;
+      tokens -= 1;
+      let msg: z.infer<typeof browserMessage>;
+      try {
+        const r = browserMessage.safeParse(isBinary ? null : JSON.parse(data.toString()));
+        if (!r.success) return;
+        msg = r.data;
+      } catch {
+        return;
+      }
+      if (msg.type === 'input') this.ctx.hub.sendToRunner(runnerId, { type: 'term.input', channel, data: msg.data });
+      else this.ctx.hub.sendToRunner(runnerId, { type: 'term.resize', channel, cols: msg.cols, rows: msg.rows });
+    });
+  }
+}
