@@ -1,4 +1,4 @@
-// Admin pages: Preact + htm, no build-time JSX. Hash routes: #/runners, #/runs, #/integrations, #/schedules, #/set-password?token=…;
+// Admin pages: Preact + htm, no build-time JSX. Hash routes: #/runners, #/runs, #/integrations, #/terminal, #/schedules, #/set-password?token=…;
 // anyone not signed in sees the sign-in form.
 import { html } from 'htm/preact';
 import { render } from 'preact';
@@ -8,6 +8,7 @@ import { Integrations } from './pages/integrations.ts';
 import { Runners } from './pages/runners.ts';
 import { Runs } from './pages/runs.ts';
 import { Schedules } from './pages/schedules.ts';
+import { TerminalPage } from './pages/terminal.ts';
 import { SetPassword, SignIn } from './pages/signin.ts';
 
 interface Me {
@@ -43,6 +44,7 @@ function App() {
   else if (me === null) body = html`<${SignIn} onSignedIn=${load} />`;
   else if (hash.startsWith('#/runners')) body = html`<h2>Runners</h2><${Runners} />`;
   else if (hash.startsWith('#/runs')) body = html`<h2>Skill runs</h2><${Runs} />`;
+  else if (hash.startsWith('#/terminal')) body = html`<h2>Terminal</h2><${TerminalPage} />`;
   else if (hash.startsWith('#/integrations')) body = html`<h2>Integrations</h2><${Integrations} />`;
   else body = html`<h2>Schedules</h2><${Schedules} />`;
 
@@ -53,7 +55,7 @@ function App() {
   };
   return html`<header>
       <h1>svc</h1>
-      ${me && html`<nav><a href="#/runners">Runners</a> <a href="#/runs">Runs</a> <a href="#/integrations">Integrations</a> <a href="#/schedules">Schedules</a></nav>
+      ${me && html`<nav><a href="#/runners">Runners</a> <a href="#/runs">Runs</a> <a href="#/integrations">Integrations</a> <a href="#/terminal">Terminal</a> <a href="#/schedules">Schedules</a></nav>
         <span class="spacer"></span><span class="who">${me.user.email}</span>
         <button class="link" onClick=${signOut}>Sign out</button>`}
     </header>

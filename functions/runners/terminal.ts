@@ -90,22 +90,12 @@ export class TerminalRelay {
       }
     });
     let attached = false;
-    ws.on('close', () => {
-      close();
-      if (attached) this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
-    });
-    await this.ctx.db.transaction((tx) =>
-      appendAudit(tx, { actor: principal, action: 'terminal.attach', target: { type: 'project', id: projectId }, diff: { session, runnerId }, requestId: `term-${channel}` }),
-    );
-    const outcome = await this.ctx.hub.command(runnerId, 'terminal.attach', { projectId, session, channel, cols, rows }, principal.user.id);
-    if (outcome.status !== 'done') {
-      close();
-      const error = outcome.status === 'failed' ? outcome.error : { code: outcome.status === 'offline' ? 'runner_offline' : 'command_timeout', message: `terminal.attach: ${outcome.status}` };
-      return this.fail(ws, error.code, error.message, 4409);
-    }
-    attached = true;
-    if (ws.readyState !== ws.OPEN) return void this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
-
+    // Keys typed while the runner attaches are kept and sent once it has.
+    const early: z.infer<typeof browserMessage>[] = [];
+    const forward = (msg: z.infer<typeof browserMessage>) => {
+      if (msg.type === 'input') this.ctx.hub.sendToRunner(runnerId, { type: 'term.input', channel, data: msg.data });
+      else this.ctx.hub.sendToRunner(runnerId, { type: 'term.resize', channel, cols: msg.cols, rows: msg.rows });
+    };
     let tokens = INPUT_RATE;
     let refilled = Date.now();
     ws.on('message', (data, isBinary) => {
@@ -122,8 +112,24 @@ export class TerminalRelay {
       } catch {
         return;
       }
-      if (msg.type === 'input') this.ctx.hub.sendToRunner(runnerId, { type: 'term.input', channel, data: msg.data });
-      else this.ctx.hub.sendToRunner(runnerId, { type: 'term.resize', channel, cols: msg.cols, rows: msg.rows });
+      if (attached) forward(msg);
+      else if (early.length < 1000) early.push(msg);
     });
+    ws.on('close', () => {
+      close();
+      if (attached) this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
+    });
+    await this.ctx.db.transaction((tx) =>
+      appendAudit(tx, { actor: principal, action: 'terminal.attach', target: { type: 'project', id: projectId }, diff: { session, runnerId }, requestId: `term-${channel}` }),
+    );
+    const outcome = await this.ctx.hub.command(runnerId, 'terminal.attach', { projectId, session, channel, cols, rows }, principal.user.id);
+    if (outcome.status !== 'done') {
+      close();
+      const error = outcome.status === 'failed' ? outcome.error : { code: outcome.status === 'offline' ? 'runner_offline' : 'command_timeout', message: `terminal.attach: ${outcome.status}` };
+      return this.fail(ws, error.code, error.message, 4409);
+    }
+    attached = true;
+    if (ws.readyState !== ws.OPEN) return void this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
+    for (const msg of early.splice(0)) forward(msg);
   }
 }

@@ -1,0 +1,80 @@
+// The admin Terminal page in a real browser: attach to a project's tmux session through the real
+// server and the real runner bundle, type into xterm.js, see the output, detach (the session lives on).
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Browser } from 'playwright-core';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import type { Sandbox } from '../runner/_harness.ts';
+
+const SOCKET = `svc-webterm-${randomBytes(4).toString('hex')}`;
+const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' }).trim();
+
+let server: RunningServer;
+let browser: Browser;
+let sb: Sandbox;
+let projectId: string;
+let session: string;
+
+test.before(async () => {
+  [server, browser] = await Promise.all([startServer({ admin: true }), launchBrowser()]);
+  sb = sandbox();
+  const root = join(sb.dir, 'widgets');
+  mkdirSync(root, { recursive: true });
+  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'web-term' } })).json();
+  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
+  assert.is(paired.status, 0, paired.stderr);
+  projectId = (await (await server.api('/api/projects', { method: 'POST', json: { name: 'widgets', repo: 'acme/widgets', runnerId: made.runner.id, rootPath: root } })).json()).id;
+  session = `svc-${projectId}-orch`;
+  tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
+  const d = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
+  await d.waitFor(/connected to/, 15_000);
+  await waitUntil(() => (sb.readConfig().projects ?? []).some((p: { id: string }) => p.id === projectId), 15_000, 'the watch list');
+});
+test.after(async () => {
+  await killDaemons();
+  try {
+    tmux('kill-server');
+  } catch {}
+  await browser?.close();
+  await server?.cleanup();
+  sb?.cleanup();
+});
+
+test('attach from the Terminal page, type, see the output, detach; the session lives on', async () => {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(server.url + '/#/terminal');
+  await page.fill('input[name=email]', server.admin.email);
+  await page.fill('input[name=password]', server.admin.password);
+  await page.click('form button');
+  await page.waitForSelector(`select[name=project] option[value="${projectId}"]`, { state: 'attached' });
+  assert.is(await page.inputValue('input[name=session]'), session);
+  await page.click('form.terminal-form button:has-text("Attach")');
+  await page.waitForSelector('.terminal .xterm');
+  await page.waitForFunction(() => document.querySelector('.terminal .xterm') !== null && document.activeElement?.classList.contains('xterm-helper-textarea'));
+  await page.keyboard.type('echo from-the-browser-$((6*7))');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => /from-the-browser-42/.test(document.querySelector('.terminal .xterm-rows')?.textContent ?? ''), null, { timeout: 15_000 }).catch(async (e) => {
+    throw new Error(`${e.message}\nscreen: ${await page.textContent('.terminal .xterm-rows')}\ntmux: ${tmux('capture-pane', '-p', '-t', `=${session}:`)}\nstatus: ${await page.textContent('main')}\nerrors: ${errors}`);
+  });
+  assert.match(tmux('capture-pane', '-p', '-t', `=${session}:`), /from-the-browser-42/);
+
+  await page.click('form.terminal-form button:has-text("Detach")');
+  await page.waitForSelector('[role=status]', { timeout: 10_000 }).catch((e) => {
+    throw new Error(`${e.message}\nerrors: ${errors.join('; ')}`);
+  });
+  assert.match((await page.textContent('[role=status]')) ?? '', /keeps running/);
+  await waitUntil(() => tmux('list-clients') === '', 5000, 'the control client detached');
+  assert.ok(tmux('list-sessions', '-F', '#{session_name}').split('\n').includes(session));
+  assert.equal(errors, []);
+});
+
+test.run();

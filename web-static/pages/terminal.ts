@@ -1,0 +1,76 @@
+// Terminal (spec: terminal.attach, admin): choose a project and one of its tmux sessions (the
+// orchestrator `svc-<projectId>-orch` or a slot `svc-<projectId>-slot-<slot>`), attach, type, detach.
+// The session keeps running after Detach. Every attach is in the audit log.
+import { html } from 'htm/preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import type { Mounted } from '../terminal-view.ts';
+
+interface Project {
+  id: string;
+  name: string;
+  runnerId: string | null;
+  role?: string;
+}
+
+export function TerminalPage() {
+  const [projects, setProjects] = useState<Project[]>([]);
+  const [projectId, setProjectId] = useState('');
+  const [session, setSession] = useState('');
+  const [status, setStatus] = useState<string | null>(null);
+  const [attached, setAttached] = useState(false);
+  const box = useRef<HTMLDivElement>(null);
+  const mounted = useRef<Mounted | null>(null);
+  useEffect(() => {
+    api<{ projects: Project[] }>('/api/projects')
+      .then((r) => {
+        const mine = r.projects.filter((p) => p.runnerId);
+        setProjects(mine);
+        if (mine[0]) {
+          setProjectId(mine[0].id);
+          setSession(`svc-${mine[0].id}-orch`);
+        }
+      })
+      .catch((e) => setStatus(e.message));
+    return () => mounted.current?.detach();
+  }, []);
+
+  const attach = async (ev: Event) => {
+    ev.preventDefault();
+    setStatus(null);
+    const view: typeof import('../terminal-view.ts') = await import(new URL('terminal.js', import.meta.url).href);
+    const ws = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/terminal?projectId=${encodeURIComponent(projectId)}&session=${encodeURIComponent(session)}`;
+    setAttached(true);
+    mounted.current = view.mountTerminal(box.current!, ws, (why) => {
+      setStatus(why);
+      setAttached(false);
+      mounted.current?.detach();
+      mounted.current = null;
+    });
+  };
+  const detach = () => {
+    mounted.current?.detach();
+    mounted.current = null;
+    setAttached(false);
+    setStatus('Detached; the session keeps running.');
+  };
+
+  return html`
+    <form class="inline terminal-form" onSubmit=${attach}>
+      <select name="project" aria-label="Project" value=${projectId} disabled=${attached}
+        onChange=${(e: Event) => {
+          const id = (e.target as HTMLSelectElement).value;
+          setProjectId(id);
+          setSession(`svc-${id}-orch`);
+        }}>
+        ${projects.map((p) => html`<option value=${p.id}>${p.name}</option>`)}
+      </select>
+      <input name="session" aria-label="tmux session" value=${session} disabled=${attached} onInput=${(e: Event) => setSession((e.target as HTMLInputElement).value)} />
+      <button type="submit" disabled=${!projectId || attached}>Attach</button>
+      <button type="button" class="secondary" disabled=${!attached} onClick=${detach}>Detach</button>
+    </form>
+    ${status && html`<p class="muted" role="status">${status}</p>`}
+    ${projects.length === 0 && html`<p class="muted">No project with a runner yet.</p>`}
+    <div class="terminal" ref=${box}></div>
+  `;
+}
