@@ -8,6 +8,9 @@ const define = { __SVC_VERSION__: JSON.stringify(pkg.version) };
 // ESM bundles that still contain CommonJS dependencies need a require() of their own.
 const banner = { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" };
 
+/** The admin pages' bundles. */
+const browser = { bundle: true, platform: 'browser', format: 'esm', target: 'es2022', minify: true, sourcemap: true };
+
 export const builds = [
   {
     entryPoints: ['functions/server.ts'],
@@ -34,28 +37,9 @@ export const builds = [
     // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
     // (locales included) and makes this file ~960 KB instead of ~400 KB.
   },
-  {
-    // The terminal (xterm.js) is its own file, loaded only when an admin opens one.
-    entryPoints: ['web-static/terminal-view.ts'],
-    outfile: 'dist/web/terminal.js',
-    bundle: true,
-    platform: 'browser',
-    format: 'esm',
-    target: 'es2022',
-    minify: true,
-    sourcemap: true,
-  },
-  {
-    entryPoints: ['web-static/app.ts'],
-    outfile: 'dist/web/app.js',
-    bundle: true,
-    platform: 'browser',
-    format: 'esm',
-    target: 'es2022',
-    minify: true,
-    sourcemap: true,
-    define,
-  },
+  // The terminal (xterm.js) is its own file, loaded only when an admin opens one.
+  { ...browser, entryPoints: ['web-static/terminal-view.ts'], outfile: 'dist/web/terminal.js' },
+  { ...browser, entryPoints: ['web-static/app.ts'], outfile: 'dist/web/app.js', define },
 ];
 
 /** Every file of web-static/ that esbuild does not compile (HTML, CSS, icons) goes to dist/web as is. */
