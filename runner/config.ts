@@ -146,23 +146,28 @@ export function loadConfig(path: string): LoadedConfig {
 export const isPaired = (c: RunnerConfig): c is RunnerConfig & { server: string; runnerId: string; token: string } =>
   Boolean(c.server && c.runnerId && c.token);
 
-/** Write a file atomically with mode 0600: temp file beside it, fsync, rename, fsync the directory. */
+/** Write a file atomically with mode 0600: temp file beside it, fsync, rename, fsync the directory.
+ *  On any failure the temp file is removed and the target is left as it was. */
 export function writeFileAtomic(path: string, text: string): void {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'wx', 0o600);
   try {
-    writeSync(fd, text);
-    fsyncSync(fd);
+    try {
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    chmodSync(tmp, 0o600); // in case the umask or an ACL widened it
+    renameSync(tmp, path);
   } catch (err) {
-    closeSync(fd);
-    unlinkSync(tmp);
+    try {
+      unlinkSync(tmp);
+    } catch {}
     throw err;
   }
-  closeSync(fd);
-  chmodSync(tmp, 0o600); // in case the umask or an ACL widened it
-  renameSync(tmp, path);
   syncDir(dir);
 }
 

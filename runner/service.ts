@@ -7,8 +7,8 @@
 // The environment the runner needs is pinned in the service: PATH (to find claude/codex, git) and the
 // XDG directories, so the service reads the same runner.json as this command did.
 // `--platform linux|darwin` (or SVC_RUNNER_SERVICE_PLATFORM) chooses the kind, for tests.
-import { chmodSync, realpathSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { writeFileAtomic } from './config.ts';
 import { launchdLogPath, launchdPlistPath, launchdWrapperPath, systemdUnitPath } from './paths.ts';
 import type { Env } from './paths.ts';
@@ -60,17 +60,25 @@ export function systemdUnit(t: ServiceTarget): string {
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The launchd wrapper: runs the daemon, forwards TERM/INT, turns exit 78 into 0. */
+/** The launchd wrapper: runs the daemon, forwards TERM/INT, turns exit 78 into 0. A trapped signal
+ *  makes `wait` return early (status > 128) before the child has exited: then it waits again, so the
+ *  wrapper always ends with the child's own code (the shell keeps a reaped child's status for `wait`). */
 export function launchdWrapper(t: ServiceTarget): string {
   return `#!/bin/sh
 # Written by \`svc-runner install-service\`. launchd restarts the runner when it exits unsuccessfully;
 # exit 78 (the server closed the connection for good) must not restart it, so it becomes 0 here.
+child=
+woken=
+trap 'woken=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM INT
 ${sh(t.node)} ${sh(t.bundle)} run &
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
-wait "$child"
-code=$?
-while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
+[ -z "$woken" ] || kill -TERM "$child" 2>/dev/null
+while :; do
+  woken=
+  wait "$child"
+  code=$?
+  if [ -z "$woken" ] || [ "$code" -le 128 ]; then break; fi
+done
 if [ "$code" -eq 78 ]; then exit 0; fi
 exit "$code"
 `;
@@ -124,23 +132,40 @@ export function serviceTarget(env: Env): ServiceTarget {
   return { node: process.execPath, bundle, env };
 }
 
+/** Do one file system step of the install; a failure (say, a directory in the way) is reported, not thrown. */
+function step(err: Out, what: string, path: string, action: () => void): boolean {
+  try {
+    action();
+    return true;
+  } catch (e) {
+    err.write(`svc-runner: install-service: cannot ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`);
+    return false;
+  }
+}
+const writeServiceFile = (path: string, text: string, mode: number, err: Out) =>
+  step(err, 'write', path, () => {
+    writeFileAtomic(path, text);
+    chmodSync(path, mode);
+  });
+
 export function installService(platform: string, env: Env, out: Out, err: Out): number {
   const t = serviceTarget(env);
   if (platform === 'linux') {
     const path = systemdUnitPath(env);
-    writeFileAtomic(path, systemdUnit(t));
-    chmodSync(path, 0o644);
+    if (!writeServiceFile(path, systemdUnit(t), 0o644, err)) return 1;
     out.write(`Wrote ${path}\nStart it now and at every login with:\n  systemctl --user daemon-reload && systemctl --user enable --now svc-runner.service\n`);
     out.write('To keep it running while you are logged out: loginctl enable-linger "$USER"\nLogs: journalctl --user -u svc-runner -f\n');
     return 0;
   }
   if (platform === 'darwin') {
     const wrapper = launchdWrapperPath(env);
-    writeFileAtomic(wrapper, launchdWrapper(t));
-    chmodSync(wrapper, 0o700);
+    if (!writeServiceFile(wrapper, launchdWrapper(t), 0o700, err)) return 1;
+    // launchd opens StandardOutPath itself and does not create its directory: without it the job
+    // cannot start at all (before the runner has ever run, the state directory may not exist yet).
+    const logDir = dirname(launchdLogPath(env));
+    if (!step(err, 'create', logDir, () => mkdirSync(logDir, { recursive: true, mode: 0o700 }))) return 1;
     const plist = launchdPlistPath(env);
-    writeFileAtomic(plist, launchdPlist(t));
-    chmodSync(plist, 0o644);
+    if (!writeServiceFile(plist, launchdPlist(t), 0o644, err)) return 1;
     out.write(`Wrote ${plist}\nWrote ${wrapper}\nStart it now and at every login with:\n  launchctl bootstrap gui/$(id -u) ${sh(plist)}\n`);
     out.write(`Restart it with: launchctl kickstart -k gui/$(id -u)/com.svc.runner\nLogs: ${launchdLogPath(env)}\n`);
     return 0;

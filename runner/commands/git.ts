@@ -39,21 +39,21 @@ export async function workTreeTop(dir: string): Promise<string | null> {
   }
 }
 
-/** A remote URL as reported: user name and password of http(s) URLs are removed (they may be tokens). */
+/** A remote URL as reported: a password is removed from any URL, and for http(s) the user name too
+ *  (a token is often put there: https://x-access-token:<token>@host/…). The user of ssh://user@host
+ *  and of scp-like `git@host:owner/repo.git` is not a secret and stays. */
 export function redactUrl(url: string): string {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
     try {
       const u = new URL(url);
-      if (u.protocol === 'http:' || u.protocol === 'https:') {
-        u.username = '';
-        u.password = '';
-      }
+      if (u.protocol === 'http:' || u.protocol === 'https:') u.username = '';
+      u.password = '';
       return u.toString();
     } catch {
       return url.replace(/\/\/[^/@]*@/, '//');
     }
   }
-  return url; // scp-like `git@host:owner/repo.git`: the user is not a secret
+  return url;
 }
 
 interface Worktree {
