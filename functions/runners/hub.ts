@@ -236,6 +236,12 @@ export class Hub {
     if (this.conns.get(conn.runnerId) !== conn) return; // already replaced
     this.conns.delete(conn.runnerId);
     this.lastTouch.delete(conn.runnerId);
+    // Its terminals cannot go on: tell each browser relaying one (terminal.attach).
+    for (const [channel, sink] of [...this.terminals]) {
+      if (sink.runnerId !== conn.runnerId) continue;
+      this.terminals.delete(channel);
+      sink.onFrame({ type: 'term.exit', channel, reason: 'the runner disconnected' });
+    }
     await this.db
       .query(sql`update runners set connected_instance = null, last_seen_at = now() where id = ${conn.runnerId} and connected_instance = ${this.instance}`)
       .catch(() => {});

@@ -1,0 +1,141 @@
+// terminal.attach beyond the orchestrator: a slot's session and a skill run's session (svc-run-<runId>,
+// allowed when its run.json names the project, refused for another project's run); UTF-8 output
+// arrives intact; the runner going away ends the browser's terminal with an exit message; with the
+// runner offline the attach is refused with 4503. Real server, real runner bundle, real tmux.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import WebSocket from 'ws';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import type { Daemon, Sandbox } from '../runner/_harness.ts';
+
+const SOCKET = `svc-term-${randomBytes(4).toString('hex')}`;
+const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' }).trim();
+
+let server: RunningServer;
+let sb: Sandbox;
+let daemon: Daemon;
+let projectId: string;
+
+interface Term {
+  ws: WebSocket;
+  messages: any[];
+  text: () => string;
+  closed: Promise<number>;
+}
+
+function openTerminal(session: string): Term {
+  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/terminal?projectId=${projectId}&session=${session}`, { headers: { authorization: `Bearer ${server.admin.token}` } });
+  const messages: any[] = [];
+  ws.on('message', (d) => messages.push(JSON.parse(d.toString())));
+  ws.on('error', () => {});
+  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+  return { ws, messages, closed, text: () => messages.filter((m) => m.type === 'output').map((m) => m.data).join('') };
+}
+
+/** A skill run's files as the run manager writes them (only run.json matters to the terminal). */
+function writeRun(runId: string, project: string): string {
+  const dir = join(sb.env.XDG_STATE_HOME, 'svc', 'runs', runId);
+  mkdirSync(dir, { recursive: true });
+  const run = {
+    version: 1, runId, projectId: project, root: sb.dir, skill: 'demo', args: [], output: 'report', profileId: 'p', runtime: 'claude',
+    argv: ['/bin/true'], cwd: sb.dir, env: {}, timeoutSec: 60, createdAt: new Date().toISOString(),
+  };
+  writeFileSync(join(dir, 'run.json'), JSON.stringify(run), { mode: 0o600 });
+  return dir;
+}
+
+async function startRunner(): Promise<void> {
+  daemon = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
+  await daemon.waitFor(/connected to/, 15_000);
+  await waitUntil(() => (sb.readConfig().projects ?? []).some((p: { id: string }) => p.id === projectId), 15_000, 'the watch list');
+}
+
+test.before(async () => {
+  server = await startServer({ admin: true });
+  sb = sandbox();
+  const root = join(sb.dir, 'gadgets');
+  mkdirSync(root, { recursive: true });
+  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'term-sessions' } })).json();
+  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
+  assert.is(paired.status, 0, paired.stderr);
+  projectId = (await (await server.api('/api/projects', { method: 'POST', json: { name: 'gadgets', repo: 'acme/gadgets', runnerId: made.runner.id, rootPath: root } })).json()).id;
+  await startRunner();
+});
+test.after(async () => {
+  await killDaemons();
+  try {
+    tmux('kill-server');
+  } catch {}
+  await server?.cleanup();
+  sb?.cleanup();
+});
+
+test("a slot's session; UTF-8 output arrives whole", async () => {
+  const session = `svc-${projectId}-slot-2`;
+  tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
+  const t = openTerminal(session);
+  await waitUntil(() => t.messages.some((m) => m.type === 'output'), 15_000, () => `the screen; got ${JSON.stringify(t.messages).slice(0, 300)}`);
+  t.ws.send(JSON.stringify({ type: 'input', data: "printf 'caf\\303\\251 \\342\\234\\223 done\\n'\r" }));
+  await waitUntil(() => t.text().includes('café ✓ done'), 10_000, () => `the UTF-8 line; got ${JSON.stringify(t.text().slice(-300))}`);
+  t.ws.close();
+  await t.closed;
+  await waitUntil(() => tmux('list-clients') === '', 5000, 'the control client detached');
+  assert.ok(tmux('has-session', '-t', `=${session}`) === '');
+});
+
+test("a skill run's session: its own project's run yes, another project's run no", async () => {
+  const mine = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const theirs = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+  const dirs = [writeRun(mine, projectId), writeRun(theirs, 'another-project')];
+  try {
+    for (const id of [mine, theirs]) tmux('new-session', '-d', '-s', `svc-run-${id}`, '-x', '80', '-y', '24', 'sh');
+    tmux('send-keys', '-t', `=svc-run-${mine}:`, 'echo inside-the-run', 'Enter');
+    const t = openTerminal(`svc-run-${mine}`);
+    await waitUntil(() => t.text().includes('inside-the-run'), 15_000, () => `the run's screen; got ${JSON.stringify(t.messages).slice(0, 300)}`);
+    t.ws.close();
+    await t.closed;
+
+    const other = openTerminal(`svc-run-${theirs}`);
+    assert.is(await other.closed, 4409);
+    assert.is(other.messages[0].code, 'session_not_allowed');
+    const missing = openTerminal(`svc-run-no-such-run`);
+    assert.is(await missing.closed, 4409);
+    assert.is(missing.messages[0].code, 'session_not_allowed');
+  } finally {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+});
+
+test('a session of the project that is not running: no_session', async () => {
+  const t = openTerminal(`svc-${projectId}-orch`);
+  assert.is(await t.closed, 4409);
+  assert.is(t.messages[0].code, 'no_session');
+});
+
+test("the runner going away ends the browser's terminal; with the runner offline the attach is refused (4503)", async () => {
+  const session = `svc-${projectId}-orch`;
+  tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
+  const t = openTerminal(session);
+  await waitUntil(() => t.messages.some((m) => m.type === 'output'), 15_000, 'the screen');
+  await daemon.kill('SIGKILL');
+  assert.is(await t.closed, 1000);
+  const exit = t.messages.find((m) => m.type === 'exit');
+  assert.ok(exit, JSON.stringify(t.messages.slice(-3)));
+  assert.match(exit.reason, /runner disconnected/);
+  // Its control client ends on its stdin's EOF (tmux -C), so nothing stays attached.
+  const clients = () => tmux('list-clients', '-F', '#{client_pid} #{session_name} #{client_flags}');
+  await waitUntil(() => clients() === '', 10_000, () => `the orphaned control client gone; clients: ${clients()}`);
+  assert.ok(tmux('has-session', '-t', `=${session}`) === '', 'the session lives on');
+
+  const offline = openTerminal(session);
+  assert.is(await offline.closed, 4503);
+  assert.is(offline.messages[0].code, 'runner_elsewhere');
+});
+
+test.run();
