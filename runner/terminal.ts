@@ -5,7 +5,8 @@
 // `term.output` frames. Input arrives as `term.input` and is typed with `send-keys -H <hex bytes>`;
 // `term.resize` becomes `refresh-client -C <cols>x<rows>`; `term.close` (or the server going away)
 // detaches — the session itself is never killed. Sessions an admin may attach to: the project's
-// orchestrator `svc-<projectId>-orch` and its slots `svc-<projectId>-slot-<slot>` (docs/orchestrator.md).
+// orchestrator `svc-<projectId>-orch`, its slots `svc-<projectId>-slot-<slot>` (docs/orchestrator.md)
+// and its skill runs `svc-run-<runId>` (docs/skill-runs.md).
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
@@ -14,6 +15,7 @@ import type { RunnerFrame } from '../protocol/frames.ts';
 import { CommandError } from './commands/context.ts';
 import type { CommandContext } from './commands/context.ts';
 import { log } from './log.ts';
+import { RUN_ID, readRun, runDir } from './runs/files.ts';
 import type { Env } from './paths.ts';
 import { capturePane, hasSession, requireTmux, sessionName } from './tmux.ts';
 
@@ -35,11 +37,16 @@ export function decodeOutput(text: string): Buffer {
   return Buffer.from(bytes);
 }
 
-/** The sessions of a project an admin may attach to. */
-export function attachable(projectId: string, session: string): boolean {
+/** The sessions of a project an admin may attach to: its orchestrator, its slots, and its skill runs
+ *  (`svc-run-<runId>` whose run.json names this project). */
+export function attachable(env: Env, projectId: string, session: string): boolean {
   if (session === sessionName.orchestrator(projectId)) return true;
-  const prefix = sessionName.slot(projectId, '');
-  return session.startsWith(prefix) && /^[A-Za-z0-9_-]{1,32}$/.test(session.slice(prefix.length));
+  const slot = sessionName.slot(projectId, '');
+  if (session.startsWith(slot)) return /^[A-Za-z0-9_-]{1,32}$/.test(session.slice(slot.length));
+  const run = sessionName.run('');
+  if (!session.startsWith(run)) return false;
+  const runId = session.slice(run.length);
+  return RUN_ID.test(runId) && readRun(runDir(env, runId))?.projectId === projectId;
 }
 
 interface Terminal {
@@ -66,7 +73,7 @@ export class Terminals {
   async attach(args: CommandArgs<'terminal.attach'>, ctx: CommandContext): Promise<{ channel: string; session: string }> {
     const { projectId, session, channel } = args;
     if (!ctx.projects().some((p) => p.id === projectId)) throw new CommandError('unknown_project', `project ${projectId} is not on this runner's watch list`);
-    if (!attachable(projectId, session)) throw new CommandError('session_not_allowed', `${session} is not a session of project ${projectId} (its orchestrator or a slot)`);
+    if (!attachable(this.env, projectId, session)) throw new CommandError('session_not_allowed', `${session} is not a session of project ${projectId} (its orchestrator, a slot or a skill run)`);
     if (this.open.has(channel)) throw new CommandError('channel_in_use', 'this terminal channel is already open');
     if (this.open.size >= MAX_TERMINALS) throw new CommandError('busy', `at most ${MAX_TERMINALS} terminals at once`);
     await requireTmux(this.env);

@@ -15,6 +15,7 @@ import { projectInspect, projectRefresh } from './project.ts';
 import { prApprove, prRequestChanges, prVoidApproval } from './pr.ts';
 import { skillCancel, skillInspect, skillInstall, skillList, skillRun, skillSearch, skillUninstall } from './skill.ts';
 import { slotMessage, slotStop } from './slot.ts';
+import { terminalAttach } from './terminal.ts';
 
 export { CommandError, capabilities } from './context.ts';
 export type { CommandContext } from './context.ts';
@@ -24,10 +25,7 @@ type Handlers = { [N in CommandName]?: Handler<N> };
 
 export const HANDLERS: Handlers = {
   'runner.ping': runnerPing,
-  'terminal.attach': (args, ctx) => {
-    if (!ctx.terminals) throw new CommandError('failed', 'terminals need the daemon connection');
-    return ctx.terminals.attach(args, ctx);
-  },
+  'terminal.attach': terminalAttach,
   'runner.describe': runnerDescribe,
   'project.inspect': projectInspect,
   'project.refresh': projectRefresh,
