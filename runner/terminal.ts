@@ -17,7 +17,7 @@ import type { CommandContext } from './commands/context.ts';
 import { log } from './log.ts';
 import { RUN_ID, readRun, runDir } from './runs/files.ts';
 import type { Env } from './paths.ts';
-import { capturePane, hasSession, requireTmux, sessionName } from './tmux.ts';
+import { hasSession, requireTmux, sessionName, tmux } from './tmux.ts';
 
 /** At most this many terminals at once on one runner. */
 const MAX_TERMINALS = 8;
@@ -47,6 +47,21 @@ export function attachable(env: Env, projectId: string, session: string): boolea
   if (!session.startsWith(run)) return false;
   const runId = session.slice(run.length);
   return RUN_ID.test(runId) && readRun(runDir(env, runId))?.projectId === projectId;
+}
+
+const CURSOR_MARK = '@@svc-term-cursor@@';
+
+/** The session's active pane as it is now, as terminal output: clear, the visible lines with their
+ *  colours (`capture-pane -e`), then the cursor where the pane has it. */
+export async function screenOf(env: Env, session: string): Promise<string> {
+  const target = `=${session}:`;
+  const r = await tmux(env, ['capture-pane', '-p', '-e', '-t', target, ';', 'display-message', '-p', '-t', target, `${CURSOR_MARK} #{cursor_x} #{cursor_y}`]);
+  const at = r.stdout.lastIndexOf(CURSOR_MARK);
+  if (r.code !== 0 || at < 0) return '';
+  const lines = r.stdout.slice(0, at).replace(/\n$/, '').split('\n');
+  const [x, y] = r.stdout.slice(at + CURSOR_MARK.length).trim().split(' ').map(Number);
+  const cursor = Number.isInteger(x) && Number.isInteger(y) ? `\x1b[${y + 1};${x + 1}H` : '';
+  return '\x1b[0m\x1b[2J\x1b[H' + lines.join('\r\n') + '\x1b[0m' + cursor;
 }
 
 interface Terminal {
@@ -79,7 +94,7 @@ export class Terminals {
     await requireTmux(this.env);
     if (!(await hasSession(this.env, session))) throw new CommandError('no_session', `the tmux session ${session} is not running`);
 
-    const screen = (await capturePane(this.env, session)) ?? '';
+    const screen = await screenOf(this.env, session);
     const socket = this.env.SVC_TMUX_SOCKET ? ['-L', this.env.SVC_TMUX_SOCKET] : [];
     const child = spawn('tmux', [...socket, '-C', 'attach-session', '-t', `=${session}`], { env: this.env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
     const term: Terminal = { channel, session, child, attached: false, pending: [] };
@@ -108,8 +123,8 @@ export class Terminals {
     child.stdin.on('error', () => {});
     child.on('error', (err) => this.end(channel, `tmux could not run: ${err.message}`));
     child.on('close', () => this.end(channel, 'detached'));
-    // The screen as it is now: clear, then the captured lines (with their colours).
-    this.output(channel, '\x1b[2J\x1b[H' + screen.replace(/\n$/, '').replace(/\n/g, '\r\n'));
+    // The screen as it is now, before any live output.
+    this.output(channel, screen);
     if (args.cols && args.rows) this.resize(channel, args.cols, args.rows);
     log.info('terminal attached', { session, channel });
     return { channel, session };

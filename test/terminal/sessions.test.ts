@@ -76,11 +76,19 @@ test.after(async () => {
   sb?.cleanup();
 });
 
-test("a slot's session; UTF-8 output arrives whole", async () => {
+test("a slot's session: the screen first with colours and cursor; UTF-8 output arrives whole", async () => {
   const session = `svc-${projectId}-slot-2`;
   tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
+  tmux('send-keys', '-t', `=${session}:`, "printf '\\033[31mred-before\\033[0m\\n'", 'Enter');
+  await waitUntil(() => /^red-before$/m.test(tmux('capture-pane', '-p', '-t', `=${session}:`)), 5000, 'the red line on the pane');
+  const cursor = tmux('display-message', '-p', '-t', `=${session}:`, '#{cursor_y} #{cursor_x}').split(' ').map(Number);
   const t = openTerminal(session);
   await waitUntil(() => t.messages.some((m) => m.type === 'output'), 15_000, () => `the screen; got ${JSON.stringify(t.messages).slice(0, 300)}`);
+  // The screen comes first, with its colours, and puts the cursor where the pane has it.
+  const screen: string = t.messages.find((m) => m.type === 'output').data;
+  assert.ok(screen.startsWith('\x1b[0m\x1b[2J\x1b[H'), JSON.stringify(screen.slice(0, 40)));
+  assert.ok(screen.includes('\x1b[31mred-before'), JSON.stringify(screen.slice(0, 300)));
+  assert.ok(screen.endsWith(`\x1b[${cursor[0] + 1};${cursor[1] + 1}H`), JSON.stringify(screen.slice(-40)));
   t.ws.send(JSON.stringify({ type: 'input', data: "printf 'caf\\303\\251 \\342\\234\\223 done\\n'\r" }));
   await waitUntil(() => t.text().includes('café ✓ done'), 10_000, () => `the UTF-8 line; got ${JSON.stringify(t.text().slice(-300))}`);
   t.ws.close();
