@@ -11,7 +11,7 @@ import { launchBrowser } from '../helpers/browser.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
-import type { Sandbox } from '../runner/_harness.ts';
+import type { Daemon, Sandbox } from '../runner/_harness.ts';
 
 const SOCKET = `svc-webterm-${randomBytes(4).toString('hex')}`;
 const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' }).trim();
@@ -21,6 +21,7 @@ let browser: Browser;
 let sb: Sandbox;
 let projectId: string;
 let session: string;
+let d: Daemon;
 
 test.before(async () => {
   [server, browser] = await Promise.all([startServer({ admin: true }), launchBrowser()]);
@@ -33,7 +34,7 @@ test.before(async () => {
   projectId = (await (await server.api('/api/projects', { method: 'POST', json: { name: 'widgets', repo: 'acme/widgets', runnerId: made.runner.id, rootPath: root } })).json()).id;
   session = `svc-${projectId}-orch`;
   tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
-  const d = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
+  d = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
   await d.waitFor(/connected to/, 15_000);
   await waitUntil(() => (sb.readConfig().projects ?? []).some((p: { id: string }) => p.id === projectId), 15_000, 'the watch list');
 });
@@ -75,6 +76,22 @@ test('attach from the Terminal page, type, see the output, detach; the session l
   await waitUntil(() => tmux('list-clients') === '', 5000, 'the control client detached');
   assert.ok(tmux('list-sessions', '-F', '#{session_name}').split('\n').includes(session));
   assert.equal(errors, []);
+});
+
+test('a runner with terminal.attach disabled: the page does not offer Attach', async () => {
+  await d.kill('SIGTERM');
+  sb.writeConfig({ ...sb.readConfig(), disabledCommands: ['terminal.attach'] });
+  d = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
+  await d.waitFor(/connected to/, 15_000);
+  await waitUntil(async () => (await (await server.api('/api/runners')).json()).runners[0].capabilities.length === 0, 10_000, 'the capability gone');
+  const page = await browser.newPage();
+  await page.goto(server.url + '/#/terminal');
+  await page.fill('input[name=email]', server.admin.email);
+  await page.fill('input[name=password]', server.admin.password);
+  await page.click('form button');
+  await page.waitForSelector('[role=note]');
+  assert.match((await page.textContent('[role=note]')) ?? '', /turned off/);
+  assert.ok(await page.isDisabled('form.terminal-form button:has-text("Attach")'));
 });
 
 test.run();

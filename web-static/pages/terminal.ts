@@ -1,5 +1,6 @@
 // Terminal (spec: terminal.attach, admin): choose a project and one of its tmux sessions (the
-// orchestrator `svc-<projectId>-orch` or a slot `svc-<projectId>-slot-<slot>`), attach, type, detach.
+// orchestrator `svc-<projectId>-orch`, a slot `svc-<projectId>-slot-<slot>` or a skill run
+// `svc-run-<runId>`), attach, type, detach. Not offered when the runner has the terminal turned off.
 // The session keeps running after Detach. Every attach is in the audit log.
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -19,6 +20,9 @@ export function TerminalPage() {
   const [session, setSession] = useState('');
   const [status, setStatus] = useState<string | null>(null);
   const [attached, setAttached] = useState(false);
+  // Runners' capabilities when this user may list runners (instance admins): a runner with
+  // terminal.attach disabled has no `terminal` capability, and then Attach is not offered.
+  const [capabilities, setCapabilities] = useState<Map<string, string[]>>(new Map());
   const box = useRef<HTMLDivElement>(null);
   const mounted = useRef<Mounted | null>(null);
   useEffect(() => {
@@ -32,6 +36,9 @@ export function TerminalPage() {
         }
       })
       .catch((e) => setStatus(e.message));
+    api<{ runners: { id: string; capabilities: string[] }[] }>('/api/runners')
+      .then((r) => setCapabilities(new Map(r.runners.map((x) => [x.id, x.capabilities]))))
+      .catch(() => {}); // not an instance admin: the runner answers `disabled` if it is off
     return () => mounted.current?.detach();
   }, []);
 
@@ -55,6 +62,9 @@ export function TerminalPage() {
     setStatus('Detached; the session keeps running.');
   };
 
+  const runnerId = projects.find((p) => p.id === projectId)?.runnerId;
+  const off = runnerId ? capabilities.get(runnerId)?.includes('terminal') === false : false;
+
   return html`
     <form class="inline terminal-form" onSubmit=${attach}>
       <select name="project" aria-label="Project" value=${projectId} disabled=${attached}
@@ -66,9 +76,10 @@ export function TerminalPage() {
         ${projects.map((p) => html`<option value=${p.id}>${p.name}</option>`)}
       </select>
       <input name="session" aria-label="tmux session" value=${session} disabled=${attached} onInput=${(e: Event) => setSession((e.target as HTMLInputElement).value)} />
-      <button type="submit" disabled=${!projectId || attached}>Attach</button>
+      <button type="submit" disabled=${!projectId || attached || off}>Attach</button>
       <button type="button" class="secondary" disabled=${!attached} onClick=${detach}>Detach</button>
     </form>
+    ${off && html`<p class="muted" role="note">The terminal is turned off on this project's runner (<code>disabledCommands</code>).</p>`}
     ${status && html`<p class="muted" role="status">${status}</p>`}
     ${projects.length === 0 && html`<p class="muted">No project with a runner yet.</p>`}
     <div class="terminal" ref=${box}></div>
