@@ -14,7 +14,6 @@
 // The port is picked free beforehand and GET /health is polled every --poll-ms from the spawn on, so
 // the figures have a resolution of about one poll interval. Every child is stopped at the end.
 // Output: progress on stderr, a table on stdout, then one JSON line with all figures.
-import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,6 +21,7 @@ import postgres from 'postgres';
 import {
   alive,
   captureOutput,
+  createDatabase,
   distHash,
   fmt,
   freePort,
@@ -30,8 +30,8 @@ import {
   killAll,
   machine,
   median,
-  onCleanup,
   problemLines,
+  redactUrl,
   removeTempDir,
   requireBuild,
   round,
@@ -65,12 +65,6 @@ function whole(name) {
 const log = (m) => process.stderr.write(`[bench:coldstart] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const BARE_CODE = "require('http').createServer((q,s)=>s.end('ok')).listen(+process.env.PORT,'127.0.0.1')";
-
-function redact(url) {
-  const u = new URL(url);
-  if (u.password) u.password = '***';
-  return u.toString();
-}
 
 /**
  * Spawn, then poll GET /health every POLL_MS until a 200 with the expected body; returns the elapsed
@@ -127,36 +121,12 @@ async function postgresReachable() {
   }
 }
 
-async function createDatabase() {
-  const name = `svc_bench_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  let dropping; // one drop, whether from the normal path or an interrupt; later callers await it
-  const drop = () =>
-    (dropping ??= (async () => {
-      const a = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
-      try {
-        await a.unsafe(`drop database if exists ${name} with (force)`);
-      } finally {
-        await a.end();
-      }
-    })());
-  const forget = onCleanup(drop);
-  return { name, url: url.toString(), drop: async () => (await drop(), forget()) };
-}
-
 async function main() {
   requireBuild();
   const m = machine(); // at the start: the commit and build the figures belong to
   installGuards(60 + RUNS * (30 + 4 * (TIMEOUT_MS / 1000 + 20)));
   const pg = await postgresReachable();
-  if (!pg.ok) log(`PostgreSQL at ${redact(ADMIN_URL)} not reachable (${pg.reason}): the postgres rows are skipped`);
+  if (!pg.ok) log(`PostgreSQL at ${redactUrl(ADMIN_URL)} not reachable (${pg.reason}): the postgres rows are skipped`);
 
   const rows = ['bare node', 'pglite new', 'pglite second', ...(pg.ok ? ['postgres new', 'postgres second'] : [])];
   const results = Object.fromEntries(rows.map((r) => [r, []]));
@@ -186,7 +156,7 @@ async function main() {
       }
 
       if (pg.ok) {
-        const db = await createDatabase();
+        const db = await createDatabase(ADMIN_URL);
         try {
           record('postgres new', await svcStart({ DATABASE_URL: db.url }));
           record('postgres second', await svcStart({ DATABASE_URL: db.url }));
@@ -209,7 +179,7 @@ async function main() {
   console.log(`cold start to first 200 from GET /health, median of ${RUNS} run(s), poll every ${POLL_MS} ms`);
   console.log(`machine: nproc=${m.nproc} node=${m.node} ${m.cpu}; commit ${m.commit}, dist/server.mjs ${m.dist}; load average ${m.loadavg1} at start, ${loadEnd} at end`);
   if (distChanged) console.log('WARNING: dist/server.mjs changed during the run (rebuilt by someone else); the figures mix two builds');
-  if (!pg.ok) console.log(`PostgreSQL not reachable at ${redact(ADMIN_URL)} (${pg.reason}): postgres rows skipped`);
+  if (!pg.ok) console.log(`PostgreSQL not reachable at ${redactUrl(ADMIN_URL)} (${pg.reason}): postgres rows skipped`);
   console.log(
     table([
       ['start', 'median ms', 'x bare node', 'runs (ms)'],
@@ -227,7 +197,7 @@ async function main() {
       distChangedDuringRun: distChanged,
       loadavg1End: loadEnd,
       settings: { runs: RUNS, pollMs: POLL_MS, baseline: `node -e "${BARE_CODE}"` },
-      postgres: pg.ok ? { reachable: true, url: redact(ADMIN_URL) } : { reachable: false, url: redact(ADMIN_URL), reason: pg.reason },
+      postgres: pg.ok ? { reachable: true, url: redactUrl(ADMIN_URL) } : { reachable: false, url: redactUrl(ADMIN_URL), reason: pg.reason },
       results: summary,
       svcLog: { problems, nonZeroExits: exits },
     }),
