@@ -3,20 +3,16 @@
 // in control mode: the screen arrives, typed input runs, resize sizes the tmux client, closing
 // detaches and leaves the session alive, and every attach is audited. Refusals: not signed in, a
 // viewer, a foreign Origin, a session outside the project, terminal.attach disabled on the runner.
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import WebSocket from 'ws';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { killDaemons, waitUntil } from '../runner/_harness.ts';
 import type { Daemon, Sandbox } from '../runner/_harness.ts';
+import { openTerminal as open, pairedProject, startWatchingRunner, tmuxServer } from './_setup.ts';
 
-const SOCKET = `svc-term-${randomBytes(4).toString('hex')}`;
-const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' }).trim();
+const { socket, tmux, kill } = tmuxServer('svc-term');
 
 let server: RunningServer;
 let sb: Sandbox;
@@ -24,49 +20,24 @@ let daemon: Daemon;
 let projectId: string;
 let session: string;
 
-interface Term {
-  ws: WebSocket;
-  messages: any[];
-  text: () => string;
-  closed: Promise<number>;
-}
-
-function openTerminal(query: string, headers: Record<string, string> = { authorization: `Bearer ${server.admin.token}` }): Term {
-  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/terminal?${query}`, { headers });
-  const messages: any[] = [];
-  ws.on('message', (d) => messages.push(JSON.parse(d.toString())));
-  ws.on('error', () => {});
-  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
-  return { ws, messages, closed, text: () => messages.filter((m) => m.type === 'output').map((m) => m.data).join('') };
-}
+const openTerminal = (query: string, headers?: Record<string, string>) => open(server, query, headers);
 
 async function startRunner(extra: Record<string, unknown> = {}): Promise<void> {
   sb.writeConfig({ ...sb.readConfig(), ...extra });
-  daemon = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
-  await daemon.waitFor(/connected to/, 15_000);
-  await waitUntil(() => (sb.readConfig().projects ?? []).some((p: { id: string }) => p.id === projectId), 15_000, 'the watch list');
+  daemon = await startWatchingRunner(sb, projectId, socket);
 }
 
 test.before(async () => {
   server = await startServer({ admin: true });
-  sb = sandbox();
-  const root = join(sb.dir, 'widgets');
-  mkdirSync(root, { recursive: true });
-  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'term' } })).json();
-  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
-  assert.is(paired.status, 0, paired.stderr);
-  projectId = (await (await server.api('/api/projects', { method: 'POST', json: { name: 'widgets', repo: 'acme/widgets', runnerId: made.runner.id, rootPath: root } })).json()).id;
+  ({ sb, projectId } = await pairedProject(server, 'term', 'widgets'));
   session = `svc-${projectId}-orch`;
   tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
   tmux('send-keys', '-t', `=${session}:`, 'echo screen-before-attach', 'Enter');
   await startRunner();
 });
-test.after.each(async () => {});
 test.after(async () => {
   await killDaemons();
-  try {
-    tmux('kill-server');
-  } catch {}
+  kill();
   await server?.cleanup();
   sb?.cleanup();
 });

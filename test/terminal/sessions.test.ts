@@ -2,41 +2,25 @@
 // allowed when its run.json names the project, refused for another project's run); UTF-8 output
 // arrives intact; the runner going away ends the browser's terminal with an exit message; with the
 // runner offline the attach is refused with 4503. Real server, real runner bundle, real tmux.
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import WebSocket from 'ws';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { killDaemons, waitUntil } from '../runner/_harness.ts';
 import type { Daemon, Sandbox } from '../runner/_harness.ts';
+import { openTerminal as open, pairedProject, startWatchingRunner, tmuxServer } from './_setup.ts';
 
-const SOCKET = `svc-term-${randomBytes(4).toString('hex')}`;
-const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' }).trim();
+const { socket, tmux, kill } = tmuxServer('svc-term');
 
 let server: RunningServer;
 let sb: Sandbox;
 let daemon: Daemon;
 let projectId: string;
 
-interface Term {
-  ws: WebSocket;
-  messages: any[];
-  text: () => string;
-  closed: Promise<number>;
-}
-
-function openTerminal(session: string): Term {
-  const ws = new WebSocket(`${server.url.replace(/^http/, 'ws')}/api/terminal?projectId=${projectId}&session=${session}`, { headers: { authorization: `Bearer ${server.admin.token}` } });
-  const messages: any[] = [];
-  ws.on('message', (d) => messages.push(JSON.parse(d.toString())));
-  ws.on('error', () => {});
-  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
-  return { ws, messages, closed, text: () => messages.filter((m) => m.type === 'output').map((m) => m.data).join('') };
-}
+const openTerminal = (session: string) => open(server, `projectId=${projectId}&session=${session}`);
 
 /** A skill run's files as the run manager writes them (only run.json matters to the terminal). */
 function writeRun(runId: string, project: string): string {
@@ -50,28 +34,14 @@ function writeRun(runId: string, project: string): string {
   return dir;
 }
 
-async function startRunner(): Promise<void> {
-  daemon = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
-  await daemon.waitFor(/connected to/, 15_000);
-  await waitUntil(() => (sb.readConfig().projects ?? []).some((p: { id: string }) => p.id === projectId), 15_000, 'the watch list');
-}
-
 test.before(async () => {
   server = await startServer({ admin: true });
-  sb = sandbox();
-  const root = join(sb.dir, 'gadgets');
-  mkdirSync(root, { recursive: true });
-  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'term-sessions' } })).json();
-  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
-  assert.is(paired.status, 0, paired.stderr);
-  projectId = (await (await server.api('/api/projects', { method: 'POST', json: { name: 'gadgets', repo: 'acme/gadgets', runnerId: made.runner.id, rootPath: root } })).json()).id;
-  await startRunner();
+  ({ sb, projectId } = await pairedProject(server, 'term-sessions', 'gadgets'));
+  daemon = await startWatchingRunner(sb, projectId, socket);
 });
 test.after(async () => {
   await killDaemons();
-  try {
-    tmux('kill-server');
-  } catch {}
+  kill();
   await server?.cleanup();
   sb?.cleanup();
 });

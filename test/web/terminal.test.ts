@@ -1,20 +1,16 @@
 // The admin Terminal page in a real browser: attach to a project's tmux session through the real
 // server and the real runner bundle, type into xterm.js, see the output, detach (the session lives on).
-import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser } from 'playwright-core';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { killDaemons, waitUntil } from '../runner/_harness.ts';
 import type { Daemon, Sandbox } from '../runner/_harness.ts';
+import { pairedProject, startWatchingRunner, tmuxServer } from '../terminal/_setup.ts';
 
-const SOCKET = `svc-webterm-${randomBytes(4).toString('hex')}`;
-const tmux = (...args: string[]) => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' }).trim();
+const { socket, tmux, kill } = tmuxServer('svc-webterm');
 
 let server: RunningServer;
 let browser: Browser;
@@ -25,24 +21,14 @@ let d: Daemon;
 
 test.before(async () => {
   [server, browser] = await Promise.all([startServer({ admin: true }), launchBrowser()]);
-  sb = sandbox();
-  const root = join(sb.dir, 'widgets');
-  mkdirSync(root, { recursive: true });
-  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'web-term' } })).json();
-  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
-  assert.is(paired.status, 0, paired.stderr);
-  projectId = (await (await server.api('/api/projects', { method: 'POST', json: { name: 'widgets', repo: 'acme/widgets', runnerId: made.runner.id, rootPath: root } })).json()).id;
+  ({ sb, projectId } = await pairedProject(server, 'web-term', 'widgets'));
   session = `svc-${projectId}-orch`;
   tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
-  d = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
-  await d.waitFor(/connected to/, 15_000);
-  await waitUntil(() => (sb.readConfig().projects ?? []).some((p: { id: string }) => p.id === projectId), 15_000, 'the watch list');
+  d = await startWatchingRunner(sb, projectId, socket);
 });
 test.after(async () => {
   await killDaemons();
-  try {
-    tmux('kill-server');
-  } catch {}
+  kill();
   await browser?.close();
   await server?.cleanup();
   sb?.cleanup();
@@ -81,8 +67,7 @@ test('attach from the Terminal page, type, see the output, detach; the session l
 test('a runner with terminal.attach disabled: the page does not offer Attach', async () => {
   await d.kill('SIGTERM');
   sb.writeConfig({ ...sb.readConfig(), disabledCommands: ['terminal.attach'] });
-  d = startDaemon(sb, { SVC_TMUX_SOCKET: SOCKET });
-  await d.waitFor(/connected to/, 15_000);
+  d = await startWatchingRunner(sb, projectId, socket);
   await waitUntil(async () => (await (await server.api('/api/runners')).json()).runners[0].capabilities.length === 0, 10_000, 'the capability gone');
   const page = await browser.newPage();
   await page.goto(server.url + '/#/terminal');
