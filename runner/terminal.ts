@@ -17,7 +17,7 @@ import type { CommandContext } from './commands/context.ts';
 import { log } from './log.ts';
 import { RUN_ID, readRun, runDir } from './runs/files.ts';
 import type { Env } from './paths.ts';
-import { hasSession, requireTmux, sessionName, tmux } from './tmux.ts';
+import { hasSession, requireTmux, sessionName, socketArgs, tmux } from './tmux.ts';
 
 /** At most this many terminals at once on one runner. */
 const MAX_TERMINALS = 8;
@@ -95,8 +95,7 @@ export class Terminals {
     if (!(await hasSession(this.env, session))) throw new CommandError('no_session', `the tmux session ${session} is not running`);
 
     const screen = await screenOf(this.env, session);
-    const socket = this.env.SVC_TMUX_SOCKET ? ['-L', this.env.SVC_TMUX_SOCKET] : [];
-    const child = spawn('tmux', [...socket, '-C', 'attach-session', '-t', `=${session}`], { env: this.env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('tmux', [...socketArgs(this.env), '-C', 'attach-session', '-t', `=${session}`], { env: this.env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
     const term: Terminal = { channel, session, child, attached: false, pending: [] };
     this.open.set(channel, term);
     const decoder = new StringDecoder('utf8');

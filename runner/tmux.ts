@@ -33,7 +33,8 @@ export interface TmuxResult {
   stderr: string;
 }
 
-function socketArgs(env: Env): string[] {
+/** `-L <socket>` when SVC_TMUX_SOCKET names one (validated), else nothing. */
+export function socketArgs(env: Env): string[] {
   const socket = env.SVC_TMUX_SOCKET;
   if (!socket) return [];
   if (!SOCKET.test(socket)) throw new CommandError('invalid_config', 'SVC_TMUX_SOCKET must be 1-64 letters, digits, _ . or -');

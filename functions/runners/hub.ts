@@ -12,6 +12,7 @@ import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, MAX_FRAME_BYTES, PROTOCOL_HEADER, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
 import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
+import { tokenBucket } from '../lib/bucket.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
@@ -30,8 +31,7 @@ interface Conn {
   runnerId: string;
   ws: WebSocket;
   alive: boolean;
-  tokens: number;
-  refilled: number;
+  frames: { take: () => boolean };
   lastRateWarning: number;
 }
 
@@ -116,7 +116,7 @@ export class Hub {
       this.log.warn('runner refused: invalid or revoked token', { address: req.socket.remoteAddress });
       return ws.close(CLOSE.unauthorized, 'invalid or revoked token');
     }
-    const conn: Conn = { id: randomUUID(), runnerId: runner.id, ws, alive: true, tokens: FRAME_RATE * 2, refilled: Date.now(), lastRateWarning: 0 };
+    const conn: Conn = { id: randomUUID(), runnerId: runner.id, ws, alive: true, frames: tokenBucket(FRAME_RATE, FRAME_RATE * 2), lastRateWarning: 0 };
     const version = String(req.headers[RUNNER_VERSION_HEADER] ?? '').slice(0, 64);
     // A newer connection of the same runner replaces any older one, here or on another replica.
     this.conns.get(runner.id)?.ws.close(CLOSE.replaced, 'replaced by a newer connection');
@@ -142,13 +142,8 @@ export class Hub {
   }
 
   private allow(conn: Conn): boolean {
+    if (conn.frames.take()) return true;
     const now = Date.now();
-    conn.tokens = Math.min(FRAME_RATE * 2, conn.tokens + ((now - conn.refilled) / 1000) * FRAME_RATE);
-    conn.refilled = now;
-    if (conn.tokens >= 1) {
-      conn.tokens -= 1;
-      return true;
-    }
     if (now - conn.lastRateWarning > 1000) {
       conn.lastRateWarning = now;
       this.log.warn('runner frame flood: dropping frames', { runnerId: conn.runnerId });

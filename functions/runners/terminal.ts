@@ -17,9 +17,11 @@ import { COMMANDS } from '../../protocol/commands.ts';
 import { MAX_TERM_DATA } from '../../protocol/frames.ts';
 import { appendAudit } from '../audit/audit.ts';
 import { authenticate, requireProjectRole } from '../auth/auth.ts';
+import { tokenBucket } from '../lib/bucket.ts';
 import type { AppContext } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { HttpError } from '../lib/errors.ts';
+import { parseWith } from '../lib/http.ts';
 
 const query = z.strictObject({
   projectId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
@@ -69,9 +71,7 @@ export class TerminalRelay {
     const request = new Request(url, { headers: Object.entries(req.headers).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v] as [string, string]] : [])) });
     const principal = await authenticate(this.ctx, request);
     if (!principal) throw new HttpError(401, 'unauthorized', 'sign in first');
-    const parsed = query.safeParse(Object.fromEntries(url.searchParams));
-    if (!parsed.success) throw new HttpError(400, 'invalid_query', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
-    const { projectId, session, cols, rows } = parsed.data;
+    const { projectId, session, cols, rows } = parseWith(query, Object.fromEntries(url.searchParams), 'invalid_query');
     await requireProjectRole(this.ctx.db, principal, projectId, COMMANDS['terminal.attach'].minRole);
     const [project] = await this.ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${projectId}`);
     if (!project.runner_id) throw new HttpError(409, 'no_runner', 'this project has no runner');
@@ -96,14 +96,9 @@ export class TerminalRelay {
       if (msg.type === 'input') this.ctx.hub.sendToRunner(runnerId, { type: 'term.input', channel, data: msg.data });
       else this.ctx.hub.sendToRunner(runnerId, { type: 'term.resize', channel, cols: msg.cols, rows: msg.rows });
     };
-    let tokens = INPUT_RATE;
-    let refilled = Date.now();
+    const bucket = tokenBucket(INPUT_RATE, INPUT_RATE);
     ws.on('message', (data, isBinary) => {
-      const now = Date.now();
-      tokens = Math.min(INPUT_RATE, tokens + ((now - refilled) / 1000) * INPUT_RATE);
-      refilled = now;
-      if (tokens < 1) return;
-      tokens -= 1;
+      if (!bucket.take()) return;
       let msg: z.infer<typeof browserMessage>;
       try {
         const r = browserMessage.safeParse(isBinary ? null : JSON.parse(data.toString()));
