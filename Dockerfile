@@ -12,7 +12,7 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime: only what the server needs; code owned by root, read-only for the node user --------
 FROM node:22-bookworm-slim
-ENV NODE_ENV=production PORT=8080 PGLITE_DATA_DIR=/data/pglite
+ENV NODE_ENV=production PORT=8080 PGLITE_DATA_DIR=/data/pglite AUDIT_ANCHOR_PATH=/data/audit-anchor.json
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

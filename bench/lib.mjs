@@ -324,3 +324,224 @@ export function wholeOption(name, text, min = 1, max = Infinity) {
   }
   return n;
 }
+
+// ---- the real server with an admin (benchmarks run with `node --import tsx`) ------------------------
+
+/**
+ * test/helpers/server.ts startServer (real dist/server.mjs, free port, optional admin made with the real
+ * CLI and an API token), with the process killed when the benchmark exits, errs or is interrupted.
+ */
+export async function startSvc(options) {
+  const { startServer } = await import('../test/helpers/server.ts');
+  let server = null;
+  const starting = startServer(options);
+  const kill = () => {
+    try {
+      if (server && server.proc.exitCode === null && server.proc.signalCode === null) server.proc.kill('SIGKILL');
+    } catch {}
+  };
+  process.on('exit', kill);
+  const forget = onCleanup(async () => (await starting.catch(() => null))?.cleanup());
+  server = await starting;
+  const cleanup = server.cleanup;
+  server.cleanup = async () => {
+    await cleanup();
+    forget();
+    process.off('exit', kill);
+  };
+  return server;
+}
+
+// ---- a closed-loop HTTP/1.1 load generator on raw sockets -------------------------------------------
+
+/**
+ * Complete HTTP/1.1 responses from a byte stream: status and whether the server closes the connection.
+ * Handles Content-Length, chunked bodies and bodies ended by the close. Feed chunks with push(); each
+ * complete response is passed to onResponse.
+ */
+function responseReader(onResponse) {
+  let buf = Buffer.alloc(0);
+  let head = null; // { status, close, length | -1 chunked | -2 until close }
+  const parseHead = () => {
+    const end = buf.indexOf('\r\n\r\n');
+    if (end < 0) return false;
+    const lines = buf.subarray(0, end).toString('latin1').split('\r\n');
+    const status = Number(lines[0].split(' ')[1]);
+    const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    const chunked = /chunked/i.test(headers['transfer-encoding'] ?? '');
+    const noBody = status === 204 || status === 304 || (status >= 100 && status < 200);
+    const length = noBody ? 0 : chunked ? -1 : headers['content-length'] !== undefined ? Number(headers['content-length']) : -2;
+    head = { status, close: /close/i.test(headers.connection ?? '') || length === -2, length };
+    buf = buf.subarray(end + 4);
+    return true;
+  };
+  /** Bytes of a complete chunked body at the start of buf, or -1. */
+  const chunkedEnd = () => {
+    let at = 0;
+    for (;;) {
+      const eol = buf.indexOf('\r\n', at);
+      if (eol < 0) return -1;
+      const size = parseInt(buf.subarray(at, eol).toString('latin1'), 16);
+      if (size === 0) {
+        const trailerEnd = buf.indexOf('\r\n\r\n', eol);
+        if (buf.subarray(eol, eol + 4).toString('latin1') === '\r\n\r\n') return eol + 4;
+        return trailerEnd < 0 ? -1 : trailerEnd + 4;
+      }
+      at = eol + 2 + size + 2;
+      if (at > buf.length) return -1;
+    }
+  };
+  return {
+    push(chunk) {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      for (;;) {
+        if (!head && !parseHead()) return;
+        let used;
+        if (head.length >= 0) used = buf.length >= head.length ? head.length : -1;
+        else if (head.length === -1) used = chunkedEnd();
+        else return; // until close
+        if (used < 0) return;
+        buf = buf.subarray(used);
+        const done = head;
+        head = null;
+        onResponse(done);
+      }
+    },
+    /** The connection closed: a body that runs until the close is complete now. */
+    end() {
+      if (head?.length === -2) onResponse(head);
+      head = null;
+      buf = Buffer.alloc(0);
+    },
+  };
+}
+
+/**
+ * Drive `connections` keep-alive connections to 127.0.0.1:port for `seconds` (and at most `maxRequests`
+ * in all), each sending the next request as soon as the previous answer is complete. `request(n)` gives
+ * the full bytes of request n (e.g. from httpRequestBytes). Much cheaper per request than http.request,
+ * so on a 2-core machine the generator takes less CPU from the server it measures.
+ * Resolves with { requests, seconds, perSecond, statuses: {code: count}, errors, reconnects, latencies }
+ * (latencies in ms, sorted, one per complete answer).
+ */
+export function rawHttpLoad({ port, connections, seconds, request, maxRequests = Infinity, timeoutMs = 10_000 }) {
+  const latencies = [];
+  const statuses = {};
+  let errors = 0;
+  let reconnects = 0;
+  let sent = 0;
+  const start = process.hrtime.bigint();
+  const deadline = start + BigInt(Math.round(seconds * 1e9));
+  const more = () => process.hrtime.bigint() < deadline && sent < maxRequests;
+
+  const connection = () =>
+    new Promise((finish) => {
+      let socket;
+      let t0 = 0n;
+      let waiting = false;
+      const next = () => {
+        if (!more()) return (socket.destroy(), finish());
+        const n = sent++;
+        waiting = true;
+        t0 = process.hrtime.bigint();
+        socket.write(request(n));
+      };
+      const open = () => {
+        const reader = responseReader((res) => {
+          if (!waiting) return;
+          waiting = false;
+          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+          statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+          if (res.close) {
+            socket.removeAllListeners('close');
+            socket.destroy();
+            reconnects++;
+            if (more()) open();
+            else finish();
+          } else next();
+        });
+        socket = net.connect({ host: '127.0.0.1', port, noDelay: true });
+        socket.setTimeout(timeoutMs, () => socket.destroy(new Error('timeout')));
+        socket.on('connect', next);
+        socket.on('data', (d) => reader.push(d));
+        socket.on('error', () => {});
+        socket.on('close', () => {
+          reader.end();
+          if (waiting) {
+            waiting = false;
+            errors++;
+          }
+          if (errors > 1000 || !more()) return finish();
+          reconnects++;
+          setTimeout(open, 10);
+        });
+      };
+      open();
+    });
+
+  return Promise.all(Array.from({ length: connections }, connection)).then(() => {
+    const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
+    latencies.sort((a, b) => a - b);
+    return { requests: latencies.length, seconds: elapsed, perSecond: latencies.length / elapsed, statuses, errors, reconnects, latencies };
+  });
+}
+
+/** The bytes of one HTTP/1.1 request with a body (keep-alive; Host 127.0.0.1). */
+export function httpRequestBytes(method, path, port, headers, body) {
+  const bytes = Buffer.from(body);
+  const lines = [`${method} ${path} HTTP/1.1`, `host: 127.0.0.1:${port}`, `content-length: ${bytes.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  return Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1'), bytes]);
+}
+
+// ---- CPU profiles -----------------------------------------------------------------------------------
+
+/**
+ * The functions with the most self time in a `node --cpu-prof` profile, each placed in the original
+ * sources through the bundle's source map when there is one (`<file>.map` beside the profiled file).
+ * Returns { samplesMs, top: [{ fn, where, selfMs, percent }] }; idle time is reported as `(idle)`.
+ */
+export async function cpuProfileTop(profilePath, count = 15) {
+  const { SourceMap } = await import('node:module');
+  const { fileURLToPath } = await import('node:url');
+  const profile = JSON.parse(readFileSync(profilePath, 'utf8'));
+  const maps = new Map();
+  const mapFor = (url) => {
+    if (!maps.has(url)) {
+      let map = null;
+      try {
+        const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+        map = new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')));
+      } catch {}
+      maps.set(url, map);
+    }
+    return maps.get(url);
+  };
+  const where = ({ url, lineNumber, columnNumber }) => {
+    if (!url) return '';
+    const entry = mapFor(url)?.findEntry(lineNumber, columnNumber);
+    if (entry?.originalSource) return `${entry.originalSource.replace(/^.*?\/(functions|node_modules|protocol)\//, '$1/')}:${entry.originalLine + 1}`;
+    return `${url.replace(/^.*\/(node_modules\/|dist\/)/, '$1').replace(/^node:/, 'node:')}:${lineNumber + 1}`;
+  };
+  // Self time per node: its samples × the time between samples.
+  const selfUs = new Map();
+  const deltas = profile.timeDeltas ?? [];
+  profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (deltas[i + 1] ?? deltas[i] ?? 0)));
+  const byFn = new Map();
+  let total = 0;
+  for (const node of profile.nodes) {
+    const us = selfUs.get(node.id) ?? 0;
+    if (!us) continue;
+    total += us;
+    const fn = node.callFrame.functionName || '(anonymous)';
+    const key = `${fn}\t${where(node.callFrame)}`;
+    byFn.set(key, (byFn.get(key) ?? 0) + us);
+  }
+  const top = [...byFn.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([key, us]) => {
+      const [fn, at] = key.split('\t');
+      return { fn, where: at, selfMs: round(us / 1000, 1), percent: round((100 * us) / total, 1) };
+    });
+  return { samplesMs: round(total / 1000, 0), top };
+}

@@ -4,6 +4,7 @@
 // wrong method.
 import { randomUUID } from 'node:crypto';
 import { Router } from 'itty-router';
+import { echoed } from '../protocol/text.ts';
 import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
@@ -12,13 +13,15 @@ import { routes as healthRoutes } from './health/routes.ts';
 import { routes as jobRoutes } from './jobs/routes.ts';
 import type { AppContext, Route, RouteInput } from './lib/context.ts';
 import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
-import { parseWith, readJson } from './lib/http.ts';
+import { NO_BODY_BYTES, hasBody, parseWith, readBody, readJson, refuseDeclaredLength } from './lib/http.ts';
 import { routes as openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
+import { routes as installRoutes } from './runners/install.ts';
 import { routes as runnerRoutes } from './runners/routes.ts';
 import { routes as runRoutes } from './runs/routes.ts';
 import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
+import { routes as triggerRoutes } from './triggers/routes.ts';
 import { routes as webhookRoutes } from './webhooks/routes.ts';
 
 export const allRoutes: Route[] = [
@@ -26,12 +29,14 @@ export const allRoutes: Route[] = [
   ...authRoutes,
   ...projectRoutes,
   ...runnerRoutes,
+  ...installRoutes,
   ...runRoutes,
   ...settingsRoutes,
   ...auditRoutes,
   ...jobRoutes,
   ...costRoutes,
   ...webhookRoutes,
+  ...triggerRoutes,
   ...openapiRoutes,
 ];
 
@@ -46,6 +51,13 @@ export interface RequestMeta {
 }
 
 async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: RequestMeta): Promise<Response> {
+  // Body size first, before any database work: an oversized body is refused unread (413, connection
+  // closed); a route that takes no body reads and ignores at most NO_BODY_BYTES.
+  const bodyLimit = r.bodyLimit ?? ctx.config.MAX_BODY_BYTES;
+  if (!r.rawBody) {
+    refuseDeclaredLength(req, r.body ? bodyLimit : NO_BODY_BYTES);
+    if (!r.body && hasBody(req)) await readBody(req, NO_BODY_BYTES);
+  }
   const principal = r.access === 'public' ? null : await authenticate(ctx, req);
   if (r.access !== 'public' && !principal) throw unauthorized();
   const params = r.params ? parseWith(r.params, req.params, 'invalid_path') : undefined;
@@ -54,7 +66,7 @@ async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: Req
     await requireProjectRole(ctx.db, principal, (params as Record<string, string>)[r.access.param], r.access.projectRole);
   }
   const query = r.query ? parseWith(r.query, { ...req.query }, 'invalid_query') : undefined;
-  const body = r.body ? await readJson(req, r.body, r.bodyLimit ?? ctx.config.MAX_BODY_BYTES) : undefined;
+  const body = r.body ? await readJson(req, r.body, bodyLimit) : undefined;
   const input: RouteInput<unknown, unknown, unknown> = { params, query, body, request: req, principal, ...meta };
   return r.handler(input, ctx);
 }
@@ -90,13 +102,17 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
           response = new Response(null, { status: response!.status, headers: response!.headers });
         } else {
           response = errorResponse(
-            new HttpError(405, 'method_not_allowed', `${request.method} is not allowed on ${pathname}`, undefined, { allow: methods.join(', ') }),
+            new HttpError(405, 'method_not_allowed', `${request.method} is not allowed on ${echoed(pathname, 200)}`, undefined, { allow: methods.join(', ') }),
           );
         }
       } else if ((request.method === 'GET' || request.method === 'HEAD') && !pathname.startsWith('/api/')) {
         response = (await serveStatic(ctx.config, pathname, request.method)) ?? undefined;
       }
-      response ??= errorResponse(new HttpError(404, 'not_found', `no route for ${request.method} ${pathname}`));
+      // Under /hooks/ a 404 has an empty body, like an unknown trigger (spec: Inbound trigger responses).
+      if (!response && pathname.startsWith('/hooks/')) response = new Response(null, { status: 404 });
+      response ??= errorResponse(new HttpError(404, 'not_found', `no route for ${request.method} ${echoed(pathname, 200)}`));
+      // No route read the body: close rather than let Node read and discard all of it.
+      if (hasBody(request)) response.headers.set('connection', 'close');
     }
     // Our own responses have mutable headers: set them in place rather than re-wrapping the body,
     // which would turn a sized body into a chunked stream.

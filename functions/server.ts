@@ -4,9 +4,10 @@
 // `node dist/server.mjs migrate`                           apply migrations and the seed, then exit
 // `node dist/server.mjs admin create --email E [--name N]` create an instance admin, print a password link
 // `node dist/server.mjs admin password-link --email E`     print a new one-time password link
+//   (both take --url <base>; the link's base is --url, else PUBLIC_URL, else HOST:PORT; `admin --help`)
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,8 +15,10 @@ import { createServerAdapter } from '@whatwg-node/server';
 import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
 import { createApp } from './app.ts';
-import { audited } from './audit/audit.ts';
+import { audited, useAuditKey } from './audit/audit.ts';
+import { AuditAnchor } from './audit/checkpoint.ts';
 import { auditJobs } from './audit/job.ts';
+import { auditMacKey } from './audit/mac.ts';
 import { sessionKey } from './auth/auth.ts';
 import { createPasswordLink, createUser } from './auth/routes.ts';
 import { retentionJobs } from './jobs/retention.ts';
@@ -23,15 +26,20 @@ import { Hub } from './runners/hub.ts';
 import { TerminalRelay } from './runners/terminal.ts';
 import { offlineJob } from './runners/presence.ts';
 import { Scheduler } from './jobs/scheduler.ts';
-import { ConfigError, loadConfig } from './lib/config.ts';
+import { ConfigError, loadConfig, publicUrl } from './lib/config.ts';
 import type { Config } from './lib/config.ts';
 import type { Keys } from './lib/context.ts';
-import { encryptionKeyFrom } from './lib/crypto.ts';
 import { connectWithRetry, sql } from './lib/db/index.ts';
 import type { Db } from './lib/db/index.ts';
 import { loadMigrations, migrate, seed } from './lib/db/migrate.ts';
+import { resolveEncryptionKey } from './lib/keyfile.ts';
+import { configuredBase, isLoopback, listeningBase } from './lib/urls.ts';
 import { createLogger } from './lib/log.ts';
 import type { Logger } from './lib/log.ts';
+import { installSafetyNet } from './lib/safety-net.ts';
+import { warnUndecryptable } from './settings/keycheck.ts';
+import { serverClock, systemClock } from './lib/clock.ts';
+import { TriggerFirer } from './triggers/fire.ts';
 import { captureRunnerEvents } from './webhooks/capture.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 
@@ -52,6 +60,32 @@ async function prepareDatabase(config: Config, log: Logger): Promise<Db> {
   }
 }
 
+/** How long a refused body's connection stays half-open so the client can read the answer. */
+const LINGER_MS = 2000;
+
+/**
+ * An answer marked `Connection: close` while the request body is still arriving (413, or no route read
+ * it) ends the connection without reading the rest: Node would either read and discard all of it, or
+ * destroy the socket at once — and a reset with unread data can make the client lose the answer. So:
+ * stop reading, send the answer and a FIN, and destroy the socket LINGER_MS later.
+ */
+function closeUnreadBody(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket; // req.socket is gone once a reader gave up on the body
+  res.once('prefinish', () => {
+    if (req.complete || socket.destroyed || !/^close$/i.test(String(res.getHeader('connection') ?? ''))) return;
+    // A body nobody touched would be read and discarded whole once the answer is done: read(0) marks
+    // it consumed, so Node stops the socket when the request's small buffer is full.
+    req.read(0);
+    // Node's answer-finished handler calls destroySoon() for a closing connection: linger instead.
+    socket.destroySoon = () => {
+      req.pause();
+      socket.end();
+      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+      socket.once('close', () => clearTimeout(timer));
+    };
+  });
+}
+
 async function serve(config: Config, log: Logger): Promise<void> {
   // Signals first: a SIGTERM while connecting or migrating exits at once (the migration's transaction
   // rolls back); once serving, it drains. Installed before "listening" is logged, so no window where
@@ -64,13 +98,20 @@ async function serve(config: Config, log: Logger): Promise<void> {
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
+  // Errors nobody caught: logged; those escaping from webhook work never end the process, any other
+  // still does (exit 1) — lib/safety-net.ts says why.
+  installSafetyNet(log);
 
   const db = await prepareDatabase(config, log);
-  const encryption = config.APP_ENCRYPTION_KEY ? encryptionKeyFrom(config.APP_ENCRYPTION_KEY) : null;
-  if (!encryption) log.warn('APP_ENCRYPTION_KEY is not set: secrets cannot be stored (see README, Configuration)');
-  const keys: Keys = { encryption, session: await sessionKey(db, encryption) };
+  const { key: encryption, origin } = resolveEncryptionKey(config, log);
+  await warnUndecryptable(db, encryption, origin.fingerprint, log);
+  if (!encryption) log.warn('APP_ENCRYPTION_KEY is not set: audit records and checkpoints carry no MAC (see docs/security.md, The audit log)');
+  const keys: Keys = { encryption, origin, session: await sessionKey(db, encryption) };
+  const auditKey = auditMacKey(encryption);
+  useAuditKey(auditKey);
+  const auditAnchor = new AuditAnchor({ db, log: log.child({ area: 'audit' }), key: auditKey, anchorPath: resolve(config.AUDIT_ANCHOR_PATH) });
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
-  for (const job of [...retentionJobs(config), ...auditJobs(config), offlineJob]) scheduler.register(job);
+  for (const job of [...retentionJobs(config), ...auditJobs(config, auditAnchor), offlineJob]) scheduler.register(job);
   const hub = new Hub(db, log.child({ area: 'runners' }));
   hub.beforeStore = (runnerId, events) => captureRunnerEvents(db, runnerId, events);
   await hub.start();
@@ -80,7 +121,13 @@ async function serve(config: Config, log: Logger): Promise<void> {
   if (config.JOBS_ENABLED) scheduler.start();
   else log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
 
-  const fetch = createApp({ config, db, log, scheduler, keys, hub });
+  const clock = serverClock(config.TEST_CLOCK_OFFSET_SECONDS);
+  if (clock !== systemClock) log.warn('TEST_CLOCK_OFFSET_SECONDS shifts this server\'s clock (NODE_ENV=test): for tests only', { seconds: config.TEST_CLOCK_OFFSET_SECONDS });
+  // Inbound triggers fire on every process (functions/triggers/fire.ts); the work is shared through SQL.
+  const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000 });
+  firer.start();
+
+  const fetch = createApp({ config, db, log, scheduler, keys, hub, clock, firer });
   const clientAddress = (req: IncomingMessage) => {
     const forwarded = config.TRUST_PROXY ? req.headers['x-forwarded-for'] : undefined;
     const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
@@ -92,6 +139,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
   let inFlight = 0;
   let drained: (() => void) | undefined;
   server.on('request', (req, res) => {
+    closeUnreadBody(req, res);
     inFlight++;
     const started = performance.now();
     log.debug('request', { method: req.method, path: req.url?.split('?')[0] });
@@ -102,14 +150,17 @@ async function serve(config: Config, log: Logger): Promise<void> {
   });
   // The runner WebSocket (spec: Runner connection) and the admin terminal relay share the HTTP port;
   // other upgrades are refused.
-  const terminals = new TerminalRelay({ config, db, log: log.child({ area: 'terminal' }), scheduler, keys, hub });
+  const terminals = new TerminalRelay({ config, db, log: log.child({ area: 'terminal' }), scheduler, keys, hub, clock });
   server.on('upgrade', (req, socket, head) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (path === '/runner') return hub.handleUpgrade(req, socket, head);
     if (path === '/api/terminal') return terminals.handleUpgrade(req, socket, head);
     socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
   });
-  server.keepAliveTimeout = 5_000;
+  // Idle keep-alive connections are kept longer than clients and proxies keep theirs (fetch: about 4 s;
+  // load balancers: 60 s), so the server is never the side that closes a connection a client is about to
+  // reuse (that race loses the request: "fetch failed"/502), also when a busy client reads answers late.
+  server.keepAliveTimeout = 65_000;
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
   await new Promise<void>((ok, fail) => {
@@ -131,30 +182,61 @@ async function serve(config: Config, log: Logger): Promise<void> {
     clearInterval(idle);
     server.closeAllConnections();
     await hub.stop();
-    await Promise.all([scheduler.stop(graceMs), webhooks.stop(graceMs)]);
+    await Promise.all([scheduler.stop(graceMs), webhooks.stop(graceMs), firer.stop(graceMs), auditAnchor.stop()]);
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');
     process.exit(0);
   };
+  // Every replica keeps its own anchor file current (functions/audit/checkpoint.ts), JOBS_ENABLED or not.
+  auditAnchor.start(config.AUDIT_CHECKPOINT_CRON);
   const { port } = server.address() as AddressInfo;
-  log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${port}`, version: VERSION, port });
+  log.info('listening', { url: listeningBase(config.HOST, port), version: VERSION, port });
 }
 
-const USAGE = `usage: server.mjs [serve | migrate | version]
-       server.mjs admin create --email <e-mail> [--name <name>]
-       server.mjs admin password-link --email <e-mail>
+const USAGE = `usage: server.mjs [serve | migrate | version | help]
+       server.mjs admin create --email <e-mail> [--name <name>] [--url <base URL>]
+       server.mjs admin password-link --email <e-mail> [--url <base URL>]
+
+The admin commands print a one-time link to set the password (valid 24 hours). The link starts with
+--url, else PUBLIC_URL, else the address the server listens on (HOST, PORT). With the embedded
+database stop the server first.
 `;
+
+/** A CLI mistake: the message and exit code 2, no stack and no "start failed". */
+class UsageError extends Error {}
+
+/** Where the printed link points (see lib/urls.ts), and a warning when only this machine can open it. */
+function cliLinkBase(config: Config, url: unknown): { base: string; warning: string | null } {
+  let base: string;
+  if (url !== undefined) {
+    const parsed = publicUrl.safeParse(typeof url === 'string' ? url : '');
+    if (!parsed.success) throw new UsageError(`--url ${parsed.error.issues[0].message}`);
+    base = parsed.data;
+  } else {
+    base = configuredBase(config);
+  }
+  const { hostname, port } = new URL(base);
+  const fix = 'pass --url <base URL> or set PUBLIC_URL to the address people open';
+  if (url === undefined && !config.PUBLIC_URL && config.PORT === 0) return { base, warning: `PORT=0 lets the server pick a free port at start, so this link has no usable port: ${fix}` };
+  if (isLoopback(hostname)) return { base, warning: `this link uses ${hostname}${port ? `:${port}` : ''}, a loopback address: it opens only on this machine; ${fix}` };
+  return { base, warning: null };
+}
 
 /** Bootstrap and recovery from the command line: the first admin, or a lost password. */
 async function adminCommand(config: Config, log: Logger, argv: string[]): Promise<number> {
-  const args = mri(argv, { string: ['email', 'name'] });
+  const args = mri(argv, { string: ['email', 'name', 'url'] });
   const sub = args._[0];
   const email = typeof args.email === 'string' ? args.email.trim().toLowerCase() : '';
   if ((sub !== 'create' && sub !== 'password-link') || !/^[^@\s]+@[^@\s]+$/.test(email)) {
     process.stderr.write(USAGE);
     return 2;
   }
+  const { base, warning } = cliLinkBase(config, args.url);
   const db = await prepareDatabase(config, log);
+  // The same key the server uses (the environment's, or the embedded database's key file once the server
+  // made it), so records the CLI appends carry the audit MAC like the server's. Its warnings are the server's to give.
+  const quietLog = createLogger('error');
+  useAuditKey(auditMacKey(resolveEncryptionKey(config, quietLog, { create: false }).key));
   try {
     const link = await audited(
       db,
@@ -169,17 +251,26 @@ async function adminCommand(config: Config, log: Logger, argv: string[]): Promis
           if (!u) throw new Error(`no user with e-mail ${email}`);
           userId = u.id;
         }
-        return { userId, ...(await createPasswordLink(tx, config.PUBLIC_URL, userId)) };
+        return { userId, ...(await createPasswordLink(tx, base, userId)) };
       },
     );
     process.stdout.write(`${sub === 'create' ? 'Created instance admin' : 'Password link for'} ${email}.\nSet the password within 24 hours at:\n${link.url}\n`);
+    if (warning) process.stderr.write(`admin: warning: ${warning}\n`);
     return 0;
   } finally {
     await db.close();
   }
 }
 
+/** `help`, `--help`, `-h`, also after `admin`: the usage on stdout, whatever the configuration. */
+const HELP = new Set(['help', '--help', '-h']);
+const wantsHelp = (argv: string[]) => HELP.has(argv[0] ?? '') || (argv[0] === 'admin' && (HELP.has(argv[1] ?? '') || argv.includes('--help') || argv.includes('-h')));
+
 async function main(argv: string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   let config: Config;
   try {
     config = loadConfig();
@@ -212,8 +303,10 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}unknown command: ${command}\n`);
     return 2;
   } catch (err) {
-    log.error('start failed', { error: err instanceof Error ? err.message : String(err) });
-    return 1;
+    const message = err instanceof Error ? err.message : String(err);
+    if (command !== 'admin') log.error('start failed', { error: message });
+    else process.stderr.write(`${err instanceof UsageError ? USAGE : ''}admin: ${message}\n`);
+    return err instanceof UsageError ? 2 : 1;
   }
 }
 

@@ -7,6 +7,7 @@ import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
 import { ConfigError, loadConfig, parseServer, saveConfig } from './config.ts';
 import { runDaemon } from './daemon.ts';
+import { doctor } from './doctor.ts';
 import { execRun } from './runs/exec.ts';
 import { EMIT_FLAGS, emitCommand, UsageError } from './emit.ts';
 import { target } from './host.ts';
@@ -15,7 +16,7 @@ import { normalizeCode, pair } from './pair.ts';
 import { configPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { detectProfiles, printable, reportProfile } from './profiles.ts';
-import { installService } from './service.ts';
+import { installService, uninstallService } from './service.ts';
 import { SLOT_START_FLAGS, slotStartCommand } from './slot-start.ts';
 import { Spool } from './spool.ts';
 import { status } from './status.ts';
@@ -31,7 +32,13 @@ Commands:
   status              pairing, server and spool state; exit 1 when the server is unreachable
   profiles [--detect [--write]]
                       configured runtime profiles; --detect proposes, --write saves the proposal
-  install-service     write a systemd user unit or launchd agent and print how to start it
+  install-service [--platform linux|darwin]
+                      write a systemd user unit or launchd agent and print how to start it
+  uninstall-service [--platform linux|darwin]
+                      print how to stop and disable the service, then remove the files
+                      install-service wrote (runner.json and the state directory are kept)
+  doctor              check config, pairing, state directory, daemon, server, token, tmux, git,
+                      agent CLIs, OTLP port and Node.js: one ok/warn/fail line each; exit 1 on a fail
   version             print version and target (also --version, -v)
   help                print this text (also --help, -h)
 
@@ -60,6 +67,8 @@ const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
   status: { flags: [], positional: 0 },
   profiles: { flags: ['detect', 'write'], positional: 0 },
   'install-service': { flags: ['platform'], positional: 0 },
+  'uninstall-service': { flags: ['platform'], positional: 0 },
+  doctor: { flags: [], positional: 0 },
   'exec-run': { flags: [], positional: 1 },
   'spool-append': { flags: ['source', 'payload', 'count'], positional: 1 },
   emit: { flags: EMIT_FLAGS, positional: 1 },
@@ -150,11 +159,14 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
       return status(env, out, err);
     case 'profiles':
       return profilesCommand(args, env, out, err);
-    case 'install-service': {
+    case 'install-service':
+    case 'uninstall-service': {
       const platform = stringFlag(args, 'platform', false) ?? env.SVC_RUNNER_SERVICE_PLATFORM ?? process.platform;
-      if (!['linux', 'darwin'].includes(platform) && args.platform !== undefined) throw new UsageError('install-service: --platform is linux or darwin');
-      return installService(platform, env, out, err);
+      if (!['linux', 'darwin'].includes(platform) && args.platform !== undefined) throw new UsageError(`${command}: --platform is linux or darwin`);
+      return (command === 'install-service' ? installService : uninstallService)(platform, env, out, err);
     }
+    case 'doctor':
+      return doctor(env, out);
     case 'exec-run':
       return execRun(resolvePath(String(args._[1])), env, err);
     case 'spool-append':

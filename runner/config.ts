@@ -2,9 +2,8 @@
 // validated with zod. Read when a command starts; written atomically (temp file, fsync, rename) with
 // mode 0600 because it holds the runner token. An invalid file is refused with an error that names the
 // bad fields and never their values.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync, chmodSync } from 'node:fs';
-import { dirname, join, basename } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { syncDir, writeFileAtomic } from '../protocol/atomic-file.ts';
 import * as z from 'zod';
 import { COMMAND_NAMES, skillSource } from '../protocol/commands.ts';
 import type { CommandName } from '../protocol/commands.ts';
@@ -146,43 +145,8 @@ export function loadConfig(path: string): LoadedConfig {
 export const isPaired = (c: RunnerConfig): c is RunnerConfig & { server: string; runnerId: string; token: string } =>
   Boolean(c.server && c.runnerId && c.token);
 
-/** Write a file atomically with mode 0600: temp file beside it, fsync, rename, fsync the directory.
- *  On any failure the temp file is removed and the target is left as it was. */
-export function writeFileAtomic(path: string, text: string): void {
-  const dir = dirname(path);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    try {
-      writeSync(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    chmodSync(tmp, 0o600); // in case the umask or an ACL widened it
-    renameSync(tmp, path);
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {}
-    throw err;
-  }
-  syncDir(dir);
-}
-
-export function syncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Some file systems refuse fsync on a directory; the rename is still atomic.
-  }
-}
+// The atomic writer is shared with the server (the audit anchor file); runner modules import it from here.
+export { syncDir, writeFileAtomic };
 
 /** Validate the changed raw object and write it (only keys that were in the file or were set). */
 export function saveConfig(path: string, raw: Record<string, unknown>): RunnerConfig {

@@ -1,5 +1,7 @@
 // `svc-runner install-service` (spec: Runner command line, Runner exit codes, Runner state directory):
 // a systemd user unit on Linux, a launchd agent on macOS, both starting `<node> <this bundle> run`.
+// `svc-runner uninstall-service` removes exactly those files again (never runner.json or the state
+// directory) after printing how to stop and disable the running service; it stops nothing itself.
 //   systemd: Restart=on-failure, RestartSec=5, RestartPreventExitStatus=78 — a crash or an unreachable
 //     server (exit 1) restarts after 5 s; a final close by the server (78) does not.
 //   launchd: KeepAlive restarts on an unsuccessful exit only (SuccessfulExit=false); a small wrapper
@@ -7,7 +9,7 @@
 // The environment the runner needs is pinned in the service: PATH (to find claude/codex, git) and the
 // XDG directories, so the service reads the same runner.json as this command did.
 // `--platform linux|darwin` (or SVC_RUNNER_SERVICE_PLATFORM) chooses the kind, for tests.
-import { chmodSync, mkdirSync, realpathSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, realpathSync, unlinkSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { writeFileAtomic } from './config.ts';
 import { launchdLogPath, launchdPlistPath, launchdWrapperPath, systemdUnitPath } from './paths.ts';
@@ -132,13 +134,13 @@ export function serviceTarget(env: Env): ServiceTarget {
   return { node: process.execPath, bundle, env };
 }
 
-/** Do one file system step of the install; a failure (say, a directory in the way) is reported, not thrown. */
-function step(err: Out, what: string, path: string, action: () => void): boolean {
+/** Do one file system step of (un)installing; a failure (say, a directory in the way) is reported, not thrown. */
+function step(err: Out, what: string, path: string, action: () => void, command = 'install-service'): boolean {
   try {
     action();
     return true;
   } catch (e) {
-    err.write(`svc-runner: install-service: cannot ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`);
+    err.write(`svc-runner: ${command}: cannot ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`);
     return false;
   }
 }
@@ -170,6 +172,49 @@ export function installService(platform: string, env: Env, out: Out, err: Out): 
     out.write(`Restart it with: launchctl kickstart -k gui/$(id -u)/com.svc.runner\nLogs: ${launchdLogPath(env)}\n`);
     return 0;
   }
-  err.write(`svc-runner: install-service supports Linux (systemd) and macOS (launchd), not ${platform}\n`);
+  return unsupported('install-service', platform, err);
+}
+
+function unsupported(command: string, platform: string, err: Out): number {
+  err.write(`svc-runner: ${command} supports Linux (systemd) and macOS (launchd), not ${platform}\n`);
   return 1;
+}
+
+/** What install-service writes, per platform, and the command that stops and disables the service. */
+export function serviceFiles(platform: string, env: Env): { files: string[]; stop: string; after?: string } | null {
+  if (platform === 'linux') return { files: [systemdUnitPath(env)], stop: 'systemctl --user disable --now svc-runner.service', after: 'systemctl --user daemon-reload' };
+  if (platform === 'darwin') return { files: [launchdPlistPath(env), launchdWrapperPath(env)], stop: 'launchctl bootout gui/$(id -u)/com.svc.runner' };
+  return null;
+}
+
+/** Whether anything (a file, a directory, a dangling symlink) is at the path. */
+function present(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function uninstallService(platform: string, env: Env, out: Out, err: Out): number {
+  const what = serviceFiles(platform, env);
+  if (!what) return unsupported('uninstall-service', platform, err);
+  const found = what.files.filter(present);
+  if (found.length === 0) {
+    out.write(`Nothing to remove: ${what.files.join(' and ')} ${what.files.length > 1 ? 'do' : 'does'} not exist.\n`);
+    return 0;
+  }
+  // Printed first, in the order the user runs things: systemd and launchd keep a loaded service
+  // running (and systemd its enable symlink) until told, whether or not its file is still there.
+  out.write(`Stop and disable the service (if it runs) with:\n  ${what.stop}\n`);
+  let failed = false;
+  for (const path of found) {
+    if (step(err, 'remove', path, () => unlinkSync(path), 'uninstall-service')) out.write(`Removed ${path}\n`);
+    else failed = true;
+  }
+  for (const path of what.files.filter((p) => !found.includes(p))) out.write(`Not there (nothing to remove): ${path}\n`);
+  if (what.after && !failed) out.write(`Then let systemd forget the unit: ${what.after}\n`);
+  out.write('runner.json and the state directory are kept.\n');
+  return failed ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 // `svc-runner status` (spec: Runner command line, Health checks): config path, paired or not and as
 // which id, the server, number of profiles, spool state, whether the daemon runs, whether the server
-// answers (GET <server>/health). Exit 1 when the server is unreachable, when the machine is not paired
+// answers (GET <server>/health), whether it still accepts the token (GET <server>/runners/self). Exit 1
+// when the server is unreachable, when the token is revoked or replaced, when the machine is not paired
 // (there is no server to ask) or when runner.json is invalid.
 import { ConfigError, isPaired, loadConfig } from './config.ts';
 import { lockHolder } from './lock.ts';
@@ -50,5 +51,22 @@ export async function status(env: Env, out: Out, err: Out): Promise<number> {
   }
   const r = await reach(c.server);
   out.write(`reach: ${r.detail}\n`);
-  return r.ok ? 0 : 1;
+  if (!r.ok) return 1;
+  const t = await tokenAccepted(c.server, c.token!);
+  out.write(`token: ${t.detail}\n`);
+  return t.ok ? 0 : 1;
+}
+
+/** Whether the server still accepts this runner's token (GET <server>/runners/self). */
+export async function tokenAccepted(server: string, token: string): Promise<{ ok: boolean; detail: string }> {
+  try {
+    const res = await fetch(`${server}/runners/self`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5000), redirect: 'error' });
+    if (res.status === 200) return { ok: true, detail: 'accepted' };
+    const code = ((await res.json().catch(() => null)) as { error?: { code?: unknown } } | null)?.error?.code;
+    if (code === 'runner_revoked') return { ok: false, detail: 'revoked: pair again (svc-runner pair --server <url> --code <new code from the Runners page>)' };
+    if (code === 'invalid_token') return { ok: false, detail: 'not accepted (replaced by a newer pairing, or unknown): pair again' };
+    return { ok: false, detail: `unknown (GET /runners/self answered HTTP ${res.status})` };
+  } catch (e) {
+    return { ok: false, detail: `unknown (${(e as Error).name})` };
+  }
 }

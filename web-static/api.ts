@@ -12,6 +12,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly fields?: Record<string, string>,
+    /** The whole error answer, for pages that show more than the message (a dry run's `reasons`). */
+    readonly body?: unknown,
   ) {
     super(message);
   }
@@ -27,9 +29,22 @@ export async function api<T = unknown>(path: string, init: { method?: string; bo
   const data = await res.json().catch(() => ({}));
   if (!res.ok) {
     const e = (data as { error?: { code?: string; message?: string; fields?: Record<string, string> } }).error ?? {};
-    throw new ApiError(res.status, e.code ?? 'error', e.message ?? `the server answered ${res.status}`, e.fields);
+    throw new ApiError(res.status, e.code ?? 'error', e.message ?? `the server answered ${res.status}`, e.fields, data);
   }
   return data as T;
 }
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/**
+ * An error for a banner, said once: with `fields`, each field's text (a full sentence alone, else
+ * `field: text`) and not the summary that only lists their names; otherwise the message.
+ */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError && e.fields && Object.keys(e.fields).length) {
+    return Object.entries(e.fields)
+      .map(([field, text]) => (/^[A-Z]/.test(text) ? text : `${field}: ${text}`))
+      .join('; ');
+  }
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,5 +1,6 @@
-// Admin pages: Preact + htm, no build-time JSX. Hash routes: #/runners, #/runs, #/integrations, #/terminal, #/schedules, #/set-password?token=…;
-// anyone not signed in sees the sign-in form.
+// Admin pages: Preact + htm, no build-time JSX. Hash routes: #/runners (the landing page), #/runs,
+// #/integrations, #/terminal, #/schedules, #/settings, #/set-password?token=…; any other route shows "not found".
+// Anyone not signed in sees the sign-in form.
 import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -8,6 +9,7 @@ import { Integrations } from './pages/integrations.ts';
 import { Runners } from './pages/runners.ts';
 import { Runs } from './pages/runs.ts';
 import { Schedules } from './pages/schedules.ts';
+import { Settings } from './pages/settings.ts';
 import { TerminalPage } from './pages/terminal.ts';
 import { SetPassword, SignIn } from './pages/signin.ts';
 
@@ -26,6 +28,21 @@ function useHash() {
   return hash;
 }
 
+const PAGES: Record<string, { title: string; view: () => unknown }> = {
+  runners: { title: 'Runners', view: Runners },
+  runs: { title: 'Skill runs', view: Runs },
+  integrations: { title: 'Integrations', view: Integrations },
+  terminal: { title: 'Terminal', view: TerminalPage },
+  schedules: { title: 'Schedules', view: Schedules },
+  settings: { title: 'Settings', view: Settings },
+};
+
+/** The page a hash names: `#/runs?x=1` → runs; no hash (or `#/`) → runners, the landing page. */
+export function route(hash: string): string {
+  const name = /^#\/?([^?/]*)/.exec(hash)?.[1] ?? '';
+  return name === '' ? 'runners' : name;
+}
+
 function App() {
   const hash = useHash();
   const [me, setMe] = useState<Me | null | undefined>(undefined);
@@ -39,14 +56,15 @@ function App() {
   const setPw = /^#\/set-password\?token=([\w-]+)/.exec(hash);
   let body;
   if (down) body = html`<p class="failed" role="alert">The server cannot be reached: ${down}</p>`;
-  else if (setPw) body = html`<${SetPassword} token=${setPw[1]} onDone=${() => (location.hash = '#/schedules')} />`;
+  else if (setPw) body = html`<${SetPassword} token=${setPw[1]} onDone=${() => (location.hash = '#/runners')} />`;
   else if (me === undefined) body = html`<p class="muted">Loading…</p>`;
   else if (me === null) body = html`<${SignIn} onSignedIn=${load} />`;
-  else if (hash.startsWith('#/runners')) body = html`<h2>Runners</h2><${Runners} />`;
-  else if (hash.startsWith('#/runs')) body = html`<h2>Skill runs</h2><${Runs} />`;
-  else if (hash.startsWith('#/terminal')) body = html`<h2>Terminal</h2><${TerminalPage} />`;
-  else if (hash.startsWith('#/integrations')) body = html`<h2>Integrations</h2><${Integrations} />`;
-  else body = html`<h2>Schedules</h2><${Schedules} />`;
+  else {
+    const page = PAGES[route(hash)];
+    body = page
+      ? html`<h2>${page.title}</h2><${page.view} />`
+      : html`<div class="card" role="alert"><h2>Not found</h2><p>There is no page at <code>${hash}</code>. <a href="#/runners">Go to Runners</a>.</p></div>`;
+  }
 
   const signOut = async () => {
     await api('/api/session', { method: 'DELETE' }).catch(() => {});
@@ -55,7 +73,7 @@ function App() {
   };
   return html`<header>
       <h1>svc</h1>
-      ${me && html`<nav><a href="#/runners">Runners</a> <a href="#/runs">Runs</a> <a href="#/integrations">Integrations</a> <a href="#/terminal">Terminal</a> <a href="#/schedules">Schedules</a></nav>
+      ${me && html`<nav>${Object.entries(PAGES).map(([name, p]) => html`<a href=${`#/${name}`} aria-current=${route(hash) === name ? 'page' : undefined}>${p.title === 'Skill runs' ? 'Runs' : p.title}</a> `)}</nav>
         <span class="spacer"></span><span class="who">${me.user.email}</span>
         <button class="link" onClick=${signOut}>Sign out</button>`}
     </header>

@@ -2,14 +2,24 @@
 // Appends run inside the caller's transaction (the change and its record commit together or not at
 // all) under one advisory lock, so writers from any number of processes form one linear, gapless chain:
 //   hash = SHA-256(prev_hash ‖ canonical JSON of {seq, at, actorId, actorLabel, action, targetType, targetId, diff, requestId})
+//   mac  = HMAC under a key derived from APP_ENCRYPTION_KEY over (seq, hash) — see mac.ts; null without the key.
+// Verification (the whole chain, or since the last checkpoint) is in verify.ts and checkpoint.ts.
 import { createHash } from 'node:crypto';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import type { Principal } from '../lib/context.ts';
+import { recordMac } from './mac.ts';
 
 export const GENESIS = '0'.repeat(64);
 const AUDIT_LOCK = 4_242_002;
 const SECRET_FIELD = /password|secret|token|ciphertext|private_?key|api_?key|hash/i;
+
+// The record MAC key is process-wide, set once at start (server and admin CLI): appends happen inside
+// callers' transactions in many places, and the key is configuration like the clock, not an argument.
+let recordKey: Uint8Array | null = null;
+export function useAuditKey(key: Uint8Array | null): void {
+  recordKey = key;
+}
 
 export interface AuditEntry {
   actor: Principal | 'system' | { label: string };
@@ -95,10 +105,11 @@ export async function appendAudit(tx: Queryable, entry: AuditEntry): Promise<Aud
   };
   const prevHash = last?.hash ?? GENESIS;
   const record: AuditRecord = { ...base, prevHash, hash: recordHash(prevHash, base) };
+  const mac = recordKey ? recordMac(recordKey, record.seq, record.hash) : null;
   await tx.query(sql`
-    insert into audit_records (seq, at, actor_id, actor_label, action, target_type, target_id, diff, request_id, prev_hash, hash)
+    insert into audit_records (seq, at, actor_id, actor_label, action, target_type, target_id, diff, request_id, prev_hash, hash, mac)
     values (${record.seq}, ${record.at}, ${record.actorId}, ${record.actorLabel}, ${record.action}, ${record.targetType},
-            ${record.targetId}, ${sql.json(record.diff)}, ${record.requestId}, ${record.prevHash}, ${record.hash})`);
+            ${record.targetId}, ${sql.json(record.diff)}, ${record.requestId}, ${record.prevHash}, ${record.hash}, ${mac})`);
   return record;
 }
 
@@ -111,7 +122,7 @@ export async function audited<T>(db: Db, entry: AuditEntry | ((result: T) => Aud
   });
 }
 
-interface Row {
+export interface AuditRow {
   seq: number;
   at: Date;
   actor_id: string | null;
@@ -123,9 +134,10 @@ interface Row {
   request_id: string | null;
   prev_hash: string;
   hash: string;
+  mac?: string | null;
 }
 
-export function toRecord(r: Row): AuditRecord {
+export function toRecord(r: AuditRow): AuditRecord {
   return {
     seq: Number(r.seq),
     at: new Date(r.at).toISOString(),
@@ -141,37 +153,3 @@ export function toRecord(r: Row): AuditRecord {
   };
 }
 
-export interface Verification {
-  ok: boolean;
-  recordsChecked: number;
-  firstBrokenSeq: number | null;
-  problem: string | null;
-}
-
-/** Walk the whole chain in seq order, in batches; report the first record that does not fit. */
-export async function verifyChain(db: Db, batch = 5000, signal?: AbortSignal): Promise<Verification> {
-  let prevHash = GENESIS;
-  let expectSeq = 1;
-  let checked = 0;
-  for (;;) {
-    signal?.throwIfAborted();
-    const rows = await db.query<Row>(sql`select * from audit_records where seq >= ${expectSeq} order by seq limit ${batch}`);
-    for (const row of rows) {
-      const r = toRecord(row);
-      const broken = (problem: string): Verification => ({ ok: false, recordsChecked: checked, firstBrokenSeq: r.seq, problem });
-      if (r.seq !== expectSeq) return { ok: false, recordsChecked: checked, firstBrokenSeq: expectSeq, problem: `record ${expectSeq} is missing` };
-      if (r.prevHash !== prevHash) return broken(`record ${r.seq} does not link to record ${r.seq - 1} (prev_hash differs)`);
-      if (recordHash(prevHash, r) !== r.hash) return broken(`record ${r.seq} was altered (its hash does not match its content)`);
-      prevHash = r.hash;
-      expectSeq++;
-      checked++;
-    }
-    if (rows.length < batch) return { ok: true, recordsChecked: checked, firstBrokenSeq: null, problem: null };
-  }
-}
-
-export async function recordVerification(db: Db, startedAt: Date, v: Verification): Promise<void> {
-  await db.query(sql`
-    insert into audit_verifications (started_at, ok, records_checked, first_broken_seq, problem)
-    values (${startedAt}, ${v.ok}, ${v.recordsChecked}, ${v.firstBrokenSeq}, ${v.problem})`);
-}

@@ -45,12 +45,12 @@ export const routes: Route[] = [
   route({
     method: 'GET',
     path: '/api/audit/verification',
-    summary: 'The latest audit chain verification: ok, or the first broken record, and when',
+    summary: 'The latest audit chain verification (whole chain, or since the last checkpoint): ok, or what is wrong, and when',
     tag: 'audit',
     access: 'instanceAdmin',
     async handler(_input, ctx) {
-      const [v] = await ctx.db.query<{ started_at: Date; finished_at: Date; ok: boolean; records_checked: number; first_broken_seq: number | null; problem: string | null }>(
-        sql`select * from audit_verifications order by id desc limit 1`,
+      const [v] = await ctx.db.query<{ started_at: Date; finished_at: Date; ok: boolean; records_checked: number; first_broken_seq: number | null; problem: string | null; scope: string }>(
+        sql`select * from audit_verifications order by started_at desc, id desc limit 1`,
       );
       return json({
         verification: v
@@ -59,6 +59,7 @@ export const routes: Route[] = [
               recordsChecked: Number(v.records_checked),
               firstBrokenSeq: v.first_broken_seq === null ? null : Number(v.first_broken_seq),
               problem: v.problem,
+              scope: v.scope,
               startedAt: new Date(v.started_at).toISOString(),
               finishedAt: new Date(v.finished_at).toISOString(),
             }

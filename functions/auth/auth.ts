@@ -92,10 +92,10 @@ export async function authenticate(ctx: AppContext, request: Request): Promise<P
     if (!m || !m[1].startsWith(TOKEN_PREFIX)) throw unauthorized('malformed Authorization header: expected "Bearer svc_pat_…"');
     const [row] = await ctx.db.query<{ id: string; user_id: string }>(sql`
       update api_tokens set last_used_at = now()
-       where token_hash = ${sha256Hex(m[1])} and revoked_at is null
+       where token_hash = ${sha256Hex(m[1])} and revoked_at is null and (expires_at is null or expires_at > now())
       returning id, user_id`);
     const user = row && (await activeUser(ctx.db, row.user_id));
-    if (!user) throw unauthorized('the API token is invalid or revoked');
+    if (!user) throw unauthorized('the API token is invalid, expired or revoked');
     return { user, via: 'token', tokenId: row.id };
   }
   const jwt = readCookie(request, SESSION_COOKIE);
@@ -132,11 +132,14 @@ export async function sessionCsrf(ctx: AppContext, request: Request): Promise<st
   }
 }
 
-export async function createApiToken(db: Queryable, userId: string, name: string): Promise<{ id: string; token: string; prefix: string }> {
+/** A personal API token; `expiresAt` null = it never expires. */
+export async function createApiToken(db: Queryable, userId: string, name: string, expiresAt: Date | null = null): Promise<{ id: string; token: string; prefix: string }> {
   const token = TOKEN_PREFIX + randomToken(32);
   const id = randomUUID();
   const prefix = token.slice(0, TOKEN_PREFIX.length + 6);
-  await db.query(sql`insert into api_tokens (id, user_id, name, token_hash, prefix) values (${id}, ${userId}, ${name}, ${sha256Hex(token)}, ${prefix})`);
+  await db.query(sql`
+    insert into api_tokens (id, user_id, name, token_hash, prefix, expires_at)
+    values (${id}, ${userId}, ${name}, ${sha256Hex(token)}, ${prefix}, ${expiresAt})`);
   return { id, token, prefix };
 }
 

@@ -8,6 +8,7 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { HttpError, badRequest, conflict, notFound, json } from '../lib/errors.ts';
+import { publicBase } from '../lib/urls.ts';
 import { createApiToken, createSession, sessionCookie, sessionCsrf, toUser } from './auth.ts';
 import { PASSWORD_MAX, PASSWORD_MIN, hashPassword, verifyPassword } from './passwords.ts';
 import { checkSignInAllowed, clearAccountFailures, recordSignInFailure } from './ratelimit.ts';
@@ -16,18 +17,24 @@ const email = z.email({ message: 'must be an e-mail address' }).max(254).transfo
 const password = z.string().min(PASSWORD_MIN, { message: `must be at least ${PASSWORD_MIN} characters` }).max(PASSWORD_MAX);
 const id = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be an id' });
 const name = z.string().trim().min(1).max(200);
+/** Optional; absent or null = the token never expires. */
+const tokenExpiry = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a time zone' })
+  .refine((t) => Date.parse(t) > Date.now(), { message: 'must be in the future' })
+  .nullable()
+  .optional()
+  .describe('When the token stops working (ISO 8601 with a time zone, in the future); absent or null = never');
 
 export const userSchema = z.object({ id: z.string(), email: z.string(), name: z.string(), instanceAdmin: z.boolean(), active: z.boolean().optional() });
 
 const LINK_HOURS = 24;
 
-/** A one-time password-set link (first admin, invitation, reset); only its hash is stored. */
-export async function createPasswordLink(db: Queryable, publicUrl: string | undefined, userId: string): Promise<{ url: string; token: string; expiresAt: Date }> {
+/** A one-time password-set link (first admin, invitation, reset) under `base` (see lib/urls.ts); only its hash is stored. */
+export async function createPasswordLink(db: Queryable, base: string, userId: string): Promise<{ url: string; token: string; expiresAt: Date }> {
   const token = randomToken(32);
   const expiresAt = new Date(Date.now() + LINK_HOURS * 3600_000);
   await db.query(sql`insert into password_links (token_hash, user_id, expires_at) values (${sha256Hex(token)}, ${userId}, ${expiresAt})`);
-  const origin = (publicUrl ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
-  return { url: `${origin}/#/set-password?token=${token}`, token, expiresAt };
+  return { url: `${base.replace(/\/+$/, '')}/#/set-password?token=${token}`, token, expiresAt };
 }
 
 export async function createUser(
@@ -136,12 +143,12 @@ export const routes: Route[] = [
   route({
     method: 'GET',
     path: '/api/tokens',
-    summary: 'Your personal API tokens (never the token itself)',
+    summary: 'Your personal API tokens (never the token itself); expiresAt null = never expires',
     tag: 'auth',
     access: 'user',
     async handler({ principal }, ctx) {
       const tokens = await ctx.db.query(sql`
-        select id, name, prefix, created_at as "createdAt", last_used_at as "lastUsedAt", revoked_at as "revokedAt"
+        select id, name, prefix, created_at as "createdAt", last_used_at as "lastUsedAt", revoked_at as "revokedAt", expires_at as "expiresAt"
           from api_tokens where user_id = ${principal!.user.id} order by created_at`);
       return json({ tokens });
     },
@@ -149,18 +156,20 @@ export const routes: Route[] = [
   route({
     method: 'POST',
     path: '/api/tokens',
-    summary: 'Create a personal API token; the token is shown only in this answer',
+    summary: 'Create a personal API token, optionally expiring at expiresAt; the token is shown only in this answer',
     tag: 'auth',
     access: 'user',
     status: 201,
-    body: z.strictObject({ name }),
+    body: z.strictObject({ name, expiresAt: tokenExpiry }),
     async handler({ principal, body, requestId }, ctx) {
+      const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
+      const diff = { name: body.name, expiresAt: expiresAt?.toISOString() ?? null };
       const created = await audited(
         ctx.db,
-        (t: { id: string }) => ({ actor: principal!, action: 'token.create', target: { type: 'api_token', id: t.id }, diff: { name: body.name }, requestId }),
-        (tx) => createApiToken(tx, principal!.user.id, body.name),
+        (t: { id: string }) => ({ actor: principal!, action: 'token.create', target: { type: 'api_token', id: t.id }, diff, requestId }),
+        (tx) => createApiToken(tx, principal!.user.id, body.name, expiresAt),
       );
-      return json({ id: created.id, name: body.name, prefix: created.prefix, token: created.token }, { status: 201, headers: { 'cache-control': 'no-store' } });
+      return json({ id: created.id, ...diff, prefix: created.prefix, token: created.token }, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
   route({
@@ -202,13 +211,13 @@ export const routes: Route[] = [
     access: 'instanceAdmin',
     status: 201,
     body: z.strictObject({ email, name, instanceAdmin: z.boolean().default(false) }),
-    async handler({ principal, body, requestId }, ctx) {
+    async handler({ principal, body, requestId, request }, ctx) {
       const out = await audited(
         ctx.db,
         (r: { user: { id: string } }) => ({ actor: principal!, action: 'user.create', target: { type: 'user', id: r.user.id }, diff: { after: body }, requestId }),
         async (tx) => {
           const user = await createUser(tx, body);
-          const link = await createPasswordLink(tx, ctx.config.PUBLIC_URL, user.id);
+          const link = await createPasswordLink(tx, publicBase(ctx.config, request), user.id);
           return { user, passwordSetUrl: link.url, linkExpiresAt: link.expiresAt.toISOString() };
         },
       );
@@ -252,11 +261,11 @@ export const routes: Route[] = [
     access: 'instanceAdmin',
     status: 201,
     params: z.strictObject({ userId: id }),
-    async handler({ principal, params, requestId }, ctx) {
+    async handler({ principal, params, requestId, request }, ctx) {
       const link = await audited(ctx.db, { actor: principal!, action: 'user.password_link', target: { type: 'user', id: params.userId }, requestId }, async (tx) => {
         const [u] = await tx.query(sql`select 1 from users where id = ${params.userId}`);
         if (!u) throw notFound('no such user');
-        return createPasswordLink(tx, ctx.config.PUBLIC_URL, params.userId);
+        return createPasswordLink(tx, publicBase(ctx.config, request), params.userId);
       });
       return json({ passwordSetUrl: link.url, linkExpiresAt: link.expiresAt.toISOString() }, { status: 201, headers: { 'cache-control': 'no-store' } });
     },

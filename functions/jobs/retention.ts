@@ -39,7 +39,7 @@ export function retentionJobs(config: Config): JobDefinition[] {
     },
     {
       name: 'retention.deliveries',
-      description: 'Delete outbound webhook and inbound trigger deliveries older than 30 days',
+      description: 'Delete outbound webhook and inbound trigger deliveries older than 30 days, and trigger delivery ids older than 24 hours',
       cron: config.DELIVERY_RETENTION_CRON,
       run: async ({ db, signal }) => {
         // Events no worker ever dispatched (WEBHOOKS_WORKER_ENABLED=false everywhere) age out with the deliveries.
@@ -47,6 +47,8 @@ export function retentionJobs(config: Config): JobDefinition[] {
         return {
           outbound: await deleteOlderThan(db, 'outbound_deliveries', 30, signal),
           inbound: await deleteOlderThan(db, 'inbound_deliveries', 30, signal),
+          // Replay memory of inbound triggers lasts 24 h; older ids are taken over on reuse anyway.
+          deliveryIds: (await db.query<{ n: number }>(sql`with gone as (delete from trigger_delivery_ids where seen_at < now() - interval '1 day' returning 1) select count(*)::int as n from gone`))[0].n,
         };
       },
     },

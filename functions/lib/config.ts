@@ -1,7 +1,9 @@
 // Configuration from the environment, validated once at start (DESIGN §4).
 // A bad value stops the start with a message naming the variable — never the value of a secret.
+import { isIP } from 'node:net';
 import { Cron } from 'croner';
 import { z } from 'zod';
+import { humanIssue } from './issues.ts';
 
 const bool = (fallback: boolean) =>
   z
@@ -54,13 +56,35 @@ const databaseUrl = z
     message: 'must start with postgres:// or postgresql://',
   });
 
+/** A host name (RFC 1123 labels) or an IP literal, as `server.listen` takes it. */
+export const isHostOrIp = (v: string): boolean =>
+  isIP(v) !== 0 || (v.length <= 253 && /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(v));
+
+/**
+ * The base URL users and runners reach the server at: http(s), no credentials, query or fragment; a
+ * path prefix is kept (behind a proxy at /svc/). Trailing slashes are dropped, so links are `base + path`.
+ * Also checks the admin CLI's `--url`.
+ */
+export const publicUrl = z
+  .string()
+  .refine(
+    (s) => {
+      try {
+        const u = new URL(s);
+        return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !s.includes('?') && !s.includes('#');
+      } catch {
+        return false;
+      }
+    },
+    { message: 'must be an http(s) URL without credentials, query or fragment (a path prefix is allowed)' },
+  )
+  .transform((s) => new URL(s).toString().replace(/\/+$/, ''));
+
 const envShape = z.object({
     PORT: int(8080, 0, 65535),
-    HOST: z.string().default('0.0.0.0'),
+    HOST: z.string().refine(isHostOrIp, { message: 'must be an IP address or a host name (e.g. 0.0.0.0, 127.0.0.1, ::)' }).default('0.0.0.0'),
     TRUST_PROXY: bool(false),
-    PUBLIC_URL: z
-      .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
-      .optional(),
+    PUBLIC_URL: publicUrl.optional(),
     DATABASE_URL: databaseUrl,
     DATABASE_DRIVER: z.enum(['pglite', 'postgres', 'neon']).optional(),
     DATABASE_POOL_MAX: int(10, 1, 200),
@@ -75,12 +99,22 @@ const envShape = z.object({
     DELIVERY_RETENTION_CRON: cron('45 4 * * *'),
     CODEHOST_DELIVERY_RETENTION_CRON: cron('50 4 * * *'),
     AUDIT_VERIFY_CRON: cron('0 3 * * *'),
+    AUDIT_CHECKPOINT_CRON: cron('17 * * * *'),
+    AUDIT_ANCHOR_PATH: z.string().default('./data/audit-anchor.json'),
     HOUSEKEEPING_CRON: cron('55 4 * * *'),
     JOBS_ENABLED: bool(true),
     JOB_LEASE_SECONDS: int(60, 2, 3600),
     WEBHOOKS_WORKER_ENABLED: bool(true),
     WEBHOOKS_LEASE_SECONDS: int(30, 15, 600),
     MAX_BODY_BYTES: int(1048576, 1024, 104857600),
+    TRIGGER_RATE_PER_HOUR: int(30, 1, 1_000_000),
+    TRIGGER_BODY_TIMEOUT_SECONDS: int(10, 1, 300),
+    TRIGGER_LEASE_SECONDS: int(60, 35, 600),
+    TEST_CLOCK_OFFSET_SECONDS: z
+      .string()
+      .regex(/^-?\d{1,10}$/, { message: 'must be a whole number of seconds' })
+      .default('0')
+      .transform(Number),
     SHUTDOWN_TIMEOUT_SECONDS: int(10, 0, 600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });
@@ -119,7 +153,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }
-  const parsed = configSchema.safeParse(input);
+  const parsed = configSchema.safeParse(input, { error: humanIssue });
   if (!parsed.success) {
     // zod messages describe the rule, never echo the value, so secrets cannot leak here.
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(config)'} ${i.message}`));

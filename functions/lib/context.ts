@@ -4,8 +4,10 @@
 import type { z } from 'zod';
 import type { Scheduler } from '../jobs/scheduler.ts';
 import type { Hub } from '../runners/hub.ts';
+import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/index.ts';
+import type { EncryptionKeyOrigin } from './keyfile.ts';
 import type { Logger } from './log.ts';
 
 export interface AppContext {
@@ -15,13 +17,19 @@ export interface AppContext {
   scheduler: Scheduler;
   keys: Keys;
   hub: Hub;
+  /** The server's clock (lib/clock.ts): trigger timestamps, rotation overlap, replay memory, rate bucket. */
+  clock: Clock;
+  /** Starts inbound trigger runs (functions/triggers/fire.ts); absent where nothing fires. */
+  firer?: { kick(): void };
 }
 
 /** Keys derived once at start: the session signing key and, when configured, the secrets key. */
 export interface Keys {
   session: Uint8Array;
-  /** 32-byte AES key from APP_ENCRYPTION_KEY, or null when it is not set. */
+  /** 32-byte AES key from APP_ENCRYPTION_KEY (or the generated key file), or null when there is none. */
   encryption: Buffer | null;
+  /** Where that key came from and its fingerprint (never the key), for the Settings page. */
+  origin: EncryptionKeyOrigin;
 }
 
 export const ROLES = ['viewer', 'operator', 'admin'] as const;
@@ -74,6 +82,11 @@ export interface RouteDef<P extends z.ZodType | undefined = undefined, Q extends
   body?: B;
   /** Largest accepted body in bytes; default MAX_BODY_BYTES. */
   bodyLimit?: number;
+  /**
+   * The handler reads the raw request body itself (no `body` schema; the app neither checks its size
+   * nor drains it): POST /hooks/<publicId> must check a signature over the exact bytes first.
+   */
+  rawBody?: boolean;
   /** The success status the handler answers (documented in OpenAPI); default 200. */
   status?: 200 | 201 | 202 | 204;
   /** Documented responses besides the error shape; `schema` describes a JSON body. */

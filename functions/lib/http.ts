@@ -1,27 +1,60 @@
-// Request-body helpers shared by every route: a byte limit enforced while streaming, strict JSON, zod.
+// Request-body helpers shared by every route: a byte limit enforced while streaming, strict JSON, zod,
+// and the one check every input passes (no text PostgreSQL cannot store, see protocol/text.ts).
 import type { z } from 'zod';
+import { UNSTORABLE_MESSAGE, fieldPath, unstorablePaths } from '../../protocol/text.ts';
 import { HttpError, badRequest } from './errors.ts';
+import { humanIssue } from './issues.ts';
 
+/**
+ * 413, and the connection is closed after it (functions/server.ts destroys the socket once the answer
+ * is flushed): the rest of an oversized body is never read, only refused.
+ */
 export const tooLarge = (limit: number) =>
-  new HttpError(413, 'payload_too_large', `request body is larger than ${limit} bytes`);
+  new HttpError(413, 'payload_too_large', `request body is larger than ${limit} bytes`, undefined, { connection: 'close' });
+
+/** Largest body a route that takes none accepts (and ignores); larger ones get 413. */
+export const NO_BODY_BYTES = 4096;
+
+/** Does the request carry a body (declared length above zero, or chunked)? */
+export const hasBody = (request: Request): boolean =>
+  Number(request.headers.get('content-length') ?? 0) > 0 || request.headers.has('transfer-encoding');
+
+/** 413 at once when the declared Content-Length is over `limit`: nothing is read, the connection closes. */
+export function refuseDeclaredLength(request: Request, limit: number): void {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+}
 
 /**
  * Read the raw body, refusing it with 413 as soon as it passes `limit` — from Content-Length before
  * reading anything, otherwise while streaming, so an oversized body is never buffered whole.
  */
-export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length');
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+export async function readBody(request: Request, limit: number, timeoutMs?: number): Promise<Uint8Array> {
+  refuseDeclaredLength(request, limit);
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
+  // A deadline for the whole body (when given): a client that trickles bytes cannot hold the request.
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = timeoutMs === undefined ? null : new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
   for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
+    const next = deadline ? await Promise.race([reader.read(), deadline]) : await reader.read();
+    if (next === 'timeout') {
+      reader.releaseLock(); // as for 413: the server closes the connection after the answer
+      throw new HttpError(408, 'request_timeout', `the request body did not arrive within ${timeoutMs! / 1000} s`, undefined, { connection: 'close' });
+    }
+    const { done, value } = next;
+    if (done) {
+      clearTimeout(timer);
+      break;
+    }
     size += value.byteLength;
     if (size > limit) {
-      await reader.cancel().catch(() => {});
+      clearTimeout(timer);
+      // Not cancel(): that destroys the request and its socket before the 413 is sent. The stream
+      // stays paused, and the server closes the connection after the answer.
+      reader.releaseLock();
       throw tooLarge(limit);
     }
     chunks.push(value);
@@ -35,10 +68,12 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
   return out;
 }
 
+/** `application/json`, with or without parameters (`; charset=utf-8`); not `application/json-patch+json`. */
+export const isJsonType = (type: string | null): boolean => (type ?? '').split(';')[0].trim().toLowerCase() === 'application/json';
+
 /** Parse a JSON body with a limit and validate it; 415, 400 `invalid_json` or 400 `invalid_body` naming fields. */
 export async function readJson<S extends z.ZodType>(request: Request, schema: S, limit: number): Promise<z.infer<S>> {
-  const type = request.headers.get('content-type') ?? '';
-  if (!/^application\/json\b/i.test(type)) {
+  if (!isJsonType(request.headers.get('content-type'))) {
     throw new HttpError(415, 'unsupported_media_type', 'request body must be application/json');
   }
   const raw = await readBody(request, limit);
@@ -51,17 +86,38 @@ export async function readJson<S extends z.ZodType>(request: Request, schema: S,
   return parseWith(schema, value, 'invalid_body');
 }
 
-/** Validate any input (body, query, path) with zod; the 400 names each bad field, never its value. */
+/** Most fields one 400 names; a body with thousands of bad keys gets a short answer. */
+const MAX_FIELDS = 20;
+
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/**
+ * Validate any input (body, query, path) with zod; the 400 names each bad field (cut, see
+ * protocol/text.ts), never its value. Unstorable text anywhere, keys included, is refused first.
+ * The message repeats only the schema's own field names; unknown keys appear once, in `fields`.
+ */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, code = 'invalid_request'): z.infer<S> {
-  const result = schema.safeParse(value);
+  const unstorable = unstorablePaths(value, MAX_FIELDS);
+  if (unstorable.length) {
+    const fields = Object.fromEntries(unstorable.map((p) => [p, UNSTORABLE_MESSAGE]));
+    throw badRequest(code, `${plural(unstorable.length, 'field')} with U+0000 or unpaired surrogates`, fields);
+  }
+  const result = schema.safeParse(value, { error: humanIssue });
   if (result.success) return result.data;
   const fields: Record<string, string> = {};
+  const named: string[] = [];
+  let unknown = 0;
   for (const issue of result.error.issues) {
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) fields[[...issue.path, key].join('.')] = 'unknown field';
+      unknown += issue.keys.length;
+      for (const key of issue.keys.slice(0, MAX_FIELDS)) fields[fieldPath([...issue.path, key])] = 'unknown field';
     } else {
-      fields[issue.path.join('.') || '(root)'] = issue.message;
+      const path = fieldPath(issue.path);
+      if (!(path in fields)) named.push(path);
+      fields[path] = issue.message;
     }
   }
-  throw badRequest(code, `invalid fields: ${Object.keys(fields).join(', ')}`, fields);
+  const kept = Object.fromEntries(Object.entries(fields).slice(0, MAX_FIELDS));
+  const parts = [...(named.length ? [`invalid fields: ${named.slice(0, MAX_FIELDS).join(', ')}`] : []), ...(unknown ? [plural(unknown, 'unknown field')] : [])];
+  throw badRequest(code, parts.join('; '), kept);
 }

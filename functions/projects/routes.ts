@@ -1,14 +1,17 @@
 // Projects and per-project roles (viewer < operator < admin). Every check goes through
-// requireProjectRole (functions/auth/auth.ts) via the route's `access`.
+// requireProjectRole (functions/auth/auth.ts) via the route's `access`. Which runner serves a project
+// and its root path on that machine are the instance admins' choice (docs/security.md, "Runners and
+// project roots"): project admins keep every other field.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { audited } from '../audit/audit.ts';
+import { requireInstanceAdmin } from '../auth/auth.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { ROLES } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import { conflict, notFound, json } from '../lib/errors.ts';
+import { badRequest, conflict, notFound, json } from '../lib/errors.ts';
 
 const projectId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a project id' });
 const userId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a user id' });
@@ -67,6 +70,30 @@ async function getProject(db: Queryable, id: string): Promise<Project> {
   return toProject(row);
 }
 
+/** One root is the other or lies inside it (compared by path segments, so /srv/a and /srv/ab do not overlap). */
+export function rootsOverlap(a: string, b: string): boolean {
+  const norm = (p: string) => (p.endsWith('/') ? p : `${p}/`).replace(/\/+/g, '/');
+  const [x, y] = [norm(a), norm(b)];
+  return x.startsWith(y) || y.startsWith(x);
+}
+
+/**
+ * The runner must exist and not be revoked, and the root must not overlap another project's root on the
+ * same runner: commands are confined to a project's root, so a root that holds another project's would
+ * let that project's members act inside it.
+ */
+async function checkPlacement(db: Queryable, runnerId: string | null, rootPath: string | null, except = '') {
+  if (runnerId === null) return;
+  const [runner] = await db.query<{ revoked_at: Date | null }>(sql`select revoked_at from runners where id = ${runnerId} and removed_at is null`);
+  if (!runner) throw badRequest('invalid_body', 'invalid fields: runnerId', { runnerId: 'no such runner' });
+  if (runner.revoked_at) throw badRequest('invalid_body', 'invalid fields: runnerId', { runnerId: 'this runner is revoked; pair it again first' });
+  if (rootPath === null) return;
+  const others = await db.query<{ name: string; root_path: string }>(sql`
+    select name, root_path from projects where runner_id = ${runnerId} and root_path is not null and id <> ${except}`);
+  const clash = others.find((o) => rootsOverlap(o.root_path, rootPath));
+  if (clash) throw conflict('root_overlaps', `rootPath overlaps the root of project ${clash.name} on this runner (${clash.root_path})`);
+}
+
 async function nameFree(db: Queryable, name: string, except = '') {
   const [taken] = await db.query(sql`select 1 from projects where lower(name) = lower(${name}) and id <> ${except}`);
   if (taken) throw conflict('name_taken', `a project named ${name} exists already`);
@@ -101,6 +128,7 @@ export const routes: Route[] = [
         (p: Project) => ({ actor: principal!, action: 'project.create', target: { type: 'project', id: p.id }, diff: { after: p }, requestId }),
         async (tx) => {
           await nameFree(tx, body.name);
+          await checkPlacement(tx, body.runnerId, body.rootPath);
           const id = randomUUID();
           await tx.query(sql`
             insert into projects (id, name, repo, runner_id, root_path, budget_usd, budget_action)
@@ -126,7 +154,7 @@ export const routes: Route[] = [
   route({
     method: 'PATCH',
     path: '/api/projects/:projectId',
-    summary: 'Change a project (name, repository, runner, root path, budget)',
+    summary: 'Change a project (name, repository, budget; runner and root path: instance admins only)',
     tag: 'projects',
     access: { projectRole: 'admin', param: 'projectId' },
     params: z.strictObject({ projectId }),
@@ -138,6 +166,11 @@ export const routes: Route[] = [
         async (tx) => {
           const before = await getProject(tx, params.projectId);
           const next = { ...before, ...body };
+          const moved = next.runnerId !== before.runnerId || next.rootPath !== before.rootPath;
+          if (moved) {
+            requireInstanceAdmin(principal!); // a project admin must not point a project at another team's machine
+            await checkPlacement(tx, next.runnerId, next.rootPath, params.projectId);
+          }
           if (body.name) await nameFree(tx, body.name, params.projectId);
           await tx.query(sql`
             update projects set name = ${next.name}, repo = ${next.repo}, runner_id = ${next.runnerId}, root_path = ${next.rootPath},

@@ -10,6 +10,7 @@ import type { WebSocket } from 'ws';
 import { COMMANDS } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, MAX_FRAME_BYTES, PROTOCOL_HEADER, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
+import { UNSTORABLE_MESSAGE, unstorablePaths } from '../../protocol/text.ts';
 import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
 import { tokenBucket } from '../lib/bucket.ts';
@@ -164,6 +165,12 @@ export class Hub {
       const sink = this.terminals.get(frame.channel);
       if (sink?.runnerId === conn.runnerId) sink.onFrame(frame);
       return;
+    }
+    // The rest is stored: text PostgreSQL refuses is refused here, named, rather than failing the query.
+    const unstorable = unstorablePaths(frame);
+    if (unstorable.length) {
+      this.log.warn('runner frame refused', { runnerId: conn.runnerId, reason: 'unstorable text', fields: unstorable.join(', ') });
+      return this.send(conn, { type: 'error', code: 'invalid_frame', message: `${unstorable.join(', ')}: ${UNSTORABLE_MESSAGE}`.slice(0, 500) });
     }
     try {
       await this.touch(conn.runnerId);

@@ -11,7 +11,7 @@ export const onlineSql = sql`(r.connected_instance is not null and r.last_seen_a
 
 /** What an admin can do about an offline runner, shown next to its status. */
 export function remedy(r: { paired: boolean; revoked: boolean; lastSeenAt: string | null }): string | null {
-  if (r.revoked) return 'The runner was revoked. Create a new pairing code and run `svc-runner pair` on the machine.';
+  if (r.revoked) return 'The runner was revoked. Use Pair again for a new code, then run `svc-runner pair --server <this URL> --code <code>` on the machine.';
   if (!r.paired) return 'Not paired yet: run `svc-runner pair --server <this URL> --code <code>` on the agent machine.';
   return (
     'On the agent machine: run `svc-runner status` (is it paired, does the server answer?), then start it with ' +

@@ -5,12 +5,14 @@ import { COMMANDS, COMMAND_NAMES, isCommandName } from '../../protocol/commands.
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, pairRequest } from '../../protocol/frames.ts';
 import { appendAudit, audited } from '../audit/audit.ts';
-import { forbidden, requireProjectRole, roleRank } from '../auth/auth.ts';
+import { forbidden, requireProjectRole } from '../auth/auth.ts';
 import { checkSignInAllowed, recordSignInFailure } from '../auth/ratelimit.ts';
 import { route } from '../lib/context.ts';
-import type { AppContext, Principal, Role, Route } from '../lib/context.ts';
+import type { AppContext, Principal, Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
-import { HttpError, badRequest, json, notFound } from '../lib/errors.ts';
+import type { Queryable } from '../lib/db/index.ts';
+import { sha256Hex } from '../lib/crypto.ts';
+import { HttpError, badRequest, conflict, json, notFound } from '../lib/errors.ts';
 import { parseWith } from '../lib/http.ts';
 import { createPairingCode, redeemPairingCode } from './pairing.ts';
 import { onlineSql, remedy } from './presence.ts';
@@ -52,27 +54,47 @@ const toRunner = (r: RunnerRow) => {
 };
 const selectRunners = sql`select r.*, ${onlineSql} as online from runners r`;
 
+async function getRunner(db: AppContext['db'], id: string): Promise<RunnerRow> {
+  const [row] = await db.query<RunnerRow>(sql`${selectRunners} where r.id = ${id} and r.removed_at is null`);
+  if (!row) throw notFound('no such runner');
+  return row;
+}
+
+/** Other runners with the same name (case-insensitive): a warning, since the name is how people tell them apart. */
+async function duplicateNameWarnings(db: Queryable, name: string, except: string): Promise<string[]> {
+  if (!name) return [];
+  const [dup] = await db.query<{ n: number }>(sql`
+    select count(*)::int as n from runners where lower(name) = lower(${name}) and id <> ${except} and removed_at is null`);
+  return dup.n ? [`${dup.n} other runner(s) are also named ${name}: give each machine its own name to tell them apart`] : [];
+}
+
 /**
- * The command's minimum role, checked where it applies: on the project named in the arguments (which
- * must be served by this runner), or — for runner-wide commands — on some project this runner serves.
+ * Who may send a command (docs/security.md, "Runners and project roots"). A project command is checked
+ * against the caller's role on the project named in its arguments, which must be served by this runner
+ * (and a run it names must be that project's). A runner-wide command — one that does not act inside a
+ * single project's root (ping, describe, inspect any path, collector poll, the skill catalog) — is
+ * checked against the caller's rights on the RUNNER: runners have no owners, so instance admins only.
+ * Others get 403 when they can see the runner through a project of theirs, else 404.
  */
 async function authorizeCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, args: Record<string, unknown>): Promise<void> {
   const spec = COMMANDS[name];
-  let min: Role = spec.minRole;
-  if (name === 'skill.install' && args.profileId !== undefined) min = 'admin'; // spec: profile installs need admin
   if (spec.project) {
     const pid = parseWith(z.object({ projectId }), args, 'invalid_args').projectId;
-    await requireProjectRole(ctx.db, principal, pid, min);
+    await requireProjectRole(ctx.db, principal, pid, spec.minRole);
     const [p] = await ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${pid}`);
     if (p.runner_id !== runner) throw badRequest('project_not_on_runner', `project ${pid} is not served by this runner`);
+    if (name === 'skill.cancel' && typeof args.runId === 'string') {
+      const [run] = await ctx.db.query<{ project_id: string }>(sql`select project_id from skill_runs where id = ${args.runId}`);
+      if (run && run.project_id !== pid) throw notFound('no such run in this project');
+    }
     return;
   }
   if (principal.user.instanceAdmin) return;
-  const roles = await ctx.db.query<{ role: Role }>(sql`
-    select m.role from project_members m join projects p on p.id = m.project_id
-     where p.runner_id = ${runner} and m.user_id = ${principal.user.id}`);
-  if (!roles.length) throw new HttpError(404, 'not_found', 'no such runner');
-  if (!roles.some((r) => roleRank(r.role) >= roleRank(min))) throw forbidden(`${name} needs the ${min} role on a project of this runner`);
+  const [member] = await ctx.db.query(sql`
+    select 1 from project_members m join projects p on p.id = m.project_id
+     where p.runner_id = ${runner} and m.user_id = ${principal.user.id} limit 1`);
+  if (!member) throw new HttpError(404, 'not_found', 'no such runner');
+  throw forbidden(`${name} acts on the whole runner, not one project: it needs an instance admin`);
 }
 
 async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<Response> {
@@ -99,18 +121,18 @@ export const routes: Route[] = [
     tag: 'runners',
     access: 'instanceAdmin',
     async handler(_input, ctx) {
-      const rows = await ctx.db.query<RunnerRow>(sql`${selectRunners} order by lower(r.name)`);
+      const rows = await ctx.db.query<RunnerRow>(sql`${selectRunners} where r.removed_at is null order by lower(r.name), r.created_at`);
       return json({ runners: rows.map(toRunner) });
     },
   }),
   route({
     method: 'POST',
     path: '/api/runners',
-    summary: 'Add a runner: answers a one-time pairing code (15 minutes) for `svc-runner pair`',
+    summary: 'Add a runner: answers a one-time pairing code (15 minutes) for `svc-runner pair`; without a name it takes the hostname when it pairs',
     tag: 'runners',
     access: 'instanceAdmin',
     status: 201,
-    body: z.strictObject({ name: z.string().trim().min(1).max(100) }),
+    body: z.strictObject({ name: z.string().trim().max(100).default('') }),
     async handler({ principal, body, requestId }, ctx) {
       const out = await audited(
         ctx.db,
@@ -119,7 +141,7 @@ export const routes: Route[] = [
           const id = randomUUID();
           await tx.query(sql`insert into runners (id, name) values (${id}, ${body.name})`);
           const code = await createPairingCode(tx, id, principal!.user.id);
-          return { runner: { id, name: body.name }, code: code.code, expiresAt: code.expiresAt.toISOString() };
+          return { runner: { id, name: body.name }, code: code.code, expiresAt: code.expiresAt.toISOString(), warnings: await duplicateNameWarnings(tx, body.name, id) };
         },
       );
       return json(out, { status: 201, headers: { 'cache-control': 'no-store' } });
@@ -135,7 +157,7 @@ export const routes: Route[] = [
     params: z.strictObject({ runnerId }),
     async handler({ principal, params, requestId }, ctx) {
       const code = await audited(ctx.db, { actor: principal!, action: 'runner.pairing_code', target: { type: 'runner', id: params.runnerId }, requestId }, async (tx) => {
-        const [r] = await tx.query(sql`select 1 from runners where id = ${params.runnerId}`);
+        const [r] = await tx.query(sql`select 1 from runners where id = ${params.runnerId} and removed_at is null`);
         if (!r) throw notFound('no such runner');
         return createPairingCode(tx, params.runnerId, principal!.user.id);
       });
@@ -143,19 +165,51 @@ export const routes: Route[] = [
     },
   }),
   route({
+    method: 'GET',
+    path: '/api/runners/:runnerId',
+    summary: 'One runner: status, version, capabilities, the projects it serves and its last 20 events (kind and time)',
+    tag: 'runners',
+    access: 'instanceAdmin',
+    params: z.strictObject({ runnerId }),
+    async handler({ params }, ctx) {
+      const r = await getRunner(ctx.db, params.runnerId);
+      const projects = await ctx.db.query<{ id: string; name: string; root_path: string | null }>(sql`
+        select id, name, root_path from projects where runner_id = ${r.id} order by lower(name)`);
+      const events = await ctx.db.query<{ kind: string; source: string; ts: Date; received_at: Date }>(sql`
+        select kind, source, ts, received_at from runner_events where runner_id = ${r.id} order by received_at desc, event_id desc limit 20`);
+      return json({
+        ...toRunner(r),
+        projects: projects.map((p) => ({ id: p.id, name: p.name, rootPath: p.root_path })),
+        lastEvents: events.map((e) => ({ kind: e.kind, source: e.source, ts: iso(e.ts), receivedAt: iso(e.received_at) })),
+      });
+    },
+  }),
+  route({
     method: 'DELETE',
     path: '/api/runners/:runnerId',
-    summary: 'Revoke a runner: its token stops working and its socket closes with 4401',
+    summary: 'Revoke a paired runner (its token stops working, its socket closes with 4401); an unpaired or revoked one is removed from the list instead',
     tag: 'runners',
     access: 'instanceAdmin',
     status: 204,
     params: z.strictObject({ runnerId }),
     async handler({ principal, params, requestId }, ctx) {
-      await audited(ctx.db, { actor: principal!, action: 'runner.revoke', target: { type: 'runner', id: params.runnerId }, requestId }, async (tx) => {
-        const [r] = await tx.query(sql`update runners set token_hash = null, revoked_at = now() where id = ${params.runnerId} returning 1`);
-        if (!r) throw notFound('no such runner');
+      const before = await getRunner(ctx.db, params.runnerId);
+      if (before.paired_at && !before.revoked_at) {
+        await audited(ctx.db, { actor: principal!, action: 'runner.revoke', target: { type: 'runner', id: params.runnerId }, requestId }, async (tx) => {
+          // The token's hash is kept (the hub refuses it, revoked_at being set) so the machine can be told it was revoked.
+          const [r] = await tx.query(sql`update runners set revoked_at = now() where id = ${params.runnerId} and revoked_at is null returning 1`);
+          if (!r) throw notFound('no such runner');
+        });
+        await ctx.hub.disconnect(params.runnerId, CLOSE.unauthorized);
+        return new Response(null, { status: 204 });
+      }
+      await audited(ctx.db, { actor: principal!, action: 'runner.remove', target: { type: 'runner', id: params.runnerId }, diff: { name: before.name }, requestId }, async (tx) => {
+        const bound = await tx.query<{ name: string }>(sql`select name from projects where runner_id = ${params.runnerId} order by lower(name)`);
+        if (bound.length) throw conflict('runner_in_use', `projects ${bound.map((p) => p.name).join(', ')} still use this runner: move them to another runner first`);
+        await tx.query(sql`update pairing_codes set used_at = coalesce(used_at, now()) where runner_id = ${params.runnerId}`);
+        const [r] = await tx.query(sql`update runners set removed_at = now(), token_hash = null where id = ${params.runnerId} and removed_at is null and (paired_at is null or revoked_at is not null) returning 1`);
+        if (!r) throw conflict('runner_changed', 'the runner was paired meanwhile: reload and try again');
       });
-      await ctx.hub.disconnect(params.runnerId, CLOSE.unauthorized);
       return new Response(null, { status: 204 });
     },
   }),
@@ -186,6 +240,20 @@ export const routes: Route[] = [
     },
   }),
   route({
+    method: 'GET',
+    path: '/runners/self',
+    summary: "A runner asks whether its token is still accepted (`svc-runner status`): 200, or 401 runner_revoked / invalid_token",
+    tag: 'runners',
+    access: 'public',
+    async handler({ request }, ctx) {
+      const m = /^Bearer\s+(svc_rt_[A-Za-z0-9_-]{16,200})$/.exec(request.headers.get('authorization') ?? '');
+      const [runner] = m ? await ctx.db.query<{ id: string; name: string; revoked_at: Date | null }>(sql`select id, name, revoked_at from runners where token_hash = ${sha256Hex(m[1])}`) : [];
+      if (!runner) throw new HttpError(401, 'invalid_token', 'this token is not accepted: the runner was paired again elsewhere, or the token is unknown; pair again');
+      if (runner.revoked_at) throw new HttpError(401, 'runner_revoked', 'this runner was revoked: pair it again with a new code');
+      return json({ runnerId: runner.id, name: runner.name }, { headers: { 'cache-control': 'no-store' } });
+    },
+  }),
+  route({
     method: 'POST',
     path: '/api/runners/:runnerId/commands',
     summary: 'Send an allowlisted command to a runner and wait for its answer (504 after the command timeout)',
@@ -195,7 +263,7 @@ export const routes: Route[] = [
     body: commandBody,
     bodyLimit: 256 * 1024,
     async handler({ principal, params, body }, ctx) {
-      const [r] = await ctx.db.query(sql`select 1 from runners where id = ${params.runnerId}`);
+      const [r] = await ctx.db.query(sql`select 1 from runners where id = ${params.runnerId} and removed_at is null`);
       if (!r) throw notFound('no such runner');
       return runCommand(ctx, principal!, params.runnerId, body.name as CommandName, body.args);
     },

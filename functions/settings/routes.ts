@@ -5,6 +5,7 @@ import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { notFound, json } from '../lib/errors.ts';
+import { BACKUP_NOTE } from '../lib/keyfile.ts';
 import { INSTANCE_SECRETS, requireEncryptionKey, secretStatuses, storeSecret } from './secrets.ts';
 import type { SecretName } from './secrets.ts';
 
@@ -45,6 +46,17 @@ export const routes: Route[] = [
       });
       const rows = await ctx.db.query(sql`select key, value, description from settings order by key`);
       return json({ settings: rows });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/settings/encryption-key',
+    summary: 'The encryption key of stored secrets: set or not, where it comes from (environment or generated file), its fingerprint — never the key',
+    tag: 'settings',
+    access: 'instanceAdmin',
+    handler: (_input, ctx) => {
+      const { source, path, fingerprint } = ctx.keys.origin;
+      return json({ set: ctx.keys.encryption !== null, source, path, fingerprint, backup: source === 'none' ? null : source === 'file' ? BACKUP_NOTE : 'keep a copy of APP_ENCRYPTION_KEY apart from the database backups' });
     },
   }),
   route({

@@ -19,7 +19,8 @@ export function requireEncryptionKey(ctx: AppContext): Buffer {
   return ctx.keys.encryption;
 }
 
-const aad = (name: string) => `instance_secret:${name}`;
+export const instanceSecretAad = (name: string) => `instance_secret:${name}`;
+const aad = instanceSecretAad;
 
 export async function storeSecret(tx: Queryable, key: Buffer, name: SecretName, value: string, userId: string | null): Promise<void> {
   const ciphertext = encryptSecret(key, value, aad(name));

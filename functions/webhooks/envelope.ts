@@ -1,6 +1,7 @@
 // The event envelope (spec: Events → Envelope): built once per event, serialized once, and sent as
 // those exact bytes to every webhook that wants it. Pure functions; no I/O.
 import { createHash } from 'node:crypto';
+import { cut } from '../../protocol/text.ts';
 import { CATALOGUE, FREE_TEXT_LIMIT, TEXT_LIMIT } from './catalogue.ts';
 import type { EventType, FieldKind } from './catalogue.ts';
 
@@ -22,11 +23,7 @@ export function eventId(...origin: string[]): string {
   return 'evt_' + createHash('sha256').update(origin.join('\u0000')).digest('hex').slice(0, 32);
 }
 
-/** Cut to `limit` characters (code points, so no half surrogate pair is left at the end). */
-export function cut(s: string, limit: number): string {
-  if (s.length <= limit) return s;
-  return Array.from(s).slice(0, limit).join('');
-}
+export { cut };
 
 const URL_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
 const LEADING = /^[("'`<[{]+/;

@@ -1,7 +1,8 @@
 // The outbound address guard (spec: Limits → Outbound address guard), checked before every attempt:
 //   1. https:// only, unless the host is on the admin allowlist;
 //   2. the host is resolved at send time and EVERY resolved address is checked against the refused
-//      ranges, unless the allowlist allows it;
+//      ranges, unless the allowlist allows it; names reserved for loopback (RFC 6761: `localhost` and
+//      `*.localhost`) are refused before any lookup unless the allowlist names the host;
 //   3. the attempt connects to the checked address, with no second lookup (send.ts pins it).
 // How the allowlist exempts (docs/webhooks.md, "Address guard"):
 //   - a host-name entry matches the URL's host exactly (case-insensitive, no wildcards): that host may
@@ -34,6 +35,12 @@ const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]
 
 /** Lower case, without a trailing dot: how host names are compared. */
 export const normalizeHost = (host: string) => host.toLowerCase().replace(/\.$/, '');
+
+/** RFC 6761 §6.3: `localhost` and every name under it mean loopback, whatever a resolver answers. */
+export const isLoopbackName = (host: string) => {
+  const h = normalizeHost(host);
+  return h === 'localhost' || h.endsWith('.localhost');
+};
 
 /** Parse an address as it comes from a resolver or a URL: brackets and a zone id are dropped. */
 export function parseAddress(text: string): Address | null {
@@ -115,6 +122,27 @@ export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
 export const systemResolver: Resolver = async (host) =>
   (await lookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 
+/**
+ * The part of rules 1 and 2 that needs no DNS, run when a webhook URL is saved (docs/webhooks.md): a URL
+ * that must be refused at every attempt is refused at once instead of failing 8 times. Null when the
+ * URL may pass; the full check still runs before every attempt (a name can resolve anywhere later).
+ */
+export function staticRefusal(url: URL, allow: Allowlist): string | null {
+  const literal = parseAddress(url.hostname);
+  if (literal) {
+    const allowed = inCidrs(literal, allow.cidrs);
+    const range = refusedRange(literal);
+    if (range && !allowed) return `${literal.toString()} is a refused address (${range}); add it to the address allowlist first to use it`;
+    if (url.protocol === 'http:' && !allowed) return 'http:// is sent only to hosts on the address allowlist; use https://';
+    return null;
+  }
+  if (allow.hosts.has(normalizeHost(url.hostname))) return null;
+  if (isLoopbackName(url.hostname)) return `${url.hostname} is a loopback name (RFC 6761); add it to the address allowlist first to use it`;
+  // A name whose every address is in allowlisted CIDRs may use http://, which only DNS can tell.
+  if (url.protocol === 'http:' && allow.cidrs.length === 0) return 'http:// is sent only to hosts on the address allowlist; use https://';
+  return null;
+}
+
 export type GuardResult =
   | { ok: true; address: string; family: 4 | 6; literal: boolean; addresses: string[] }
   | { ok: false; error: 'blocked_address' | 'dns_error' | 'invalid_url'; detail: string };
@@ -124,6 +152,9 @@ export async function checkTarget(url: URL, allow: Allowlist, resolve: Resolver 
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return { ok: false, error: 'invalid_url', detail: `${url.protocol} URLs are not sent` };
   const literal = parseAddress(url.hostname);
   const hostListed = !literal && allow.hosts.has(normalizeHost(url.hostname));
+  if (!literal && !hostListed && isLoopbackName(url.hostname)) {
+    return { ok: false, error: 'blocked_address', detail: `${url.hostname} is a loopback name (RFC 6761), refused unless the allowlist names it` };
+  }
   let resolved: ResolvedAddress[];
   if (literal) resolved = [{ address: literal.toString(), family: literal.kind() === 'ipv4' ? 4 : 6 }];
   else {

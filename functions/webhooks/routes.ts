@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
+import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import type { AppContext, Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
@@ -13,7 +14,7 @@ import { badRequest, conflict, json, notFound } from '../lib/errors.ts';
 import { requireEncryptionKey } from '../settings/secrets.ts';
 import { CATALOGUE, EVENT_TYPES, SUBSCRIBABLE_TYPES } from './catalogue.ts';
 import { CHANNEL } from './capture.ts';
-import { parseAllowlist } from './guard.ts';
+import { compileAllowlist, parseAllowlist, staticRefusal } from './guard.ts';
 import {
   createTestDelivery,
   encryptWebhookSecret,
@@ -21,6 +22,7 @@ import {
   newSecret,
   redeliver,
   resumeCircuit,
+  secretAad,
   toAttempt,
   toDelivery,
   toWebhook,
@@ -50,13 +52,19 @@ const webhookUrl = z
   .transform((s) => new URL(s).toString());
 const events = z
   .array(z.enum(SUBSCRIBABLE_TYPES, { message: 'must be an event of the catalogue (webhook.test is sent only by Send test)' }))
-  .min(1)
+  .min(1, { message: 'Choose at least one event' })
   .max(SUBSCRIBABLE_TYPES.length)
   .transform((list) => SUBSCRIBABLE_TYPES.filter((t) => list.includes(t)));
 const projects = z
   .array(id('project'))
   .max(500)
   .transform((list) => [...new Set(list)].sort());
+
+/** 400 naming `url` when the address guard would refuse it at every attempt whatever DNS says. */
+async function requireAllowedUrl(q: Queryable, url: string): Promise<void> {
+  const why = staticRefusal(new URL(url), compileAllowlist(await loadAllowlist(q)));
+  if (why) throw badRequest('invalid_body', `url: ${why}`, { url: why });
+}
 
 export const webhookCreate = z.strictObject({ url: webhookUrl, events, projects: projects.default([]) });
 export const webhookPatch = z.strictObject({ url: webhookUrl.optional(), events: events.optional(), projects: projects.optional() });
@@ -75,6 +83,16 @@ async function getWebhookRow(q: Queryable, webhookId: string): Promise<WebhookRo
   const row = await webhookRow(q, webhookId);
   if (!row) throw notFound('no such webhook');
   return row;
+}
+
+/** Queue only what can be signed: 409 secret_unavailable when the stored secret does not decrypt with `key`. */
+function requireUsableSecret(row: WebhookRow, key: Buffer): void {
+  try {
+    decryptSecret(key, row.secret_ciphertext, secretAad(row.id));
+  } catch (err) {
+    const why = err instanceof DecryptError && err.reason === 'other_key' ? 'was encrypted with another APP_ENCRYPTION_KEY' : 'cannot be decrypted (the stored value is damaged)';
+    throw conflict('secret_unavailable', `this webhook's secret ${why}: rotate it first`);
+  }
 }
 
 async function requireProjects(q: Queryable, ids: string[]): Promise<void> {
@@ -220,6 +238,7 @@ export const routes: Route[] = [
         (r: WebhookRow) => ({ actor: principal!, action: 'webhook.create', target: { type: 'webhook', id: r.id }, diff: { after: { url: r.url, events: r.events, projects: r.projects } }, requestId }),
         async (tx) => {
           await requireProjects(tx, body.projects);
+          await requireAllowedUrl(tx, body.url);
           await tx.query(sql`
             insert into webhooks (id, url, events, projects, secret_ciphertext, created_by)
             values (${webhookId}, ${body.url}, ${sql.json(body.events)}, ${sql.json(body.projects)},
@@ -255,6 +274,7 @@ export const routes: Route[] = [
         async (tx) => {
           const before = await getWebhookRow(tx, params.webhookId);
           if (body.projects) await requireProjects(tx, body.projects);
+          if (body.url) await requireAllowedUrl(tx, body.url);
           await tx.query(sql`
             update webhooks set url = ${body.url ?? before.url}, events = ${sql.json(body.events ?? before.events)},
                    projects = ${sql.json(body.projects ?? before.projects)}, updated_at = now()
@@ -305,18 +325,18 @@ export const routes: Route[] = [
   route({
     method: 'POST',
     path: '/api/webhooks/:webhookId/test',
-    summary: 'Send test: one webhook.test delivery (envelope id test_<delivery id>, project null)',
+    summary: "Send test: one webhook.test delivery (envelope id test_<delivery id>, project null); 409 secret_unavailable when the stored secret does not decrypt with the current key (rotate first)",
     tag: 'webhooks',
     access: 'instanceAdmin',
     status: 202,
     params: webhookParams,
     async handler({ principal, params, requestId }, ctx) {
-      requireEncryptionKey(ctx);
+      const key = requireEncryptionKey(ctx);
       const made = await audited(
         ctx.db,
         (r: { deliveryId: string }) => ({ actor: principal!, action: 'webhook.test', target: { type: 'webhook', id: params.webhookId }, diff: { deliveryId: r.deliveryId }, requestId }),
         async (tx) => {
-          await getWebhookRow(tx, params.webhookId);
+          requireUsableSecret(await getWebhookRow(tx, params.webhookId), key);
           return createTestDelivery(tx, params.webhookId, new Date());
         },
       );

@@ -1,7 +1,9 @@
 // One delivery attempt on the wire (spec: Limits → Outbound attempt; Outbound address guard rule 3):
 // POST to the address the guard checked (a pinned lookup, so no second DNS query can swap it; TLS SNI
 // and the Host header stay the URL's name), one deadline for the whole attempt, redirects never
-// followed, and at most 2 KB of the answer read before the connection is closed.
+// followed, and at most 2 KB of the answer read before the connection is closed. Every error of the
+// attempt (lookup, connect, TLS, write, read, even a synchronous throw while the request is made) ends
+// as the attempt's result, never as an exception: a receiver must not be able to stop the process.
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -35,11 +37,27 @@ export interface SendResult {
   ms: number;
 }
 
+/** Connect errors of an address this machine cannot reach at all; they fail before any packet leaves. */
+const UNREACHABLE: Record<string, string> = {
+  ENETUNREACH: 'no route to its network',
+  EHOSTUNREACH: 'no route to the host',
+  EADDRNOTAVAIL: 'no local address can reach it (e.g. an IPv6 address on a host without IPv6)',
+  EAFNOSUPPORT: 'this host does not support its address family',
+  EPROTONOSUPPORT: 'this host does not support its address family',
+  EINVAL: 'the address cannot be connected to from here',
+};
+
 function classify(err: NodeJS.ErrnoException): SendError {
   if (err.code === 'ECONNREFUSED') return 'connection_refused';
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.message === 'socket hang up') return 'connection_reset';
   if (/CERT|SSL|TLS|self[- ]signed/i.test(`${err.code ?? ''} ${err.message}`)) return 'tls_error';
   return 'connection_error';
+}
+
+/** What the attempt log says about an error: the unreachable cases in words, with their code. */
+function describe(err: NodeJS.ErrnoException, address: string): string {
+  const why = err.code && UNREACHABLE[err.code];
+  return why ? `cannot connect to ${address}: ${why} (${err.code})` : err.message;
 }
 
 /** Text of the first bytes of an answer: invalid UTF-8 replaced, NUL dropped (PostgreSQL text refuses it). */
@@ -52,10 +70,14 @@ export function send(input: SendInput): Promise<SendResult> {
   const { url } = input;
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = host === input.address;
-  // Called by net.connect instead of DNS: the answer is always the address the guard checked.
+  // Called by net.connect instead of DNS: the answer is always the address the guard checked. It
+  // answers later, like a real lookup: answered at once, a connect that fails at once (ENETUNREACH)
+  // emits its error before the request listens for it, and the error escaped as an uncaught exception.
   const pinned: LookupFunction = (_name, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: input.address, family: input.family }]);
-    else callback(null, input.address, input.family);
+    setImmediate(() => {
+      if ((options as { all?: boolean }).all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: input.address, family: input.family }]);
+      else callback(null, input.address, input.family);
+    });
   };
   const options: https.RequestOptions = {
     method: 'POST',
@@ -72,32 +94,38 @@ export function send(input: SendInput): Promise<SendResult> {
     let status: number | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
+    let req: http.ClientRequest | undefined;
     const finish = (error: SendError | null, detail: string | null) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       input.signal?.removeEventListener('abort', onAbort);
-      req.destroy(); // close the connection: nothing more is read, whatever the receiver still sends
+      req?.destroy(); // close the connection: nothing more is read, whatever the receiver still sends
       resolve({ status, body: status === null ? null : bodyText(chunks), error, detail, ms: Math.round(performance.now() - started) });
     };
+    const failed = (err: NodeJS.ErrnoException) => finish(status === null ? classify(err) : null, status === null ? describe(err, input.address) : null);
     const onAbort = () => finish('aborted', 'the attempt was stopped (server shutting down)');
     const timer = setTimeout(
       () => finish(status === null ? 'timeout' : null, status === null ? `no answer within ${input.timeoutMs ?? ATTEMPT_TIMEOUT_MS} ms` : null),
       input.timeoutMs ?? ATTEMPT_TIMEOUT_MS,
     );
-    const req = (url.protocol === 'https:' ? https : http).request(options, (res) => {
-      status = res.statusCode ?? null;
-      res.on('data', (chunk: Buffer) => {
-        if (size < MAX_RESPONSE_BODY) chunks.push(chunk);
-        size += chunk.length;
-        if (size >= MAX_RESPONSE_BODY) finish(null, null);
+    try {
+      req = (url.protocol === 'https:' ? https : http).request(options, (res) => {
+        status = res.statusCode ?? null;
+        res.on('data', (chunk: Buffer) => {
+          if (size < MAX_RESPONSE_BODY) chunks.push(chunk);
+          size += chunk.length;
+          if (size >= MAX_RESPONSE_BODY) finish(null, null);
+        });
+        res.on('end', () => finish(null, null));
+        res.on('error', () => finish(null, null)); // the status is known; a cut body does not change it
       });
-      res.on('end', () => finish(null, null));
-      res.on('error', () => finish(null, null)); // the status is known; a cut body does not change it
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => finish(status === null ? classify(err) : null, status === null ? err.message : null));
-    if (input.signal?.aborted) return onAbort();
-    input.signal?.addEventListener('abort', onAbort);
-    req.end(input.body);
+      req.on('error', failed);
+      if (input.signal?.aborted) return onAbort();
+      input.signal?.addEventListener('abort', onAbort);
+      req.end(input.body);
+    } catch (err) {
+      failed(err as NodeJS.ErrnoException); // thrown while the request was made: this attempt's failure all the same
+    }
   });
 }

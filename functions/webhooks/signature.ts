@@ -13,11 +13,19 @@ export const LEGACY_PREFIX = 'X-Agent-Fleet-';
 /** Legacy names are sent until runner version 0.16.0 (spec: Versioning). */
 export const LEGACY_UNTIL = '0.16.0';
 
-export function signature(secret: string, timestamp: number, body: string | Uint8Array): string {
+/**
+ * HMAC-SHA256 keyed with a secret exactly as shown (its text as UTF-8 bytes) over the parts in order.
+ * Both signature schemes use it: outbound `<t>.<raw body>` here, inbound triggers
+ * `<timestamp>.<delivery>.<raw body>` (functions/triggers/verify.ts).
+ */
+export function hmacSha256(secret: string, ...parts: (string | Uint8Array)[]): Buffer {
   const hmac = createHmac('sha256', Buffer.from(secret, 'utf8'));
-  hmac.update(`${timestamp}.`);
-  hmac.update(body);
-  return `t=${timestamp},${SIGNATURE_SCHEME}=${hmac.digest('hex')}`;
+  for (const part of parts) hmac.update(part);
+  return hmac.digest();
+}
+
+export function signature(secret: string, timestamp: number, body: string | Uint8Array): string {
+  return `t=${timestamp},${SIGNATURE_SCHEME}=${hmacSha256(secret, `${timestamp}.`, body).toString('hex')}`;
 }
 
 /** Compare dotted versions numerically: -1, 0 or 1. */

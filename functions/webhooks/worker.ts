@@ -7,13 +7,18 @@
 //   attempt   guard → sign → POST (send.ts) → record the outcome, the next attempt and the circuit
 // A process that dies mid-attempt leaves a lease that expires; the next claim marks that attempt
 // `lease_expired` and makes the next one. Wake-ups: NOTIFY on new work, and a poll for retries.
+// Errors: an attempt's errors are its recorded outcome; anything that still escapes from the worker or
+// an attempt is contained by the server's safety net (lib/safety-net.ts): logged, never an exit.
 import { randomUUID } from 'node:crypto';
 import type https from 'node:https';
+import { systemClock } from '../lib/clock.ts';
+import type { Clock } from '../lib/clock.ts';
 import type { Keys } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
+import { runContained } from '../lib/safety-net.ts';
 import { CHANNEL } from './capture.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
 import type { Circuit, CircuitState } from './circuit.ts';
@@ -23,10 +28,7 @@ import { ATTEMPT_TIMEOUT_MS, send } from './send.ts';
 import { deliveryHeaders } from './signature.ts';
 import { loadAllowlist, secretAad, wake } from './webhooks.ts';
 
-export interface Clock {
-  now(): number;
-}
-export const systemClock: Clock = { now: () => Date.now() };
+export type { Clock } from '../lib/clock.ts';
 
 export interface WorkerOptions {
   db: Db;
@@ -139,7 +141,9 @@ export class WebhookWorker {
 
   private kick(): void {
     if (this.stopped) return;
-    void this.pump().catch((err) => this.log.error('webhook worker failed', { error: err instanceof Error ? err.message : String(err) }));
+    runContained({ area: 'the webhook worker' }, () =>
+      void this.pump().catch((err) => this.log.error('webhook worker failed', { error: err instanceof Error ? err.message : String(err) })),
+    );
   }
 
   private async pump(): Promise<number> {
@@ -286,7 +290,8 @@ export class WebhookWorker {
 
   private launch(d: Claimed, allowlist: Allowlist): void {
     const controller = new AbortController();
-    const done = (async () => {
+    const work = { area: 'a webhook delivery', fields: { deliveryId: d.id, webhookId: d.webhook_id, attempt: d.attempts } };
+    const done = runContained(work, async () => {
       try {
         const outcome = await this.attempt(d, allowlist, controller.signal);
         await this.record(d, outcome);
@@ -296,7 +301,7 @@ export class WebhookWorker {
         this.inFlight.delete(d.id);
         if (this.started) this.kick();
       }
-    })();
+    });
     this.inFlight.set(d.id, { done, controller });
   }
 

@@ -37,7 +37,7 @@ test('POST /api/schedules/:name/run → 202; the result shows up as the last run
   }
   assert.is(job.lastRun.status, 'ok');
   assert.is(job.lastRun.scheduledFor, body.scheduledFor);
-  assert.equal(job.lastRun.result, { outbound: 0, inbound: 0 });
+  assert.equal(job.lastRun.result, { outbound: 0, inbound: 0, deliveryIds: 0 });
 });
 
 test('unknown job → 404; malformed name → 400', async () => {

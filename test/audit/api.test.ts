@@ -2,7 +2,7 @@
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TEST_DB, serverDbEnv } from '../helpers/db.ts';
+import { TEST_DB, onlyOn, serverDbEnv } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
@@ -139,7 +139,7 @@ test('verification: ok with the number of records checked, and the next nightly 
   assert.match(body.nextRunAt, /T03:00:00\.000Z$/);
 });
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 1, () => {
   test('a superuser edits a row behind the trigger: verification names that row', async () => {
     const db = postgres(dbEnv.DATABASE_URL, { max: 1, onnotice: () => {} });
     try {
@@ -155,6 +155,6 @@ if (TEST_DB === 'postgres') {
     assert.match(v.problem, /record 4 was altered/);
     assert.match(server.output(), /ERROR audit chain broken .*firstBrokenSeq=4/);
   });
-}
+});
 
 test.run();

@@ -1,8 +1,10 @@
 // The audit chain's rules, in-process on PGlite and PostgreSQL.
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, hkdfSync } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { GENESIS, appendAudit, audited, canonicalJson, recordHash, redact, verifyChain } from '../../functions/audit/audit.ts';
+import { GENESIS, appendAudit, audited, canonicalJson, recordHash, redact, useAuditKey } from '../../functions/audit/audit.ts';
+import { auditMacKey, checkCheckpointMac, checkpointMac, recordMac } from '../../functions/audit/mac.ts';
+import { verifyChain } from '../../functions/audit/verify.ts';
 import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
@@ -50,7 +52,7 @@ test('appends form a gapless, verifiable chain from genesis', () =>
     assert.equal(rows.map((r) => r.seq), Array.from({ length: 25 }, (_, i) => i + 1));
     assert.is(rows[0].prev_hash, GENESIS);
     for (let i = 1; i < rows.length; i++) assert.is(rows[i].prev_hash, rows[i - 1].hash);
-    assert.equal(await verifyChain(db, 7), { ok: true, recordsChecked: 25, firstBrokenSeq: null, problem: null });
+    assert.equal(await verifyChain(db, { batch: 7 }), { ok: true, recordsChecked: 25, firstBrokenSeq: null, problem: null, head: { seq: 25, hash: rows[24].hash } });
   }));
 
 for (const [name, statement] of [
@@ -77,7 +79,7 @@ test('tampering with a disabled trigger: verification names the altered record',
     await db.exec(`alter table audit_records disable trigger user;
                    update audit_records set diff = '{"n": 999}' where seq = 3;
                    alter table audit_records enable trigger user;`);
-    const v = await verifyChain(db, 2);
+    const v = await verifyChain(db, { batch: 2 });
     assert.is(v.ok, false);
     assert.is(v.firstBrokenSeq, 3);
     assert.is(v.recordsChecked, 2);
@@ -126,6 +128,45 @@ test('a change that fails leaves neither the change nor an audit record', () =>
     const [{ g }] = await db.query<{ g: number }>(sql`select count(*)::int as g from gadgets`);
     const [{ a }] = await db.query<{ a: number }>(sql`select count(*)::int as a from audit_records`);
     assert.equal([g, a], [0, 1]);
+  }));
+
+const KEY = Buffer.alloc(32, 7);
+const OTHER_KEY = Buffer.alloc(32, 8);
+const append = (db: Db, n: number) => db.transaction((tx) => appendAudit(tx, { actor: 'system', action: 'test.append', target: { type: 'thing', id: `m${n}` } }));
+
+test('record MAC = HMAC-SHA256 under HKDF(APP_ENCRYPTION_KEY, "svc:audit-mac") — fixed vector', () => {
+  const sub = Buffer.from(hkdfSync('sha256', KEY, Buffer.alloc(0), 'svc:audit-mac', 32));
+  const hex = createHmac('sha256', sub).update(`svc-audit-record:v1\n7\n${'ab'.repeat(32)}`).digest('hex');
+  assert.is(recordMac(auditMacKey(KEY)!, 7, 'ab'.repeat(32)), `v1.${createHash('sha256').update(sub).digest('hex').slice(0, 16)}.${hex}`);
+});
+
+test('a checkpoint MAC covers its seq, head hash, time and chain', () => {
+  const key = auditMacKey(KEY)!;
+  const c = { seq: 5, hash: 'a'.repeat(64), at: '2026-01-01T00:00:00.000Z', chain: 'b'.repeat(64) };
+  const mac = checkpointMac(key, c);
+  assert.is(checkCheckpointMac(key, { ...c, mac }), 'ok');
+  for (const changed of [{ seq: 6 }, { hash: 'c'.repeat(64) }, { at: '2026-01-01T00:00:00.001Z' }, { chain: 'd'.repeat(64) }]) {
+    assert.is(checkCheckpointMac(key, { ...c, ...changed, mac }), 'bad', JSON.stringify(changed));
+  }
+  assert.is(checkCheckpointMac(auditMacKey(OTHER_KEY)!, { ...c, mac }), 'other_key');
+});
+
+test('with the key: records from before it pass, later ones must carry a valid MAC', () =>
+  withChain(3, async (db) => {
+    const key = auditMacKey(KEY)!;
+    useAuditKey(key);
+    try {
+      for (let i = 0; i < 3; i++) await append(db, i);
+    } finally {
+      useAuditKey(null);
+    }
+    const [{ n }] = await db.query<{ n: number }>(sql`select count(*)::int as n from audit_records where mac is not null`);
+    assert.is(n, 3);
+    assert.equal((await verifyChain(db, { key })).ok, true);
+    await append(db, 99); // written without the key, after records that carry one
+    assert.equal((await verifyChain(db, { key })).problem, 'record 7 has no MAC, but the records before it have one: svc did not write it');
+    assert.equal((await verifyChain(db, { key: auditMacKey(OTHER_KEY) })).problem, 'record 4 has a MAC made with a different APP_ENCRYPTION_KEY');
+    assert.equal((await verifyChain(db)).ok, true, 'without the key MACs are not checked');
   }));
 
 test.run();

@@ -1,14 +1,14 @@
 // 3 server processes × 200 concurrent admin actions on one PostgreSQL → one valid chain.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { verifyChain } from '../../functions/audit/audit.ts';
+import { verifyChain } from '../../functions/audit/verify.ts';
 import { openPostgres } from '../../functions/lib/db/postgres.ts';
 import { sql } from '../../functions/lib/db/port.ts';
-import { TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { TEST_DB, freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 1, () => {
   test('600 concurrent audited writes from 3 processes: gapless, linked, verifiable', async () => {
     const pg = await freshPostgres();
     const servers: RunningServer[] = [];
@@ -41,6 +41,6 @@ if (TEST_DB === 'postgres') {
       await pg.drop();
     }
   });
-}
+});
 
 test.run();

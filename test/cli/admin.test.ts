@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import postgres from 'postgres';
 import { openPglite } from '../../functions/lib/db/pglite.ts';
 import { sql } from '../../functions/lib/db/port.ts';
-import { TEST_DB, serverDbEnv } from '../helpers/db.ts';
+import { TEST_DB, onlyOn, serverDbEnv } from '../helpers/db.ts';
 import { adminCli, startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
@@ -54,13 +54,14 @@ test.after(async () => {
 let firstLink: { url: string; token: string };
 let secondLink: { url: string; token: string };
 
-test('admin create --email → exit 0 and a one-time set-password link', () => {
-  const r = adminCli(dbEnv, ['create', '--email', EMAIL]);
+test('admin create --email → exit 0 and a one-time set-password link on the address the server listens on, with a loopback warning', () => {
+  const r = adminCli(dbEnv, ['create', '--email', EMAIL], { HOST: '127.0.0.1', PORT: '8080' });
   assert.is(r.status, 0, out(r));
   assert.match(r.stdout, /Created instance admin x@example\.test\./);
   assert.match(r.stdout, /within 24 hours/);
   firstLink = linkOf(r.stdout);
-  assert.match(firstLink.url, /^http:\/\/127\.0\.0\.1:8080\/#\/set-password\?token=[\w-]{40,}$/, 'default origin without PUBLIC_URL');
+  assert.match(firstLink.url, /^http:\/\/127\.0\.0\.1:8080\/#\/set-password\?token=[\w-]{40,}$/, 'HOST:PORT without PUBLIC_URL');
+  assert.match(r.stderr, /^admin: warning: this link uses 127\.0\.0\.1:8080, a loopback address: .*--url .*PUBLIC_URL/m);
 });
 
 test('PUBLIC_URL sets the origin of the printed link; --name and a mixed-case e-mail are taken', () => {
@@ -101,10 +102,11 @@ test('missing or invalid --email, or an unknown subcommand → exit 2 with the u
   }
 });
 
-test('password-link for an unknown e-mail → non-zero exit naming it, no link', () => {
+test('password-link for an unknown e-mail → exit 1 naming it, labelled admin: (not "start failed"), no link', () => {
   const r = adminCli(dbEnv, ['password-link', '--email', 'ghost@example.test']);
-  assert.is.not(r.status, 0, out(r));
-  assert.match(out(r), /no user with e-mail ghost@example\.test/);
+  assert.is(r.status, 1, out(r));
+  assert.match(r.stderr, /^admin: no user with e-mail ghost@example\.test$/m);
+  assert.not.match(out(r), /start failed/);
   assert.not.match(out(r), /set-password\?token=/);
 });
 
@@ -193,7 +195,7 @@ test('an empty or blank --name is refused (exit 2) or replaced by a default, nev
   }
 });
 
-if (TEST_DB === 'pglite') {
+onlyOn('pglite', test, 2, () => {
   test('PGlite: while a server holds the data dir, the CLI refuses naming the server pid; the server keeps working', async () => {
     const s = await start();
     try {
@@ -254,9 +256,9 @@ if (TEST_DB === 'pglite') {
       await stop(s);
     }
   });
-}
+});
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 1, () => {
   test('PostgreSQL: the CLI works while a server runs on the same database, and the server sees the new admin', async () => {
     const s = await start();
     try {
@@ -269,6 +271,88 @@ if (TEST_DB === 'postgres') {
       await stop(s);
     }
   });
+});
+
+// Where the link points (issue 12, item 6). These run last: the tests above count users and audit records.
+const LINK_USER = 'links@example.test';
+
+test('HOST 0.0.0.0 or :: → 127.0.0.1 in the link with the loopback warning; a named host and port → that, no warning', () => {
+  const made = adminCli(dbEnv, ['create', '--email', LINK_USER], { HOST: '0.0.0.0', PORT: '9123' });
+  assert.is(made.status, 0, out(made));
+  assert.match(linkOf(made.stdout).url, /^http:\/\/127\.0\.0\.1:9123\/#\/set-password\?token=/);
+  assert.match(made.stderr, /admin: warning: this link uses 127\.0\.0\.1:9123, a loopback address/);
+  const v6 = adminCli(dbEnv, ['password-link', '--email', LINK_USER], { HOST: '::', PORT: '9124' });
+  assert.match(linkOf(v6.stdout).url, /^http:\/\/127\.0\.0\.1:9124\/#/);
+  assert.match(v6.stderr, /loopback/);
+  const named = adminCli(dbEnv, ['password-link', '--email', LINK_USER], { HOST: 'svc-host.internal', PORT: '9000' });
+  assert.is(named.status, 0, out(named));
+  assert.match(linkOf(named.stdout).url, /^http:\/\/svc-host\.internal:9000\/#\/set-password\?token=/);
+  assert.not.match(named.stderr, /warning/);
+});
+
+test('PORT=0 (a free port picked at start) → the link warns that its port is unknown and names --url', () => {
+  const r = adminCli(dbEnv, ['password-link', '--email', LINK_USER], { HOST: '127.0.0.1', PORT: '0' });
+  assert.is(r.status, 0, out(r));
+  assert.match(r.stderr, /admin: warning: PORT=0 .*--url/);
+});
+
+test('PUBLIC_URL with a path prefix is kept in the link, without a warning; --url overrides it', () => {
+  const prefixed = adminCli(dbEnv, ['password-link', '--email', LINK_USER], { PUBLIC_URL: 'https://svc.example.test/tools/svc/' });
+  assert.is(prefixed.status, 0, out(prefixed));
+  assert.match(linkOf(prefixed.stdout).url, /^https:\/\/svc\.example\.test\/tools\/svc\/#\/set-password\?token=[\w-]+$/);
+  assert.not.match(prefixed.stderr, /warning/);
+  const override = adminCli(dbEnv, ['password-link', '--email', LINK_USER, '--url', 'http://10.0.0.5:8080/svc'], { PUBLIC_URL: 'https://svc.example.test/' });
+  assert.is(override.status, 0, out(override));
+  assert.match(linkOf(override.stdout).url, /^http:\/\/10\.0\.0\.5:8080\/svc\/#\/set-password\?token=/);
+  assert.not.match(override.stderr, /warning/);
+  const loop = adminCli(dbEnv, ['password-link', '--email', LINK_USER, '--url', 'http://localhost:8080']);
+  assert.match(loop.stderr, /warning: this link uses localhost:8080, a loopback address/, '--url on loopback warns too');
+});
+
+for (const bad of ['ftp://svc.example.test/', 'https://user:pw@svc.example.test/', 'https://svc.example.test/?a=1', 'https://svc.example.test/#top', 'not a url', '']) {
+  test(`--url ${JSON.stringify(bad)} → exit 2 naming --url, nothing created, no link`, async () => {
+    const email = `bad-url-${Buffer.from(bad).toString('hex').slice(0, 12)}@example.test`;
+    const r = adminCli(dbEnv, ['create', '--email', email, '--url', bad]);
+    assert.is(r.status, 2, out(r));
+    assert.match(r.stderr, /^admin: --url must be an http\(s\) URL without credentials, query or fragment/m);
+    assert.not.match(out(r), /set-password|start failed/);
+    assert.is(await storedName(email), undefined, 'not created');
+  });
 }
+
+test('admin --help, admin help, admin -h, --help → exit 0 with the usage (and --url) on stdout, even with a bad setting', () => {
+  for (const args of [['--help'], ['help'], ['-h'], ['create', '--help']]) {
+    const r = adminCli(dbEnv, args, { PORT: 'eighty' });
+    assert.is(r.status, 0, `admin ${args.join(' ')}: ${out(r)}`);
+    assert.match(r.stdout, USAGE);
+    assert.match(r.stdout, /--url <base URL>/);
+    assert.is(r.stderr, '');
+  }
+});
+
+test('links the server builds keep PUBLIC_URL\'s path prefix (invitation, reset, installer); without PUBLIC_URL they use the address the request came to', async () => {
+  const invite = async (s: RunningServer, email: string) => {
+    const session = await signIn(s, EMAIL, 'second password 456');
+    assert.is(session.status, 200);
+    const { csrfToken } = await session.json();
+    const headers = { 'content-type': 'application/json', cookie: session.headers.get('set-cookie')!.split(';')[0], 'x-csrf-token': csrfToken };
+    const made = await (await fetch(`${s.url}/api/users`, { method: 'POST', headers, body: JSON.stringify({ email, name: 'Link' }) })).json();
+    const reset = await (await fetch(`${s.url}/api/users/${made.user.id}/password-link`, { method: 'POST', headers })).json();
+    return [made.passwordSetUrl as string, reset.passwordSetUrl as string];
+  };
+  const prefixed = await start({ PUBLIC_URL: 'https://svc.example.test/tools/svc/' });
+  try {
+    for (const url of await invite(prefixed, 'invited1@example.test')) assert.match(url, /^https:\/\/svc\.example\.test\/tools\/svc\/#\/set-password\?token=[\w-]+$/);
+    assert.match(await (await fetch(`${prefixed.url}/install-runner.sh`)).text(), /^BASE='https:\/\/svc\.example\.test\/tools\/svc'$/m);
+  } finally {
+    await stop(prefixed);
+  }
+  const plain = await start();
+  try {
+    for (const url of await invite(plain, 'invited2@example.test')) assert.ok(url.startsWith(`${plain.url}/#/set-password?token=`), url);
+  } finally {
+    await stop(plain);
+  }
+});
 
 test.run();

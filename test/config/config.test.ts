@@ -49,6 +49,35 @@ test('each bad value names its variable', () => {
   }
 });
 
+test('HOST: IP literals and host names are taken as they are', () => {
+  for (const host of ['0.0.0.0', '127.0.0.1', '::', '::1', 'fd00::5', 'localhost', 'svc-host.internal', 'a.b-c.example']) {
+    assert.is(loadConfig({ HOST: host }).HOST, host);
+  }
+});
+
+for (const host of ['http://0.0.0.0', '0.0.0.0:8080', '[::1]', 'my host', 'under_score.example', '-lead.example', 'a..b']) {
+  test(`HOST ${JSON.stringify(host)} → refused naming HOST, with what it must be`, () => {
+    assert.equal(problems({ HOST: host }), ['HOST must be an IP address or a host name (e.g. 0.0.0.0, 127.0.0.1, ::)']);
+  });
+}
+
+test('PUBLIC_URL: http(s) with or without a path prefix; trailing slashes dropped', () => {
+  assert.is(loadConfig({ PUBLIC_URL: 'https://svc.example.com/' }).PUBLIC_URL, 'https://svc.example.com');
+  assert.is(loadConfig({ PUBLIC_URL: 'https://svc.example.com' }).PUBLIC_URL, 'https://svc.example.com');
+  assert.is(loadConfig({ PUBLIC_URL: 'http://10.0.0.5:8080/tools/svc/' }).PUBLIC_URL, 'http://10.0.0.5:8080/tools/svc');
+});
+
+for (const url of ['ftp://svc.example.com/', 'https://user:pw@svc.example.com/', 'https://user@svc.example.com/', 'https://svc.example.com/?x=1', 'https://svc.example.com/?', 'https://svc.example.com/#top', 'svc.example.com']) {
+  test(`PUBLIC_URL ${JSON.stringify(url)} → refused naming PUBLIC_URL, the value not echoed`, () => {
+    const bad = problems({ PUBLIC_URL: url });
+    assert.equal(bad, ['PUBLIC_URL must be an http(s) URL without credentials, query or fragment (a path prefix is allowed)']);
+  });
+}
+
+test('an enum setting says its choices in plain words', () => {
+  assert.equal(problems({ LOG_LEVEL: 'loud' }), ['LOG_LEVEL must be one of debug, info, warn, error']);
+});
+
 test('WEBHOOKS_WORKER_ENABLED=false is parsed as false', () => {
   assert.is(loadConfig({ WEBHOOKS_WORKER_ENABLED: 'false' }).WEBHOOKS_WORKER_ENABLED, false);
   assert.is(loadConfig({ WEBHOOKS_WORKER_ENABLED: '0' }).WEBHOOKS_WORKER_ENABLED, false);

@@ -9,7 +9,7 @@ import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
 import { openNeon } from '../../functions/lib/db/neon.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import { createLogger } from '../../functions/lib/log.ts';
-import { ROOT, TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { ROOT, TEST_DB, freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 
 async function wsProxy() {
@@ -28,7 +28,7 @@ async function wsProxy() {
   return { url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/v1`, close: () => wss.close() };
 }
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 2, () => {
   test('neon driver: migrations, queries, transactions and listen/notify through the WebSocket proxy', async () => {
     const pg = await freshPostgres();
     const proxy = await wsProxy();
@@ -74,6 +74,6 @@ if (TEST_DB === 'postgres') {
       await pg.drop();
     }
   });
-}
+});
 
 test.run();

@@ -7,7 +7,7 @@ import { openPglite } from '../../functions/lib/db/pglite.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
 import { openPostgres } from '../../functions/lib/db/postgres.ts';
-import { ROOT, TEST_DB, serverDbEnv, tempDir } from '../helpers/db.ts';
+import { ADMIN_URL, ROOT, TEST_DB, onlyOn, serverDbEnv, tempDir } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 
 function migrationsWith(extra: Record<string, string>): string {
@@ -106,6 +106,37 @@ test('an edited price survives a restart; the seed does not duplicate or reset',
   } finally {
     await cleanup();
   }
+});
+
+// A database that cannot become right by waiting fails the start at once with PostgreSQL's own words,
+// instead of retrying for DATABASE_CONNECT_TIMEOUT_SECONDS (issue 12, item 9).
+onlyOn('postgres', test, 2, () => {
+  const refusedAtOnce = async (url: string, said: RegExp) => {
+    const started = Date.now();
+    const s = await startServer({ dbEnv: { DATABASE_URL: url }, env: { DATABASE_CONNECT_TIMEOUT_SECONDS: '300' }, expectExit: true });
+    try {
+      assert.is(await s.exited, 1);
+      assert.match(s.output(), said);
+      assert.match(s.output(), /start failed .*after 1 attempt\(s\)/);
+      assert.not.match(s.output(), /retrying|listening/);
+      assert.ok(Date.now() - started < 60_000, 'not the 300 s of retries');
+    } finally {
+      await s.cleanup();
+    }
+  };
+
+  test('a database that does not exist (3D000) → exit 1 at once with that message, no retry', async () => {
+    const url = new URL(ADMIN_URL);
+    url.pathname = '/svc_no_such_database';
+    await refusedAtOnce(url.toString(), /database \\?"svc_no_such_database\\?" does not exist/);
+  });
+
+  test('a role that does not exist (28000) → exit 1 at once with that message, no retry', async () => {
+    const url = new URL(ADMIN_URL);
+    url.username = 'svc_no_such_role';
+    url.password = '';
+    await refusedAtOnce(url.toString(), /role \\?"svc_no_such_role\\?" does not exist/);
+  });
 });
 
 test.run();

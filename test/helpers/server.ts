@@ -2,7 +2,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { ROOT, serverDbEnv } from './db.ts';
+import { ROOT, anchorPathFor, serverDbEnv } from './db.ts';
 
 export interface Admin {
   email: string;
@@ -37,6 +37,8 @@ export interface StartOptions {
   timeoutMs?: number;
   /** Create an instance admin with the real CLI first, set its password, and make an API token. */
   admin?: boolean;
+  /** Run the server under this command (e.g. unshare into a network namespace); node's arguments follow. */
+  wrap?: string[];
 }
 
 export const ADMIN_EMAIL = 'admin@example.test';
@@ -51,6 +53,7 @@ function baseEnv(dbEnv: Record<string, string>, extra?: Record<string, string>):
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
     DATABASE_CONNECT_TIMEOUT_SECONDS: '5',
+    AUDIT_ANCHOR_PATH: anchorPathFor(dbEnv),
     ...dbEnv,
     ...extra,
   };
@@ -97,7 +100,8 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     linkToken = m[1];
   }
   const env = baseEnv(dbEnv, opts.env);
-  const proc = spawn(process.execPath, ['--enable-source-maps', SERVER], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...prefix] = [...(opts.wrap ?? []), process.execPath, '--enable-source-maps', SERVER];
+  const proc = spawn(command, prefix, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | string>((r) => proc.once('exit', (code, signal) => r(code ?? signal ?? -1)));
   const listening = new Promise<number>((ok, fail) => {

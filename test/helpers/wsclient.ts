@@ -38,7 +38,7 @@ export function connect(baseUrl: string, token: string | null, opts: { protocol?
     frames,
     closed,
     send: (frame) => ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame)),
-    next: (type, timeoutMs = 10_000) => {
+    next: (type, timeoutMs = 30_000) => { // generous: a loaded machine may take seconds to answer
       const ready = frames.find((f) => f.type === type && !taken.has(f));
       if (ready) {
         taken.add(ready);

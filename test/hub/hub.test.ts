@@ -4,6 +4,8 @@ import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
+import { callAs, makeUser } from '../helpers/users.ts';
+import { waitUntil } from '../runner/_harness.ts';
 
 let server: RunningServer;
 test.before(async () => {
@@ -11,7 +13,6 @@ test.before(async () => {
 });
 test.after(async () => server?.cleanup());
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('pairing: a one-time code XXXX-XXXX trades for a runner id and token, once', async () => {
   const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'alpha' } })).json();
@@ -41,8 +42,10 @@ test('connection: welcome frame, runner online; wrong token 4401, wrong protocol
   c.send({ type: 'hello', version: '0.1.0', target: 'linux-amd64', hostname: 'beta-host', capabilities: ['terminal'] });
   c.send({ type: 'ping' });
   await c.next('pong');
-  const runners = (await (await server.api('/api/runners')).json()).runners;
-  const me = runners.find((r: { id: string }) => r.id === runnerId);
+  // The pong does not wait for hello's row update: wait for the row.
+  const row = async () => (await (await server.api('/api/runners')).json()).runners.find((r: { id: string }) => r.id === runnerId);
+  await waitUntil(async () => (await row()).hostname === 'beta-host', 30_000, 'the hello stored');
+  const me = await row();
   assert.is(me.status, 'online');
   assert.is(me.hostname, 'beta-host');
   assert.equal(me.capabilities, ['terminal']);
@@ -53,8 +56,8 @@ test('connection: welcome frame, runner online; wrong token 4401, wrong protocol
   assert.is(await connect(server.url, token, { protocol: null }).closed, 4400);
   c.ws.close();
   await c.closed;
-  await sleep(100);
-  const after = (await (await server.api('/api/runners')).json()).runners.find((r: { id: string }) => r.id === runnerId);
+  await waitUntil(async () => (await row()).status === 'offline', 30_000, 'the runner offline');
+  const after = await row();
   assert.is(after.status, 'offline');
   assert.match(after.remedy, /svc-runner status/);
 });
@@ -124,18 +127,46 @@ test('malformed, unknown, binary and oversized frames are refused with an error 
   c.ws.close();
 });
 
+test('U+0000 or a lone surrogate in a stored frame (hello, event payload key) → invalid_frame naming the field; not acked, not stored', async () => {
+  const { runnerId, token } = await pairRunner(server.api, server.url, 'nul');
+  const hostname = async () => (await (await server.api('/api/runners')).json()).runners.find((r: { id: string }) => r.id === runnerId).hostname;
+  const before = await hostname();
+  const c = connect(server.url, token);
+  await c.next('welcome');
+  c.send('{"type":"hello","version":"1","target":"t","hostname":"h\\u0000","capabilities":[]}');
+  const hello = await c.next('error');
+  assert.is(hello.code, 'invalid_frame');
+  assert.match(hello.message, /^hostname: .*U\+0000/);
+  const ts = new Date().toISOString();
+  c.send(`{"type":"events","events":[{"id":"e1","source":"s","kind":"k","ts":"${ts}","payload":{"ok\\ud800":1}}]}`);
+  const events = await c.next('error');
+  assert.is(events.code, 'invalid_frame');
+  assert.match(events.message, /^events\.0\.payload\.ok\ufffd: /);
+  c.send({ type: 'ping' });
+  await c.next('pong');
+  assert.not.ok(c.frames.some((f) => f.type === 'ack'), 'nothing acked');
+  assert.is(await hostname(), before, 'hostname not changed');
+  c.ws.close();
+});
+
 test('a flood of frames is bounded: frames beyond the rate are dropped, the connection and server stay up', async () => {
   const { token } = await pairRunner(server.api, server.url, 'eta');
   const c = connect(server.url, token);
   await c.next('welcome');
   for (let i = 0; i < 2000; i++) c.send({ type: 'ping' });
   await c.next('error').then((e) => assert.is(e.code, 'rate_limited'));
-  await sleep(1500);
-  const pongs = c.frames.filter((f) => f.type === 'pong').length;
+  const count = () => c.frames.filter((f) => f.type === 'pong').length;
+  // The flood is over when the pong count has stopped changing for half a second.
+  let last = -1;
+  let since = Date.now();
+  await waitUntil(() => {
+    if (count() !== last) [last, since] = [count(), Date.now()];
+    return Date.now() - since > 500;
+  }, 30_000, 'the flood answered');
+  const pongs = count();
   assert.ok(pongs < 2000 && pongs >= 100, `${pongs} pongs`);
   c.send({ type: 'ping' });
-  await sleep(200);
-  assert.ok(c.frames.filter((f) => f.type === 'pong').length > pongs, 'still answering after the flood');
+  await waitUntil(() => count() > pongs, 30_000, 'a pong after the flood');
   assert.is((await fetch(`${server.url}/health`)).status, 200);
   c.ws.close();
 });
@@ -194,29 +225,27 @@ test('a command with no answer → 504 naming the command after its timeout (orc
   c.ws.close();
 });
 
-test('roles: a viewer may ping, not refresh (403 naming operator); a stranger gets 404; projects follow the runner', async () => {
+test('roles: runner-wide commands are for instance admins (a member gets 403, a stranger 404); project commands follow the project role', async () => {
   const { runnerId, token } = await pairRunner(server.api, server.url, 'kappa');
   const c = connect(server.url, token);
   await c.next('welcome');
   const project = await (await server.api('/api/projects', { method: 'POST', json: { name: 'Kappa', repo: 'acme/kappa', runnerId, rootPath: '/srv/kappa' } })).json();
   assert.equal((await c.next('projects')).projects, [{ id: project.id, root: '/srv/kappa' }]);
-  const made = await (await server.api('/api/users', { method: 'POST', json: { email: 'viewer@example.test', name: 'V' } })).json();
-  const link = /token=([\w-]+)/.exec(made.passwordSetUrl)![1];
-  await fetch(`${server.url}/api/password`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: link, password: 'viewer password 1' }) });
-  const signIn = await fetch(`${server.url}/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'viewer@example.test', password: 'viewer password 1' }) });
-  const cookie = signIn.headers.get('set-cookie')!.split(';')[0];
-  const csrf = (await signIn.json()).csrfToken;
-  const asViewer = (path: string, body: unknown) =>
-    fetch(server.url + path, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf }, body: JSON.stringify(body) });
+  const viewer = await makeUser(server, 'viewer');
+  const asViewer = (path: string, json: unknown) => callAs(server, path, { method: 'POST', json, token: viewer.token });
   assert.is((await asViewer(`/api/runners/${runnerId}/commands`, { name: 'runner.ping' })).status, 404, 'not a member yet');
-  await server.api(`/api/projects/${project.id}/members/${made.user.id}`, { method: 'PUT', json: { role: 'viewer' } });
-  const ping = asViewer(`/api/runners/${runnerId}/commands`, { name: 'runner.ping' });
+  await server.api(`/api/projects/${project.id}/members/${viewer.id}`, { method: 'PUT', json: { role: 'viewer' } });
+  const ping = await asViewer(`/api/runners/${runnerId}/commands`, { name: 'runner.ping' });
+  assert.is(ping.status, 403);
+  assert.match(ping.body.error.message, /instance admin/);
+  const status = asViewer(`/api/projects/${project.id}/commands`, { name: 'orchestrator.status' });
   const frame = await c.next('command');
-  c.send({ type: 'result', requestId: frame.requestId, ok: true, data: { pong: true } });
-  assert.is((await ping).status, 200);
+  assert.is(frame.name, 'orchestrator.status', 'the refused ping was never sent');
+  c.send({ type: 'result', requestId: frame.requestId, ok: true, data: { running: false } });
+  assert.is((await status).status, 200);
   const refresh = await asViewer(`/api/projects/${project.id}/commands`, { name: 'project.refresh' });
   assert.is(refresh.status, 403);
-  assert.match((await refresh.json()).error.message, /operator/);
+  assert.match(refresh.body.error.message, /operator/);
   c.ws.close();
 });
 

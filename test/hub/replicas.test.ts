@@ -3,12 +3,12 @@ import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sha256Hex } from '../../functions/lib/crypto.ts';
-import { TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { TEST_DB, freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 6, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let a: RunningServer;
   let b: RunningServer;
@@ -143,6 +143,6 @@ if (TEST_DB === 'postgres') {
     const res = await a.api(`/api/runners/${runnerId}/commands`, { method: 'POST', json: { name: 'runner.ping' } });
     assert.is(res.status, 503);
   });
-}
+});
 
 test.run();

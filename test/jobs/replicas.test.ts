@@ -2,13 +2,13 @@
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { TEST_DB, freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 2, () => {
   test('3 processes, a job every second for 5 s: each tick runs exactly once', async () => {
     const pg = await freshPostgres();
     const servers: RunningServer[] = [];
@@ -76,6 +76,6 @@ if (TEST_DB === 'postgres') {
       await pg.drop();
     }
   });
-}
+});
 
 test.run();

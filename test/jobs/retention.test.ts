@@ -16,6 +16,12 @@ let cleanup: () => Promise<void>;
 test.before(async () => {
   ({ db, cleanup } = await openTestDb());
   await migrate(db, loadMigrations(`${ROOT}/sql`), quiet);
+  // Inbound deliveries belong to a trigger (0009).
+  await db.query(sql`insert into users (id, email, name) values ('u', 'u@example.test', 'u')`);
+  await db.query(sql`insert into projects (id, name, repo) values ('p', 'p', 'a/p')`);
+  await db.query(sql`
+    insert into triggers (id, project_id, name, action, value_pattern, public_id, public_id_hash, secret_ciphertext, created_by)
+    values ('t', 'p', 't', 'next_round', '.*', ${'x'.repeat(24)}, 'h', 'c', 'u')`);
 });
 test.after(async () => cleanup?.());
 
@@ -56,7 +62,7 @@ test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, del
     [
       ['retention.activity', 'ok', { deleted: 1 }],
       ['retention.codehost_deliveries', 'ok', { deleted: 1 }],
-      ['retention.deliveries', 'ok', { outbound: 1, inbound: 1 }],
+      ['retention.deliveries', 'ok', { outbound: 1, inbound: 1, deliveryIds: 0 }],
       ['retention.housekeeping', 'ok', { sessions: 0, passwordLinks: 0, signInFailures: 0, jobRuns: 0, runnerCommands: 0 }],
     ],
   );

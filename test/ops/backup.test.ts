@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ROOT, TEST_DB, freshPostgres, tempDir } from '../helpers/db.ts';
+import { ROOT, TEST_DB, freshPostgres, onlyOn, tempDir } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 
 /** Run one of the scripts as an admin would: executed directly (shebang, executable bit). */
@@ -29,7 +29,7 @@ const withPassword = (url: string, password: string) => {
 };
 const MODEL = 'claude-sonnet-4'; // seeded; the edit must survive the restore and the next seed
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 6, () => {
   test('backup → restore into a fresh database → the server starts on it with the same data', async () => {
     const source = await freshPostgres();
     const target = await freshPostgres();
@@ -239,6 +239,6 @@ for a in "$@"; do case $a in --file=*) printf 'PGDMP-fake' > "\${a#--file=}";; e
       rmSync(dir, { recursive: true, force: true });
     }
   });
-}
+});
 
 test.run();

@@ -5,6 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
+import { callAs, makeUser as makeUserOn } from '../helpers/users.ts';
+import type { TestUser } from '../helpers/users.ts';
 
 let server: RunningServer;
 test.before(async () => {
@@ -12,62 +14,25 @@ test.before(async () => {
 });
 test.after(async () => server?.cleanup());
 
-interface Answer {
-  status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-/** A call as the instance admin (default) or as a user with the given token. */
-async function call(path: string, init: { method?: string; json?: unknown; token?: string } = {}): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  if (init.token) headers.authorization = `Bearer ${init.token}`;
-  const res = await server.api(path, { method: init.method ?? 'GET', json: init.json, headers });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-interface TestUser {
-  id: string;
-  email: string;
-  token: string;
-}
-
-/** A non-admin user with a password and a personal API token, made through the API. */
-async function makeUser(label: string): Promise<TestUser> {
-  const email = `${label}-${randomBytes(3).toString('hex')}@example.test`;
-  const made = await call('/api/users', { method: 'POST', json: { email, name: label } });
-  assert.is(made.status, 201);
-  const linkToken = /#\/set-password\?token=([\w-]+)/.exec(made.body.passwordSetUrl)![1];
-  const password = `pw-${label}-${randomBytes(6).toString('hex')}`;
-  const set = await fetch(`${server.url}/api/password`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: linkToken, password }) });
-  assert.is(set.status, 200);
-  const signIn = await fetch(`${server.url}/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
-  assert.is(signIn.status, 200);
-  const { csrfToken } = await signIn.json();
-  const cookie = signIn.headers.get('set-cookie')!.split(';')[0];
-  const tok = await fetch(`${server.url}/api/tokens`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
-    body: JSON.stringify({ name: label }),
-  });
-  assert.is(tok.status, 201);
-  return { id: made.body.user.id, email, token: (await tok.json()).token };
-}
+const call = (path: string, init: { method?: string; json?: unknown; token?: string } = {}) => callAs(server, path, init);
+const makeUser = (label: string) => makeUserOn(server, label);
 
 const listNames = async (token?: string) => ((await call('/api/projects', { token })).body.projects as { name: string }[]).map((p) => p.name);
 
 let alpha: Record<string, unknown> & { id: string };
 let beta: Record<string, unknown> & { id: string };
 
+let runner1 = '';
 test('create: 201 with every field, and defaults for the optional ones', async () => {
+  runner1 = (await call('/api/runners', { method: 'POST', json: { name: 'runner-1' } })).body.runner.id;
   const res = await call('/api/projects', {
     method: 'POST',
-    json: { name: 'Alpha', repo: 'acme/alpha', runnerId: 'runner-1', rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop' },
+    json: { name: 'Alpha', repo: 'acme/alpha', runnerId: runner1, rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop' },
   });
   assert.is(res.status, 201);
   assert.match(res.body.id, /^[0-9a-f-]{36}$/);
   alpha = res.body;
-  assert.equal(alpha, { id: alpha.id, name: 'Alpha', repo: 'acme/alpha', runnerId: 'runner-1', rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop' });
+  assert.equal(alpha, { id: alpha.id, name: 'Alpha', repo: 'acme/alpha', runnerId: runner1, rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop' });
 
   const min = await call('/api/projects', { method: 'POST', json: { name: '  Beta  ', repo: 'acme/beta.js' } });
   assert.is(min.status, 201);
@@ -409,6 +374,69 @@ test('anonymous callers get 401 on every project route', async () => {
     assert.is(res.status, 401, `${method} ${path}`);
   }
   assert.is((await call(`/api/projects/${beta.id}`)).status, 200, 'beta is still there');
+});
+
+test('a project admin cannot move its project to a runner or root path (403, instance admins only); same values pass; nothing moves', async () => {
+  const other = (await call('/api/runners', { method: 'POST', json: { name: 'other-team' } })).body.runner.id;
+  const made = await call('/api/projects', { method: 'POST', json: { name: `Placed-${randomBytes(3).toString('hex')}`, repo: 'acme/placed', runnerId: runner1, rootPath: '/srv/placed' } });
+  assert.is(made.status, 201);
+  const owner = await makeUser('owner');
+  assert.is((await call(`/api/projects/${made.body.id}/members/${owner.id}`, { method: 'PUT', json: { role: 'admin' } })).status, 200);
+  for (const json of [{ runnerId: other }, { rootPath: '/' }, { rootPath: '/etc' }, { runnerId: null }, { rootPath: null }, { runnerId: other, rootPath: '/srv/x' }]) {
+    const res = await call(`/api/projects/${made.body.id}`, { method: 'PATCH', json, token: owner.token });
+    assert.is(res.status, 403, JSON.stringify(json));
+    assert.is(res.body.error.code, 'forbidden');
+    assert.match(res.body.error.message, /instance admin/);
+  }
+  assert.equal((await call(`/api/projects/${made.body.id}`)).body, made.body, 'nothing moved');
+  const same = await call(`/api/projects/${made.body.id}`, { method: 'PATCH', json: { runnerId: runner1, rootPath: '/srv/placed', budgetUsd: 3 }, token: owner.token });
+  assert.is(same.status, 200, 'the same runner and root with other changes pass');
+  assert.is(same.body.budgetUsd, 3);
+  const audit = await call(`/api/audit?action=project.update&targetId=${made.body.id}`);
+  assert.is(audit.body.records.length, 1, 'only the allowed change is audited');
+  const moved = await call(`/api/projects/${made.body.id}`, { method: 'PATCH', json: { runnerId: other, rootPath: '/srv/elsewhere' } });
+  assert.is(moved.status, 200, 'an instance admin may move it');
+  assert.is(moved.body.runnerId, other);
+});
+
+test('placement: an unknown or revoked runner → 400 naming runnerId; overlapping roots on one runner → 409 root_overlaps', async () => {
+  const tag = randomBytes(3).toString('hex');
+  const unknown = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-1`, repo: 'acme/p', runnerId: 'no-such-runner', rootPath: '/srv/p' } });
+  assert.is(unknown.status, 400);
+  assert.is(unknown.body.error.fields.runnerId, 'no such runner');
+  const made = (await call('/api/runners', { method: 'POST', json: { name: 'gone' } })).body;
+  const paired = await fetch(`${server.url}/runners/pair`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: made.code, hostname: 'h', version: '0.1.0', target: 'linux-amd64' }) });
+  assert.is(paired.status, 200);
+  const gone = made.runner.id;
+  assert.is((await call(`/api/runners/${gone}`, { method: 'DELETE' })).status, 204, 'revoked');
+  const revoked = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-2`, repo: 'acme/p', runnerId: gone, rootPath: '/srv/p' } });
+  assert.is(revoked.status, 400);
+  assert.match(revoked.body.error.fields.runnerId, /revoked/);
+  const removed = (await call('/api/runners', { method: 'POST', json: { name: 'removed' } })).body.runner.id;
+  assert.is((await call(`/api/runners/${removed}`, { method: 'DELETE' })).status, 204, 'never paired: removed');
+  const onRemoved = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-r`, repo: 'acme/p', runnerId: removed, rootPath: '/srv/p' } });
+  assert.is(onRemoved.body.error?.fields?.runnerId, 'no such runner');
+  const host = (await call('/api/runners', { method: 'POST', json: { name: 'host' } })).body.runner.id;
+  const base = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-3`, repo: 'acme/p', runnerId: host, rootPath: '/srv/team/app' } });
+  assert.is(base.status, 201);
+  for (const rootPath of ['/srv/team/app', '/srv/team/app/', '/srv/team', '/', '/srv/team/app/sub', '/srv//team/app']) {
+    const res = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-x`, repo: 'acme/p', runnerId: host, rootPath } });
+    assert.is(res.status, 409, rootPath);
+    assert.is(res.body.error.code, 'root_overlaps');
+    assert.match(res.body.error.message, new RegExp(`P-${tag}-3`));
+  }
+  const sibling = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-4`, repo: 'acme/p', runnerId: host, rootPath: '/srv/team/app2' } });
+  assert.is(sibling.status, 201, '/srv/team/app2 does not overlap /srv/team/app');
+  const elsewhere = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-5`, repo: 'acme/p', runnerId: runner1, rootPath: '/srv/team/app' } });
+  assert.is(elsewhere.status, 201, 'the same root on another runner is fine');
+  const moveInto = await call(`/api/projects/${sibling.body.id}`, { method: 'PATCH', json: { rootPath: '/srv/team/app/inner' } });
+  assert.is(moveInto.status, 409, 'an edit is checked too');
+  const unknownPatch = await call(`/api/projects/${sibling.body.id}`, { method: 'PATCH', json: { runnerId: 'nope' } });
+  assert.is(unknownPatch.status, 400);
+  assert.ok(unknownPatch.body.error.fields.runnerId);
+  assert.is((await call(`/api/projects/${sibling.body.id}`)).body.rootPath, '/srv/team/app2', 'unchanged');
+  const names = await listNames();
+  assert.not.ok(names.includes(`P-${tag}-1`) || names.includes(`P-${tag}-2`) || names.includes(`P-${tag}-x`), 'nothing refused was created');
 });
 
 test.run();

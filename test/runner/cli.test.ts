@@ -31,6 +31,7 @@ test('help, --help and -h print usage naming every spec command, exit 0', () => 
     const r = run(flag);
     assert.is(r.status, 0);
     for (const cmd of ['pair --server', 'run', 'status', 'profiles', 'install-service', 'version', 'help']) assert.ok(r.stdout.includes(cmd), cmd);
+    for (const cmd of ['uninstall-service [--platform linux|darwin]', 'doctor']) assert.match(r.stdout, new RegExp(`^  ${cmd.replace(/[[\]|]/g, '\\$&')}`, 'm'), cmd);
   }
 });
 

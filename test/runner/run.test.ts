@@ -167,4 +167,19 @@ function readFileSafe(p: string): string | null {
   }
 }
 
+test('log lines have the documented shape: <ISO time> <level> <message> <JSON fields> (docs/runner.md)', async () => {
+  sb.writeConfig(pairedConfig(fake.url, { profiles: [] }));
+  const d = startDaemon(sb);
+  await fake.waitConns(1);
+  await d.waitFor(/no runtime profiles are configured/);
+  await d.kill();
+  const lines = d.output().split('\n').filter((l) => l.trim());
+  assert.ok(lines.length >= 2, d.output());
+  for (const line of lines) {
+    const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (debug|info|warn|error) (.+?)( \{.*\})?$/.exec(line);
+    assert.ok(m, `not in the documented shape: ${line}`);
+    if (m![4]) assert.type(JSON.parse(m![4]), 'object');
+  }
+});
+
 test.run();

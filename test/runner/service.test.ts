@@ -4,9 +4,11 @@
 // never after exit 78. macOS: ~/Library/LaunchAgents/com.svc.runner.plist, parsed as XML by a strict
 // little plist reader below (plutil only exists on macOS; no npm dependency for this), and its shell
 // wrapper actually run with a fake node: 78 becomes 0 (launchd then leaves it stopped), other codes
-// pass through, and a TERM is forwarded with the child's own exit code returned.
+// pass through, and a TERM is forwarded with the child's own exit code returned. `uninstall-service`
+// prints the stop command first, removes exactly those files (never runner.json or the state
+// directory), is idempotent, and a file it cannot remove is exit 1 with one line.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -277,6 +279,106 @@ test('a directory where the service file goes → exit 1 with a one-line reason,
   assert.is(d.status, 1);
   assert.match(d.stderr, /^svc-runner: install-service: cannot write .*com\.svc\.runner\.plist: EISDIR\n$/);
   assert.equal(readdirSync(agents), ['com.svc.runner.plist']);
+});
+
+/** stdout lines, to check what is printed and in which order. */
+const outLines = (s: string) => s.trimEnd().split('\n');
+
+test('uninstall-service (linux) after install-service: prints the stop command first, removes the unit, keeps runner.json and the state dir; again → nothing to remove, exit 0', async () => {
+  sb.writeConfig({ otlp: { enabled: false } });
+  const unitPath = join(sb.env.XDG_CONFIG_HOME, 'systemd', 'user', 'svc-runner.service');
+  assert.is((await runCli(sb, ['install-service', '--platform', 'linux'])).status, 0);
+  const stateDir = join(sb.env.XDG_STATE_HOME, 'svc');
+  mkdirSync(stateDir, { recursive: true });
+  const r = await runCli(sb, ['uninstall-service', '--platform', 'linux']);
+  assert.is(r.status, 0, r.stderr);
+  assert.is(r.stderr, '');
+  assert.equal(outLines(r.stdout), [
+    'Stop and disable the service (if it runs) with:',
+    '  systemctl --user disable --now svc-runner.service',
+    `Removed ${unitPath}`,
+    'Then let systemd forget the unit: systemctl --user daemon-reload',
+    'runner.json and the state directory are kept.',
+  ]);
+  assert.not.ok(existsSync(unitPath));
+  assert.ok(existsSync(sb.configPath) && existsSync(stateDir), 'runner.json and the state directory are untouched');
+  assert.equal(sb.readConfig(), { otlp: { enabled: false } });
+
+  const again = await runCli(sb, ['uninstall-service', '--platform', 'linux']);
+  assert.is(again.status, 0, again.stderr);
+  assert.is(again.stdout, `Nothing to remove: ${unitPath} does not exist.\n`);
+});
+
+test('uninstall-service --platform darwin after install-service: bootout first, then the plist and the wrapper are removed; the log directory stays; idempotent', async () => {
+  const plistPath = join(sb.home, 'Library', 'LaunchAgents', 'com.svc.runner.plist');
+  const wrapperPath = join(sb.env.XDG_CONFIG_HOME, 'svc', 'svc-runner-launchd.sh');
+  assert.is((await runCli(sb, ['install-service', '--platform', 'darwin'])).status, 0);
+  const r = await runCli(sb, ['uninstall-service', '--platform', 'darwin']);
+  assert.is(r.status, 0, r.stderr);
+  assert.equal(outLines(r.stdout), [
+    'Stop and disable the service (if it runs) with:',
+    '  launchctl bootout gui/$(id -u)/com.svc.runner',
+    `Removed ${plistPath}`,
+    `Removed ${wrapperPath}`,
+    'runner.json and the state directory are kept.',
+  ]);
+  assert.not.ok(existsSync(plistPath) || existsSync(wrapperPath));
+  assert.ok(existsSync(join(sb.env.XDG_STATE_HOME, 'svc')), 'the state directory (the launchd log) is kept');
+  const again = await runCli(sb, ['uninstall-service', '--platform', 'darwin']);
+  assert.is(again.status, 0);
+  assert.is(again.stdout, `Nothing to remove: ${plistPath} and ${wrapperPath} do not exist.\n`);
+
+  // Only the wrapper left (the plist removed by hand): that one is removed, the other named as absent.
+  assert.is((await runCli(sb, ['install-service', '--platform', 'darwin'])).status, 0);
+  rmSync(plistPath);
+  const half = await runCli(sb, ['uninstall-service', '--platform', 'darwin']);
+  assert.is(half.status, 0);
+  assert.match(half.stdout, new RegExp(`^Removed ${esc(wrapperPath)}\nNot there \\(nothing to remove\\): ${esc(plistPath)}$`, 'm'));
+  assert.not.ok(existsSync(wrapperPath));
+});
+
+test('uninstall-service with a directory where the unit is → exit 1 with one clear line, no stack trace; the directory is left alone', async () => {
+  const unitPath = join(sb.env.XDG_CONFIG_HOME, 'systemd', 'user', 'svc-runner.service');
+  mkdirSync(join(unitPath, 'inside'), { recursive: true });
+  const r = await runCli(sb, ['uninstall-service', '--platform', 'linux']);
+  assert.is(r.status, 1);
+  assert.is(r.stderr, `svc-runner: uninstall-service: cannot remove ${unitPath}: EISDIR\n`);
+  assert.match(r.stdout, /^Stop and disable the service \(if it runs\) with:\n {2}systemctl --user disable --now svc-runner\.service\n/);
+  assert.not.match(r.stdout, /daemon-reload|Removed/);
+  assert.ok(existsSync(join(unitPath, 'inside')));
+
+  // darwin: the plist blocked, the wrapper still removed; exit 1.
+  assert.is((await runCli(sb, ['install-service', '--platform', 'darwin'])).status, 0);
+  const plistPath = join(sb.home, 'Library', 'LaunchAgents', 'com.svc.runner.plist');
+  rmSync(plistPath);
+  mkdirSync(plistPath);
+  const d = await runCli(sb, ['uninstall-service', '--platform', 'darwin']);
+  assert.is(d.status, 1);
+  assert.is(d.stderr, `svc-runner: uninstall-service: cannot remove ${plistPath}: EISDIR\n`);
+  assert.match(d.stdout, /^Removed .*svc-runner-launchd\.sh$/m);
+});
+
+test('uninstall-service with a read-only parent directory → exit 1 with one clear line (skipped as root, who may write anyway)', async () => {
+  if (process.getuid?.() === 0) return console.log('  (running as root: a read-only directory does not stop root; skipped)');
+  const unitDir = join(sb.env.XDG_CONFIG_HOME, 'systemd', 'user');
+  assert.is((await runCli(sb, ['install-service', '--platform', 'linux'])).status, 0);
+  chmodSync(unitDir, 0o555);
+  try {
+    const r = await runCli(sb, ['uninstall-service', '--platform', 'linux']);
+    assert.is(r.status, 1);
+    assert.is(r.stderr, `svc-runner: uninstall-service: cannot remove ${join(unitDir, 'svc-runner.service')}: EACCES\n`);
+  } finally {
+    chmodSync(unitDir, 0o755);
+  }
+});
+
+test('uninstall-service: another platform → exit 1 naming it; an unknown --platform → exit 2 with usage', async () => {
+  const other = await runCli(sb, ['uninstall-service'], { SVC_RUNNER_SERVICE_PLATFORM: 'win32' });
+  assert.is(other.status, 1);
+  assert.match(other.stderr, /uninstall-service supports Linux \(systemd\) and macOS \(launchd\), not win32/);
+  const bad = await runCli(sb, ['uninstall-service', '--platform', 'freebsd']);
+  assert.is(bad.status, 2);
+  assert.match(bad.stderr, /uninstall-service: --platform is linux or darwin/);
 });
 
 test('another platform → exit 1 naming it; an unknown --platform → exit 2 with usage', async () => {

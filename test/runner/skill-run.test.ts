@@ -26,8 +26,9 @@ test('skill.run (report): answers once running; run.json holds an argv; stream, 
   assert.is(r.ok, true, JSON.stringify(r));
   const { runId } = r.data;
   assert.match(runId, /^[a-z0-9]+-[0-9a-f]{8}$/);
-  assert.is(r.data.state, 'running');
-  assert.is(r.data.session, `svc-run-${runId}`);
+  // Answered once started; on a fast machine the fake echo agent may be done by then (no session left).
+  assert.ok(['running', 'succeeded'].includes(r.data.state), r.data.state);
+  if (r.data.state === 'running') assert.is(r.data.session, `svc-run-${runId}`);
   assert.equal([r.data.profileId, r.data.runtime, r.data.timeoutSec], ['cc', 'claude', 21600]);
 
   const final = (await f.waitState(runId, 'succeeded')).payload;
@@ -56,7 +57,7 @@ test('skill.run (report): answers once running; run.json holds an argv; stream, 
   const progress = f.events('skill_run.progress').filter((e) => e.payload.runId === runId).flatMap((e) => e.payload.lines);
   assert.equal(progress.map((l: any) => l.text), ['session started (model claude-fake-1)', 'Working on the echo skill.', 'tool: Bash ls -la', 'result: success']);
   assert.equal(progress.map((l: any) => l.seq), [1, 2, 3, 4]);
-  await waitUntil(() => !f.sessions().includes(`svc-run-${runId}`), 5000, 'the run session to end');
+  await waitUntil(() => !f.sessions().includes(`svc-run-${runId}`), 30_000, 'the run session to end');
 });
 
 test('codex: `codex exec --json` with the model, and the last agent message as the report', async () => {
@@ -105,6 +106,7 @@ test('skill.cancel: a running run → cancelled (its agent stopped), a queued on
   const c1 = await conn.command('skill.cancel', { projectId: 'p1', runId: queued.runId });
   assert.equal(c1.data, { runId: queued.runId, state: 'cancelled', cancelled: true });
   assert.equal(f.states(queued.runId), ['queued', 'cancelled']);
+  await waitUntil(() => f.agentStarts().length === 1, 30_000, 'the running agent to start'); // "running" is said before the agent process is up
   const agentPid = f.agentStarts()[0].pid;
   const c2 = await conn.command('skill.cancel', { projectId: 'p1', runId: running.runId });
   assert.equal(c2.data, { runId: running.runId, state: 'cancelled', cancelled: true });
@@ -122,7 +124,7 @@ test('skill.cancel: a running run → cancelled (its agent stopped), a queued on
 test('skill.cancel of an agent that ignores SIGTERM: killed after the grace period → cancelled', async () => {
   const conn = await f.start({ profiles: PROFILES(f.agentDir) }, RUN_ENV);
   const r = (await conn.command('skill.run', { projectId: 'p1', skill: 'stubborn' })).data;
-  await waitUntil(() => f.agentStarts().length === 1, 5000, 'the agent to start');
+  await waitUntil(() => f.agentStarts().length === 1, 30_000, 'the agent to start');
   const c = await conn.command('skill.cancel', { projectId: 'p1', runId: r.runId }, 20_000);
   assert.is(c.data.state, 'cancelled');
   assert.ok(existsSync(join(f.agentDir, 'sigterm.log')), 'it got SIGTERM first');
@@ -137,6 +139,7 @@ test('failures: an error result → failed with the agent\'s words; a session ki
   assert.equal([failed.result.exitCode, failed.result.report], [1, 'I could not finish: the tests do not build.']);
 
   const hung = (await conn.command('skill.run', { projectId: 'p1', skill: 'hang' })).data;
+  await waitUntil(() => f.agentStarts().some((a) => a.skill === 'hang'), 30_000, 'the hanging agent to start');
   f.tmux('kill-session', '-t', `=svc-run-${hung.runId}`);
   const killed = (await f.waitState(hung.runId, 'failed')).payload;
   assert.match(killed.error, /killed from outside/);

@@ -118,7 +118,10 @@ test('the real server stopped → exit 1', async () => {
   const other = await startServer();
   try {
     sb.writeConfig({ server: other.url, runnerId: 'r-1', token: 'svc_rt_x' });
-    assert.is((await runCli(sb, ['status'])).status, 0, 'answers while it runs');
+    const running = await runCli(sb, ['status']);
+    assert.match(running.stdout, /^reach: reachable/m, 'answers while it runs');
+    assert.match(running.stdout, /^token: not accepted/m, 'a token it never issued');
+    assert.is(running.status, 1);
     await other.stop();
     const r = await runCli(sb, ['status']);
     assert.is(r.status, 1);
@@ -136,6 +139,46 @@ test('an invalid runner.json → exit 1 naming the bad fields, never their value
   assert.match(r.stderr, /token: /);
   assert.match(r.stderr, /profiles: must be array/);
   assert.not.match(r.stdout + r.stderr, /SECRET/);
+});
+
+test('revoked → status exits 1 saying "revoked: pair again"; a code for the revoked runner pairs it again; then status is 0 and the daemon is accepted', async () => {
+  const { runnerId } = await pairSandbox(sb);
+  const ok = await runCli(sb, ['status']);
+  assert.is(ok.status, 0, ok.stdout + ok.stderr);
+  assert.match(ok.stdout, /^token: accepted$/m);
+  assert.is((await server.api(`/api/runners/${runnerId}`, { method: 'DELETE' })).status, 204);
+  const revoked = await runCli(sb, ['status']);
+  assert.is(revoked.status, 1, revoked.stdout);
+  assert.match(revoked.stdout, /^reach: reachable/m, 'the server itself answers');
+  assert.match(revoked.stdout, /^token: revoked: pair again/m);
+  const code = await (await server.api(`/api/runners/${runnerId}/pairing-code`, { method: 'POST' })).json();
+  const again = await runCli(sb, ['pair', '--server', server.url, '--code', code.code, '--no-detect']);
+  assert.is(again.status, 0, again.stderr);
+  assert.is(sb.readConfig().runnerId, runnerId, 'the same runner');
+  const back = await runCli(sb, ['status']);
+  assert.is(back.status, 0, back.stdout);
+  assert.match(back.stdout, /^token: accepted$/m);
+  const listed = (await (await server.api('/api/runners')).json()).runners.find((r: { id: string }) => r.id === runnerId);
+  assert.is(listed.revokedAt, null);
+  const d = startDaemon(sb);
+  await waitUntil(async () => (await (await server.api('/api/runners')).json()).runners.find((r: { id: string }) => r.id === runnerId).status === 'online', 30_000, 'the re-paired runner online');
+  await d.kill();
+});
+
+test('replaced by a newer pairing → status exits 1 saying the token is not accepted', async () => {
+  const { runnerId } = await pairSandbox(sb);
+  const code = await (await server.api(`/api/runners/${runnerId}/pairing-code`, { method: 'POST' })).json();
+  const other = sandbox();
+  try {
+    other.writeConfig({ otlp: { enabled: false } });
+    assert.is((await runCli(other, ['pair', '--server', server.url, '--code', code.code, '--no-detect'])).status, 0);
+    const old = await runCli(sb, ['status']);
+    assert.is(old.status, 1);
+    assert.match(old.stdout, /^token: not accepted \(replaced by a newer pairing, or unknown\): pair again/m);
+    assert.is((await runCli(other, ['status'])).status, 0);
+  } finally {
+    other.cleanup();
+  }
 });
 
 test.run();

@@ -66,7 +66,9 @@ test('skill.run through the API: the run id at once, then GET /api/runs/:runId s
   const args = ['; rm -rf "$HOME"', '$(touch PWNED)'];
   const r = await command('skill.run', { skill: 'echo', args });
   assert.is(r.status, 200, JSON.stringify(r.body));
-  assert.equal([r.body.ok, r.body.data.state], [true, 'running']);
+  assert.is(r.body.ok, true);
+  // The runner answers once the run started; the fake echo skill may already be done by then.
+  assert.ok(['running', 'succeeded'].includes(r.body.data.state), r.body.data.state);
   const run = await runUntil(r.body.data.runId, ['succeeded']);
   assert.is(run.report, `Report: echo done. Arguments: ${JSON.stringify(args)}`);
   assert.equal(run.args, args);

@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
+import { makeUser } from '../helpers/users.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 import type { Client } from '../helpers/wsclient.ts';
 
@@ -25,19 +26,6 @@ async function call(path: string, token?: string): Promise<Answer> {
   const res = await server.api(path, { headers: token ? { authorization: `Bearer ${token}` } : {} });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-async function makeUser(label: string): Promise<{ id: string; token: string }> {
-  const email = `${label}-${randomBytes(3).toString('hex')}@example.test`;
-  const made = await (await server.api('/api/users', { method: 'POST', json: { email, name: label } })).json();
-  const linkToken = /set-password\?token=([\w-]+)/.exec(made.passwordSetUrl)![1];
-  const password = `pw-${randomBytes(8).toString('hex')}`;
-  await fetch(`${server.url}/api/password`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: linkToken, password }) });
-  const signIn = await fetch(`${server.url}/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
-  const { csrfToken } = await signIn.json();
-  const cookie = signIn.headers.get('set-cookie')!.split(';')[0];
-  const tok = await fetch(`${server.url}/api/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken }, body: JSON.stringify({ name: label }) });
-  return { id: made.user.id, token: (await tok.json()).token };
 }
 
 const base = (runId: string, project: string, extra: Record<string, unknown> = {}) => ({
@@ -164,8 +152,8 @@ test('roles: a viewer of one project sees its runs only; others get 404; filters
     ids.push(id);
     await send([stateEv(id, 'queued', { createdAt: `2026-11-24T10:00:0${i}.000Z` }, p2)]);
   }
-  const viewer = await makeUser('runs-viewer');
-  const outsider = await makeUser('runs-outsider');
+  const viewer = await makeUser(server, 'runs-viewer');
+  const outsider = await makeUser(server, 'runs-outsider');
   assert.is((await server.api(`/api/projects/${p2}/members/${viewer.id}`, { method: 'PUT', json: { role: 'viewer' } })).status, 200);
   const seen = await call('/api/runs', viewer.token);
   assert.equal(seen.body.runs.map((r: any) => r.id), [...ids].reverse());

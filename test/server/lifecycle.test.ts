@@ -4,7 +4,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ADMIN_URL, TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { ADMIN_URL, TEST_DB, freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -42,7 +42,7 @@ test('SIGTERM: an in-flight request finishes, new connections are refused, exit 
   }
 });
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 2, () => {
   /** A port with nothing behind it yet; later a TCP relay to the real PostgreSQL appears on it. */
   async function freePort(): Promise<number> {
     const srv = net.createServer().listen(0, '127.0.0.1');
@@ -97,6 +97,6 @@ if (TEST_DB === 'postgres') {
     assert.match(s.output(), /start failed error="cannot open the database \(postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/nowhere\) after \d attempt/);
     assert.not.match(s.output(), /listening/);
   });
-}
+});
 
 test.run();

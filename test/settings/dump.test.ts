@@ -5,11 +5,11 @@ import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TEST_DB, serverDbEnv } from '../helpers/db.ts';
+import { TEST_DB, onlyOn, serverDbEnv } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 4, () => {
   const KEY = randomBytes(32).toString('base64');
   const SECRET_VALUE = `dump-sentinel-bot-token-${randomBytes(16).toString('hex')}`;
   const WEBHOOK_SECRET = `dump-sentinel-webhook-${randomBytes(16).toString('hex')}`;
@@ -104,6 +104,6 @@ if (TEST_DB === 'postgres') {
       assert.not.ok(out.includes(value), `${what} appears in the server log`);
     }
   });
-}
+});
 
 test.run();

@@ -1,5 +1,5 @@
 // Instance secrets at rest, against the real server on one database that is restarted three times:
-// without APP_ENCRYPTION_KEY, with key A, then with a different key B (spec: "A changed
+// without APP_ENCRYPTION_KEY (PostgreSQL only), with key A, then with a different key B (spec: "A changed
 // APP_ENCRYPTION_KEY makes stored secrets fail to decrypt" — the server starts, and the secret must be
 // entered again). Values are never answered, logged or stored in plain text.
 import { randomBytes } from 'node:crypto';
@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import postgres from 'postgres';
 import { openPglite } from '../../functions/lib/db/pglite.ts';
 import { sql } from '../../functions/lib/db/port.ts';
-import { TEST_DB, serverDbEnv } from '../helpers/db.ts';
+import { TEST_DB, onlyOn, serverDbEnv } from '../helpers/db.ts';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
@@ -118,40 +118,44 @@ test.after(async () => {
   await dropDb?.();
 });
 
-test('without APP_ENCRYPTION_KEY: PUT → 409 encryption_key_missing, nothing stored, GET shows it not configured', async () => {
-  await restart({}, true);
-  assert.match(server!.output(), /WARN APP_ENCRYPTION_KEY is not set/);
-  const put = await call('/api/secrets/chat.bot_token', { method: 'PUT', json: { value: VALUE_1 } });
-  assert.is(put.status, 409);
-  assert.is(put.body.error.code, 'encryption_key_missing');
-  assert.match(put.body.error.message, /APP_ENCRYPTION_KEY/);
+// Without a key only with DATABASE_URL: on the embedded database a key file is generated instead
+// (test/settings/encryption-key.test.ts).
+onlyOn('postgres', test, 2, () => {
+  test('without APP_ENCRYPTION_KEY: PUT → 409 encryption_key_missing, nothing stored, GET shows it not configured', async () => {
+    await restart({}, true);
+    assert.match(server!.output(), /WARN APP_ENCRYPTION_KEY is not set/);
+    const put = await call('/api/secrets/chat.bot_token', { method: 'PUT', json: { value: VALUE_1 } });
+    assert.is(put.status, 409);
+    assert.is(put.body.error.code, 'encryption_key_missing');
+    assert.match(put.body.error.message, /APP_ENCRYPTION_KEY/);
 
-  const list = await call('/api/secrets');
-  assert.is(list.status, 200);
-  assert.is(list.body.encryptionKeySet, false);
-  assert.equal(list.body.secrets.map((s: { name: string }) => s.name).sort(), SECRET_NAMES);
-  for (const s of list.body.secrets) {
-    assert.is(s.configured, false, s.name);
-    assert.is(s.decryptable, null, s.name);
-    assert.is(s.problem, null, s.name);
-    assert.is(s.updatedAt, null, s.name);
-    assert.not.ok('value' in s, 'no value field');
-  }
-  // The refused PUT left no audit record either.
-  const audit = await call('/api/audit?action=secret.set');
-  assert.is(audit.status, 200);
-  assert.equal(audit.body.records, []);
-});
+    const list = await call('/api/secrets');
+    assert.is(list.status, 200);
+    assert.is(list.body.encryptionKeySet, false);
+    assert.equal(list.body.secrets.map((s: { name: string }) => s.name).sort(), SECRET_NAMES);
+    for (const s of list.body.secrets) {
+      assert.is(s.configured, false, s.name);
+      assert.is(s.decryptable, null, s.name);
+      assert.is(s.problem, null, s.name);
+      assert.is(s.updatedAt, null, s.name);
+      assert.not.ok('value' in s, 'no value field');
+    }
+    // The refused PUT left no audit record either.
+    const audit = await call('/api/audit?action=secret.set');
+    assert.is(audit.status, 200);
+    assert.equal(audit.body.records, []);
+  });
 
-test('without a key, a DELETE of a secret that is not set → 404, still nothing stored', async () => {
-  const del = await call('/api/secrets/chat.bot_token', { method: 'DELETE' });
-  assert.is(del.status, 404);
-  assert.is(del.body.error.code, 'not_found');
+  test('without a key, a DELETE of a secret that is not set → 404, still nothing stored', async () => {
+    const del = await call('/api/secrets/chat.bot_token', { method: 'DELETE' });
+    assert.is(del.status, 404);
+    assert.is(del.body.error.code, 'not_found');
+  });
 });
 
 test('with a key: PUT → 200 configured, decryptable; the value is never answered and is stored encrypted', async () => {
-  await restart({ APP_ENCRYPTION_KEY: KEY_A });
-  assert.not.match(server!.output(), /APP_ENCRYPTION_KEY is not set/);
+  await restart({ APP_ENCRYPTION_KEY: KEY_A }, !server); // the first start on PGlite
+  assert.not.match(server!.output(), /APP_ENCRYPTION_KEY is not set|generated an encryption key/);
   const before = await call('/api/secrets');
   assert.is(before.body.encryptionKeySet, true);
   assert.is(secret(before).configured, false);
@@ -282,6 +286,9 @@ test('the stored row holds a ciphertext, not the value', async () => {
 
 test('restart with a DIFFERENT key: the server starts; the secret shows decryptable false with "enter it again"', async () => {
   await restart({ APP_ENCRYPTION_KEY: KEY_B });
+  const warned = server!.output().split('\n').filter((l) => /cannot be decrypted with the current encryption key/.test(l));
+  assert.is(warned.length, 1, 'one WARN line per kind that has any, with the count');
+  assert.match(warned[0], /WARN 1 of 1 stored instance secrets cannot be decrypted .* kind="instance secrets" count=1/);
   const health = await fetch(`${server!.url}/health`);
   assert.is(health.status, 200);
   assert.is((await health.json()).status, 'ok');

@@ -48,12 +48,12 @@ test('attach: the screen, typed input, resize, detach leaves the session; the at
   t.ws.send(JSON.stringify({ type: 'input', data: 'echo typed-$((40+2))\r' }));
   await waitUntil(() => t.text().includes('typed-42'), 10_000, () => `the typed command's output; got ${JSON.stringify(t.text()).slice(-500)}`);
   const size = () => tmux('display-message', '-p', '-t', `=${session}:`, '#{window_width}x#{window_height}');
-  await waitUntil(() => size() === '100x30', 5000, () => `the window sized 100x30 by the terminal; is ${size()}`);
+  await waitUntil(() => size() === '100x30', 20_000, () => `the window sized 100x30 by the terminal; is ${size()}`);
   t.ws.send(JSON.stringify({ type: 'resize', cols: 120, rows: 40 }));
-  await waitUntil(() => size() === '120x40', 5000, () => `the window resized to 120x40; is ${size()}`);
+  await waitUntil(() => size() === '120x40', 20_000, () => `the window resized to 120x40; is ${size()}`);
   t.ws.close();
   await t.closed;
-  await waitUntil(() => tmux('list-clients') === '', 5000, 'the control client detached');
+  await waitUntil(() => tmux('list-clients') === '', 20_000, 'the control client detached');
   assert.ok(tmux('list-sessions', '-F', '#{session_name}').split('\n').includes(session), 'the session lives on');
 
   const audit = await (await server.api('/api/audit?action=terminal.attach')).json();

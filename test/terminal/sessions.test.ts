@@ -49,8 +49,10 @@ test.after(async () => {
 test("a slot's session: the screen first with colours and cursor; UTF-8 output arrives whole", async () => {
   const session = `svc-${projectId}-slot-2`;
   tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
+  // Type only once the shell shows its prompt: on a loaded machine sh may take seconds to start.
+  await waitUntil(() => /^[$#] ?$/m.test(tmux('capture-pane', '-p', '-t', `=${session}:`)), 30_000, 'the shell prompt');
   tmux('send-keys', '-t', `=${session}:`, "printf '\\033[31mred-before\\033[0m\\n'", 'Enter');
-  await waitUntil(() => /^red-before$/m.test(tmux('capture-pane', '-p', '-t', `=${session}:`)), 5000, 'the red line on the pane');
+  await waitUntil(() => /^red-before$/m.test(tmux('capture-pane', '-p', '-t', `=${session}:`)), 30_000, () => `the red line on the pane; it shows ${JSON.stringify(tmux('capture-pane', '-p', '-t', `=${session}:`).trim())}`);
   const cursor = tmux('display-message', '-p', '-t', `=${session}:`, '#{cursor_y} #{cursor_x}').split(' ').map(Number);
   const t = openTerminal(session);
   await waitUntil(() => t.messages.some((m) => m.type === 'output'), 15_000, () => `the screen; got ${JSON.stringify(t.messages).slice(0, 300)}`);
@@ -63,7 +65,7 @@ test("a slot's session: the screen first with colours and cursor; UTF-8 output a
   await waitUntil(() => t.text().includes('café ✓ done'), 10_000, () => `the UTF-8 line; got ${JSON.stringify(t.text().slice(-300))}`);
   t.ws.close();
   await t.closed;
-  await waitUntil(() => tmux('list-clients') === '', 5000, 'the control client detached');
+  await waitUntil(() => tmux('list-clients') === '', 20_000, 'the control client detached');
   assert.ok(tmux('has-session', '-t', `=${session}`) === '');
 });
 

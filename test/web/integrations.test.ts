@@ -36,7 +36,8 @@ test.after(async () => {
 });
 
 async function signedIn(): Promise<Page> {
-  const page = await browser.newPage();
+  const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
+  const page = await context.newPage();
   page.on('dialog', (d) => void d.accept());
   await page.goto(server.url + '/#/integrations');
   await page.fill('input[name=email]', server.admin.email);
@@ -67,7 +68,9 @@ test('allowlist, add a webhook with its secret shown once, send test, rotate, a 
   const secretBox = await page.waitForSelector('.secret pre');
   const secret = (await secretBox.textContent())!.trim();
   assert.ok(secret.length >= 32);
-  await page.click('.secret button');
+  await page.click('.secret button:has-text("Copy")');
+  assert.is(await page.evaluate(() => navigator.clipboard.readText()), secret, 'Copy puts exactly the secret on the clipboard');
+  await page.click('.secret button:has-text("I have copied it")');
   const row = await page.waitForSelector(`tr[data-webhook="${url}"]`);
   assert.match((await row.textContent()) ?? '', /pr\.opened/);
   assert.match((await row.textContent()) ?? '', /Delivering/);
@@ -85,7 +88,7 @@ test('allowlist, add a webhook with its secret shown once, send test, rotate, a 
   await page.click(`tr[data-webhook="${url}"] button:has-text("Rotate secret")`);
   const rotated = (await (await page.waitForSelector('.secret pre')).textContent())!.trim();
   assert.is.not(rotated, secret);
-  await page.click('.secret button');
+  await page.click('.secret button:has-text("I have copied it")');
 
   // A failing receiver: the attempt's status code and body show in the log (the delivery stays
   // pending for its retry in 30 s).
@@ -95,19 +98,40 @@ test('allowlist, add a webhook with its secret shown once, send test, rotate, a 
   while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   assert.is(received.length, 2);
   assert.is(verifyWebhook(received[1].body, received[1].signature, rotated).ok, true);
-  // The attempt is recorded just after the receiver answered: reopen the log until it shows.
-  for (let i = 0; i < 30 && !/500/.test((await page.textContent('table.deliveries').catch(() => '')) ?? ''); i++) {
-    await page.click(`tr[data-webhook="${url}"] button:has-text("Deliveries")`); // close
-    await page.click(`tr[data-webhook="${url}"] button:has-text("Deliveries")`); // open again: reloads
-    await page.waitForSelector('table.deliveries');
-    await new Promise((r) => setTimeout(r, 300));
-  }
+  // The attempt is recorded just after the receiver answered: the open log refreshes by itself.
+  await page.waitForFunction(() => /500/.test(document.querySelector('table.deliveries')?.textContent ?? ''), null, { timeout: 30_000 });
   assert.match((await page.textContent('table.deliveries')) ?? '', /500/);
   assert.match((await page.textContent('table.deliveries')) ?? '', /receiver says no/);
 
   await page.click(`tr[data-webhook="${url}"] button:has-text("Delete")`);
   await page.waitForSelector(`tr[data-webhook="${url}"]`, { state: 'detached' });
   assert.equal(errors, []);
+});
+
+test('a bad Add webhook shows its reason once, in plain words; the banner goes away after a successful action', async () => {
+  const page = await signedIn();
+  await page.fill('input[name=url]', 'https://hooks.example/banner');
+  await page.click('form.add-webhook button'); // no event chosen
+  const banner = await page.waitForSelector('[role=alert]');
+  assert.is((await banner.textContent())?.trim(), 'Choose at least one event');
+  assert.is(await page.$('tr[data-webhook="https://hooks.example/banner"]'), null, 'nothing was added');
+
+  await page.check('input[name=events][value="pr.merged"]');
+  await page.click('form.add-webhook button');
+  await page.waitForSelector('.secret pre');
+  await page.waitForSelector('[role=alert]', { state: 'detached' });
+  await page.click('.secret button:has-text("I have copied it")');
+  await page.waitForSelector('tr[data-webhook="https://hooks.example/banner"]');
+
+  // The same for the allowlist form: a refused save, then a good one clears the banner.
+  await page.fill('textarea[name=allowlist]', 'not a host!!');
+  await page.click('form.allowlist button');
+  assert.match((await (await page.waitForSelector('[role=alert]')).textContent()) ?? '', /allowlist\.line1: /);
+  await page.fill('textarea[name=allowlist]', '127.0.0.1');
+  await page.click('form.allowlist button');
+  await page.waitForSelector('form.allowlist [role=status]');
+  assert.is(await page.$('[role=alert]'), null);
+  await page.context().close();
 });
 
 test.run();

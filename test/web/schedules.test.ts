@@ -24,13 +24,18 @@ async function signIn(page: Page) {
 
 test('the Schedules page lists every system job with schedule, next and last run', async () => {
   await server.api('/api/schedules/retention.activity/run', { method: 'POST' });
-  await new Promise((r) => setTimeout(r, 300));
+  const until = Date.now() + 30_000;
+  const ran = async () => ((await (await server.api('/api/schedules')).json()).jobs as { name: string; lastRun: { status: string } | null }[]).find((j) => j.name === 'retention.activity')?.lastRun?.status === 'ok';
+  while (!(await ran())) {
+    if (Date.now() > until) throw new Error('retention.activity did not finish');
+    await new Promise((r) => setTimeout(r, 50));
+  }
   const page = await browser.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   // The page probes /api/me before sign-in; Chromium logs that expected 401 as a console error.
   page.on('console', (m) => m.type() === 'error' && !/status of 401/.test(m.text()) && errors.push(m.text()));
-  await page.goto(server.url + '/');
+  await page.goto(server.url + '/#/schedules');
   await signIn(page);
   await page.waitForSelector('tr[data-job]');
   const rows = await page.$$eval('tr[data-job]', (trs) => trs.map((tr) => [tr.getAttribute('data-job') ?? '', tr.textContent ?? '']));
@@ -45,10 +50,23 @@ test('the Schedules page lists every system job with schedule, next and last run
 test('when the API fails the page says so instead of spinning', async () => {
   const page = await browser.newPage();
   await page.route('**/api/schedules', (route) => route.fulfill({ status: 503, body: '{}' }));
-  await page.goto(server.url + '/');
+  await page.goto(server.url + '/#/schedules');
   await signIn(page);
   const alert = await page.waitForSelector('[role=alert]');
   assert.match((await alert.textContent()) ?? '', /answered 503/);
+});
+
+test('Run now starts a job; its result shows under Last run without a reload', async () => {
+  const page = await browser.newPage();
+  await page.goto(server.url + '/#/schedules');
+  await signIn(page);
+  await page.waitForSelector('tr[data-job="retention.deliveries"]');
+  assert.match((await page.textContent('tr[data-job="retention.deliveries"]')) ?? '', /never/);
+  await page.click('tr[data-job="retention.deliveries"] button:has-text("Run now")');
+  await page.waitForSelector('[role=status]:has-text("retention.deliveries started")');
+  await page.waitForFunction(() => /\bok\b/.test(document.querySelector('tr[data-job="retention.deliveries"] td:nth-child(4)')?.textContent ?? ''), null, { timeout: 30_000 });
+  const audit = await (await server.api('/api/audit?action=schedule.run&targetId=retention.deliveries')).json();
+  assert.is(audit.records.length, 1, 'audited');
 });
 
 test.run();

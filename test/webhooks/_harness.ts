@@ -1,9 +1,14 @@
 // Shared pieces of the webhook tests: a migrated test database (PGlite or PostgreSQL), webhooks made
-// straight in SQL, a fake clock, and receivers that are real HTTP servers on loopback.
+// straight in SQL, a fake clock, receivers that are real HTTP servers on loopback, and a database
+// prepared for a real server process.
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import postgres from 'postgres';
 import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
+import { openPglite } from '../../functions/lib/db/pglite.ts';
+import { openPostgres } from '../../functions/lib/db/postgres.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
 import { createLogger } from '../../functions/lib/log.ts';
@@ -12,7 +17,7 @@ import { buildEnvelope, eventId } from '../../functions/webhooks/envelope.ts';
 import { encryptWebhookSecret, newSecret } from '../../functions/webhooks/webhooks.ts';
 import { WebhookWorker } from '../../functions/webhooks/worker.ts';
 import type { WorkerOptions } from '../../functions/webhooks/worker.ts';
-import { ROOT, openTestDb } from '../helpers/db.ts';
+import { ADMIN_URL, ROOT, TEST_DB, anchorPathFor, freshPostgres, openTestDb, pgliteDataDir, removePglite } from '../helpers/db.ts';
 
 export const quiet = createLogger('error');
 export const KEY = randomBytes(32);
@@ -112,4 +117,32 @@ export async function attempts(db: Db, deliveryId: string) {
   return db.query<{ attempt: number; owner: string; outcome: string | null; error: string | null; detail: string | null; response_code: number | null; response_body: string | null; address: string | null; trial: boolean }>(
     sql`select * from outbound_attempts where delivery_id = ${deliveryId} order by attempt`,
   );
+}
+
+/**
+ * A migrated database for a server process the test prepares rows for before it starts and reads after
+ * it stopped (PGlite allows one process at a time), and the server's environment for it. PostgreSQL
+ * is named through its Unix socket so a server in a network namespace reaches it too; null when it
+ * has none.
+ */
+export async function serverDatabase(): Promise<{ env: Record<string, string>; open: () => Promise<Db>; drop: () => Promise<void> } | null> {
+  if (TEST_DB === 'pglite') {
+    const dir = await pgliteDataDir();
+    const db = await openPglite(dir);
+    await migrate(db, loadMigrations(`${ROOT}/sql`), quiet);
+    await db.close();
+    return { env: { PGLITE_DATA_DIR: dir, AUDIT_ANCHOR_PATH: anchorPathFor({ PGLITE_DATA_DIR: dir }) }, open: () => openPglite(dir), drop: async () => removePglite(dir) };
+  }
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  const [{ dirs }] = await admin<{ dirs: string }[]>`select current_setting('unix_socket_directories') as dirs`;
+  await admin.end();
+  const socketDir = dirs.split(',')[0]?.trim();
+  if (!socketDir) return null;
+  const pg = await freshPostgres();
+  const u = new URL(ADMIN_URL);
+  const db = await openPostgres(pg.url, 1);
+  await migrate(db, loadMigrations(`${ROOT}/sql`), quiet);
+  await db.close();
+  const env = { DATABASE_URL: `postgres:///${pg.name}`, PGHOST: socketDir, PGPORT: u.port || '5432', PGUSER: decodeURIComponent(u.username), AUDIT_ANCHOR_PATH: anchorPathFor({ DATABASE_URL: pg.url }) };
+  return { env, open: () => openPostgres(pg.url, 2), drop: async () => (await pg.drop(), rmSync(env.AUDIT_ANCHOR_PATH, { force: true })) };
 }

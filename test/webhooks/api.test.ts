@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyWebhook } from '../../docs/examples/verify-webhook.ts';
+import { onlyOn, serverDbEnv } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
@@ -76,6 +77,38 @@ test('bad input is refused by field: URL scheme, credentials, fragment, unknown 
   assert.ok((await bad({ url: 'https://x.example/', events: ['pr.merged'], projects: ['nope'] })).fields['projects.0']);
   assert.ok((await bad({ url: 'https://x.example/', events: ['pr.merged'], secret: 'mine' })).fields.secret, 'unknown fields named');
   assert.is((await call('/api/webhooks')).body.webhooks.length, 1, 'nothing was created');
+});
+
+test('a URL the guard refuses whatever DNS says → 400 naming url with the reason, at create and edit; nothing stored', async () => {
+  const bad = async (url: string) => (await call('/api/webhooks', { method: 'POST', json: { url, events: ['pr.merged'] } })).body;
+  const cases: [string, RegExp][] = [
+    ['https://localhost/in', /loopback name/],
+    ['https://api.LOCALHOST./in', /loopback name/],
+    ['https://10.1.2.3/in', /10\.1\.2\.3 is a refused address \(private\)/],
+    ['https://169.254.169.254/latest', /refused address \(linkLocal\)/],
+    ['https://[::1]/in', /refused address \(loopback\)/],
+    ['http://203.0.113.9/in', /refused address|http:\/\//],
+  ];
+  for (const [url, why] of cases) {
+    const body = await bad(url);
+    assert.is(body.error?.code, 'invalid_body', url);
+    assert.equal(Object.keys(body.error.fields), ['url'], url);
+    assert.match(body.error.fields.url, why, url);
+  }
+  // http:// to a name: refused at once when no allowlisted CIDR could cover its addresses.
+  assert.is((await call('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '' } })).status, 200);
+  const plain = await bad('http://hooks.example.com/in');
+  assert.match(plain.error?.fields?.url ?? '', /http:\/\/ is sent only to hosts on the address allowlist/);
+  assert.is((await call('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } })).status, 200);
+  assert.is((await call('/api/webhooks')).body.webhooks.length, 1, 'nothing was created');
+  // The allowlist makes them acceptable (127.0.0.1/32 is listed), and https to a public name is fine.
+  const listed = await call('/api/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/in', events: ['pr.merged'] } });
+  assert.is(listed.status, 201);
+  const edit = await call(`/api/webhooks/${listed.body.id}`, { method: 'PATCH', json: { url: 'https://10.0.0.1/in' } });
+  assert.is(edit.status, 400);
+  assert.ok(edit.body.error.fields.url);
+  assert.is((await call(`/api/webhooks/${listed.body.id}`)).body.url, 'http://127.0.0.1:9/in', 'unchanged');
+  assert.is((await call(`/api/webhooks/${listed.body.id}`, { method: 'DELETE' })).status, 204);
 });
 
 test('admin only: anonymous 401, a non-admin 403', async () => {
@@ -214,18 +247,75 @@ test('delete: 204, gone with its log, audited', async () => {
   assert.is((await audit('webhook.delete'))[0].targetId, hook.id);
 });
 
-test('without APP_ENCRYPTION_KEY: create, rotate and send test answer 409 encryption_key_missing; nothing stored', async () => {
-  const bare = await startServer({ admin: true });
+// Without a key only with DATABASE_URL: the embedded database generates one (test/settings/encryption-key.test.ts).
+onlyOn('postgres', test, 1, () => {
+  test('without APP_ENCRYPTION_KEY: create, rotate and send test answer 409 encryption_key_missing; nothing stored', async () => {
+    const bare = await startServer({ admin: true });
+    try {
+      const res = await call('/api/webhooks', { method: 'POST', json: { url: 'https://hooks.example/in', events: ['pr.merged'] } }, bare);
+      assert.equal([res.status, res.body.error.code], [409, 'encryption_key_missing']);
+      assert.equal((await call('/api/webhooks', {}, bare)).body.webhooks, []);
+      assert.equal((await call('/api/audit?action=webhook.create', {}, bare)).body.records, []);
+      assert.is((await call('/api/webhooks/00000000-0000-0000-0000-000000000000/rotate', { method: 'POST' }, bare)).body.error.code, 'encryption_key_missing');
+      assert.is((await call('/api/webhooks/00000000-0000-0000-0000-000000000000/test', { method: 'POST' }, bare)).body.error.code, 'encryption_key_missing');
+    } finally {
+      await bare.cleanup();
+    }
+  });
+});
+
+test('restarted with another key: one WARN with the count, secretProblem on the webhooks, Send test → 409 secret_unavailable with nothing queued; rotate makes it work again', async () => {
+  const { env: dbEnv, cleanup } = await serverDbEnv();
+  const servers: RunningServer[] = [];
   try {
-    const res = await call('/api/webhooks', { method: 'POST', json: { url: 'https://hooks.example/in', events: ['pr.merged'] } }, bare);
-    assert.equal([res.status, res.body.error.code], [409, 'encryption_key_missing']);
-    assert.equal((await call('/api/webhooks', {}, bare)).body.webhooks, []);
-    assert.equal((await call('/api/audit?action=webhook.create', {}, bare)).body.records, []);
-    assert.is((await call('/api/webhooks/00000000-0000-0000-0000-000000000000/rotate', { method: 'POST' }, bare)).body.error.code, 'encryption_key_missing');
-    assert.is((await call('/api/webhooks/00000000-0000-0000-0000-000000000000/test', { method: 'POST' }, bare)).body.error.code, 'encryption_key_missing');
+    const a = await startServer({ dbEnv, admin: true, env: KEY_ENV });
+    servers.push(a);
+    const ids: string[] = [];
+    for (const path of ['a', 'b']) ids.push((await call('/api/webhooks', { method: 'POST', json: { url: `https://hooks.example/${path}`, events: ['pr.merged'] } }, a)).body.id);
+    assert.is(await a.stop(), 0);
+    assert.not.match(a.output(), /cannot be decrypted/);
+
+    const b = await startServer({ dbEnv, env: { APP_ENCRYPTION_KEY: randomBytes(32).toString('base64') } });
+    servers.push(b);
+    const asAdmin = (path: string, init: RequestInit & { json?: unknown } = {}) => call(path, { ...init, headers: { authorization: `Bearer ${a.admin.token}` } }, b);
+    const warned = b.output().split('\n').filter((l) => /cannot be decrypted with the current encryption key/.test(l));
+    assert.is(warned.length, 1, 'one line for the one kind affected');
+    assert.match(warned[0], /WARN 2 of 2 stored webhook secrets cannot be decrypted .*rotate them.* kind="webhook secrets" count=2/);
+
+    const one = await asAdmin(`/api/webhooks/${ids[0]}`);
+    assert.match(one.body.secretProblem, /different APP_ENCRYPTION_KEY/);
+    const refused = await asAdmin(`/api/webhooks/${ids[0]}/test`, { method: 'POST' });
+    assert.is(refused.status, 409);
+    assert.equal(refused.body.error, { code: 'secret_unavailable', message: "this webhook's secret was encrypted with another APP_ENCRYPTION_KEY: rotate it first" });
+    assert.equal((await asAdmin(`/api/webhooks/${ids[0]}/deliveries`)).body.deliveries, [], 'nothing queued');
+    assert.equal((await asAdmin('/api/audit?action=webhook.test')).body.records, [], 'nothing audited');
+
+    const rotated = await asAdmin(`/api/webhooks/${ids[0]}/rotate`, { method: 'POST' });
+    assert.is(rotated.status, 200);
+    assert.is(rotated.body.secretProblem, null);
+    const sent = await asAdmin(`/api/webhooks/${ids[0]}/test`, { method: 'POST' });
+    assert.is(sent.status, 202, 'after rotating, Send test queues again');
+    assert.is((await asAdmin(`/api/webhooks/${ids[0]}/deliveries`)).body.deliveries[0].id, sent.body.deliveryId);
+    assert.match((await asAdmin(`/api/webhooks/${ids[1]}`)).body.secretProblem, /different APP_ENCRYPTION_KEY/, 'the other one still needs rotating');
   } finally {
-    await bare.cleanup();
+    for (const s of servers) await s.cleanup();
+    await cleanup();
   }
+});
+
+test('validation texts are plain and said once: no events → "Choose at least one event", missing, wrong type, too long', async () => {
+  const fieldsOf = async (json: unknown) => {
+    const res = await call('/api/webhooks', { method: 'POST', json });
+    assert.is(res.status, 400);
+    assert.not.match(JSON.stringify(res.body), /Too small|Too big|Invalid input|expected (array|string)/, 'no raw validator text');
+    return res.body.error;
+  };
+  const none = await fieldsOf({ url: 'https://x.example/', events: [] });
+  assert.equal([none.message, none.fields], ['invalid fields: events', { events: 'Choose at least one event' }]);
+  assert.equal((await fieldsOf({ url: 'https://x.example/' })).fields, { events: 'is required' });
+  assert.equal((await fieldsOf({ url: 42, events: ['pr.merged'] })).fields, { url: 'must be text' });
+  const many = Array.from({ length: 501 }, (_, i) => `p${i}`);
+  assert.equal((await fieldsOf({ url: 'https://x.example/', events: ['pr.merged'], projects: many })).fields, { projects: 'must have at most 500 items' });
 });
 
 test('WEBHOOKS_WORKER_ENABLED=false: this process neither dispatches nor delivers', async () => {

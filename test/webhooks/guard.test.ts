@@ -192,6 +192,46 @@ test('what the allowlist exempts: a listed name allows its addresses; a CIDR all
   assert.not.ok((await checkTarget(new URL('http://10.9.8.6/'), compileAllowlist(['10.9.8.7']), resolve)).ok);
 });
 
+/** A resolver that records every name it is asked for. */
+const recording = (table: Record<string, string[]>) => {
+  const asked: string[] = [];
+  const resolve: Resolver = (host) => (asked.push(host), dns(table)(host));
+  return { asked, resolve };
+};
+
+const LOOPBACK_NAMES = ['localhost', 'localhost.', 'LOCALHOST', 'LocalHost.', 'api.localhost', 'a.b.localhost.', 'Hooks.LOCALHOST'];
+
+for (const host of LOOPBACK_NAMES) {
+  test(`loopback name ${host} (RFC 6761) → blocked_address before any lookup, even with loopback CIDRs allowlisted`, async () => {
+    const { asked, resolve } = recording({ [host.toLowerCase().replace(/\.$/, '')]: ['93.184.216.34'] });
+    for (const allow of [EMPTY_ALLOWLIST, compileAllowlist(['127.0.0.0/8', '::1', 'other.test'])]) {
+      const r = await checkTarget(new URL(`https://${host}:8443/hook`), allow, resolve);
+      assert.equal(r.ok ? 'ok' : r.error, 'blocked_address');
+      if (!r.ok) assert.match(r.detail, /loopback name \(RFC 6761\)/);
+    }
+    assert.equal(asked, [], 'the resolver was not asked');
+  });
+}
+
+test('names that only look like localhost are resolved and checked as usual', async () => {
+  const { asked, resolve } = recording({ 'localhost.example.com': ['93.184.216.34'], 'mylocalhost': ['93.184.216.34'], 'localhost-1.test': ['93.184.216.34'], 'localhost.test': ['93.184.216.34'] });
+  for (const host of ['localhost.example.com', 'mylocalhost', 'localhost-1.test', 'localhost.test']) {
+    assert.ok((await checkTarget(new URL(`https://${host}/`), EMPTY_ALLOWLIST, resolve)).ok, host);
+  }
+  assert.equal(asked, ['localhost.example.com', 'mylocalhost', 'localhost-1.test', 'localhost.test']);
+});
+
+test('an allowlisted loopback name is looked up and allowed; the entry covers only the name it lists', async () => {
+  const { asked, resolve } = recording({ localhost: ['127.0.0.1', '::1'], 'hooks.localhost': ['127.0.0.1'] });
+  const listed = compileAllowlist(['localhost']);
+  assert.ok((await checkTarget(new URL('http://localhost:9000/'), listed, resolve)).ok);
+  assert.ok((await checkTarget(new URL('http://LOCALHOST./'), listed, resolve)).ok, 'case and trailing dot do not matter');
+  const sub = await checkTarget(new URL('http://hooks.localhost/'), listed, resolve);
+  assert.equal(sub.ok ? 'ok' : sub.error, 'blocked_address', 'a subdomain is not named by the entry');
+  assert.equal(asked, ['localhost', 'localhost.'], 'the unlisted name was not looked up');
+  assert.ok((await checkTarget(new URL('http://hooks.localhost/'), compileAllowlist(['hooks.localhost']), resolve)).ok);
+});
+
 test('allowlist text: one entry per line, validated per line, duplicates dropped, never echoed in errors', () => {
   const ok = parseAllowlist('receiver.test\n\n  10.0.0.0/8  \r\n[::1]\nfd00::/8\n192.168.1.5\nRECEIVER.TEST\nhooks-1.corp.example.com.\n');
   assert.equal(ok, { entries: ['receiver.test', '10.0.0.0/8', '::1', 'fd00::/8', '192.168.1.5', 'hooks-1.corp.example.com'], errors: {} });

@@ -7,13 +7,13 @@ import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { buildEnvelope, eventId } from '../../functions/webhooks/envelope.ts';
-import { TEST_DB, freshPostgres } from '../helpers/db.ts';
+import { TEST_DB, freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { receiver, sleep } from './_harness.ts';
 import type { Receiver } from './_harness.ts';
 
-if (TEST_DB === 'postgres') {
+onlyOn('postgres', test, 3, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let a: RunningServer;
   let b: RunningServer;
@@ -150,6 +150,6 @@ if (TEST_DB === 'postgres') {
     assert.equal(log.map((l) => [l.attempt, l.outcome, l.error]), [[1, 'failure', 'aborted'], [2, 'success', null]]);
     await c.cleanup();
   });
-}
+});
 
 test.run();

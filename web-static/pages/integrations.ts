@@ -1,9 +1,12 @@
-// The admin Integrations area, outbound webhooks (spec: Admin management of triggers and webhooks;
-// docs/webhooks.md): add a webhook (its secret shown once), rotate, send test, resume deliveries,
-// delete, the delivery log with redeliver, and the address allowlist.
+// The admin Integrations area (spec: Admin management of triggers and webhooks): outbound webhooks
+// (docs/webhooks.md): add a webhook (its secret shown once), rotate, send test, resume deliveries,
+// delete, the delivery log with redeliver, and the address allowlist; then inbound triggers
+// (pages/triggers.ts, docs/triggers.md).
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, when } from '../api.ts';
+import { api, errorText, when } from '../api.ts';
+import { CopyBlock } from '../components.ts';
+import { Triggers } from './triggers.ts';
 
 interface Webhook {
   id: string;
@@ -33,8 +36,7 @@ interface CatalogueEntry {
   subscribable: boolean;
 }
 
-const message = (e: unknown) =>
-  e instanceof ApiError && e.fields ? `${e.message}: ${Object.entries(e.fields).map(([k, v]) => `${k} ${v}`).join('; ')}` : e instanceof Error ? e.message : String(e);
+const message = errorText;
 
 function Deliveries({ hook, onError }: { hook: Webhook; onError: (m: string) => void }) {
   const [rows, setRows] = useState<Delivery[] | null>(null);
@@ -42,14 +44,18 @@ function Deliveries({ hook, onError }: { hook: Webhook; onError: (m: string) => 
     api<{ deliveries: Delivery[] }>(`/api/webhooks/${hook.id}/deliveries?limit=50`)
       .then((r) => setRows(r.deliveries))
       .catch((e) => onError(message(e)));
-  useEffect(() => void load(), [hook.id]);
+  useEffect(() => {
+    void load();
+    const t = setInterval(load, 5000); // attempts happen in the background: keep the log current while it is open
+    return () => clearInterval(t);
+  }, [hook.id]);
   const redeliver = async (d: Delivery) => {
     await api(`/api/webhooks/${hook.id}/deliveries/${d.id}/redeliver`, { method: 'POST' }).catch((e) => onError(message(e)));
     await load();
   };
   if (!rows) return html`<p class="muted">Loading deliveries…</p>`;
   if (rows.length === 0) return html`<p class="muted">No deliveries in the last 30 days.</p>`;
-  return html`<table class="deliveries">
+  return html`<div class="scroll"><table class="deliveries">
     <thead><tr><th>Event</th><th>Status</th><th>Attempts</th><th>Next attempt</th><th>Response</th><th></th></tr></thead>
     <tbody>
       ${rows.map(
@@ -64,10 +70,10 @@ function Deliveries({ hook, onError }: { hook: Webhook; onError: (m: string) => 
         </tr>`,
       )}
     </tbody>
-  </table>`;
+  </table></div>`;
 }
 
-function Allowlist({ onError }: { onError: (m: string) => void }) {
+function Allowlist({ onError }: { onError: (m: string | null) => void }) {
   const [text, setText] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   useEffect(() => {
@@ -82,6 +88,7 @@ function Allowlist({ onError }: { onError: (m: string) => void }) {
       const r = await api<{ allowlist: string }>('/api/webhooks/allowlist', { method: 'PUT', body: { allowlist: text ?? '' } });
       setText(r.allowlist);
       setSaved(true);
+      onError(null); // an older banner is stale once a save succeeded
     } catch (e) {
       onError(message(e));
     }
@@ -157,7 +164,7 @@ export function Integrations() {
     ${secret &&
     html`<div class="card notice secret" role="status">
       Signing secret for <strong>${secret.url}</strong> — copy it now, it is not shown again:
-      <pre>${secret.secret}</pre>
+      <${CopyBlock} text=${secret.secret} label="Signing secret" />
       <button class="secondary" onClick=${() => setSecret(null)}>I have copied it</button>
     </div>`}
     ${notice && html`<p class="ok" role="status">${notice}</p>`}
@@ -176,13 +183,13 @@ export function Integrations() {
       ? html`<p class="muted">Loading…</p>`
       : hooks.length === 0
         ? html`<p class="muted">No webhooks yet.</p>`
-        : html`<table class="webhooks">
+        : html`<div class="scroll"><table class="webhooks">
             <thead><tr><th>Receiver</th><th>Delivery</th><th></th></tr></thead>
             <tbody>
               ${hooks.map(
                 (h) => html`<tr data-webhook=${h.url}>
                     <td><strong>${h.url}</strong><div class="muted">${h.events.join(', ')}</div>
-                      ${h.secretProblem && html`<div class="failed">${h.secretProblem} — rotate to set a new secret</div>`}</td>
+                      ${h.secretProblem && html`<div class="failed secret-problem" title=${h.secretProblem}>Secret unavailable — rotate <span class="muted">(${h.secretProblem})</span></div>`}</td>
                     <td><span class=${h.circuit === 'closed' ? 'ok' : h.circuit === 'open' ? 'failed' : 'running'}>${h.circuitLabel}</span>
                       ${h.pausedUntil && html`<div class="muted">until ${when(h.pausedUntil)}</div>`}</td>
                     <td class="actions">
@@ -196,7 +203,9 @@ export function Integrations() {
                   ${open === h.id && html`<tr><td colspan="3"><${Deliveries} hook=${h} onError=${setError} /></td></tr>`}`,
               )}
             </tbody>
-          </table>`}
+          </table></div>`}
     <${Allowlist} onError=${setError} />
+    <h3>Inbound triggers</h3>
+    <${Triggers} />
   `;
 }

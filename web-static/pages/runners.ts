@@ -1,7 +1,11 @@
-// The admin Runners page (spec: "shows each runner's status with a remedy when offline").
+// The admin Runners page (spec: "shows each runner's status with a remedy when offline"): add a runner
+// (the name is optional: it takes the machine's hostname when it pairs) with the commands to run on the
+// machine, pair a revoked one again, revoke, remove a never-paired or revoked one, and a detail view per
+// runner (id, version, capabilities, projects, last events, and its profiles when it is online).
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, when } from '../api.ts';
+import { api, errorText, when } from '../api.ts';
+import { CopyBlock, RichText } from '../components.ts';
 
 interface Runner {
   id: string;
@@ -11,12 +15,72 @@ interface Runner {
   status: 'online' | 'offline' | 'unpaired' | 'revoked';
   lastSeenAt: string | null;
   remedy: string | null;
+  capabilities: string[];
+  target: string;
+  pairedAt: string | null;
+}
+interface Detail extends Runner {
+  projects: { id: string; name: string; rootPath: string | null }[];
+  lastEvents: { kind: string; source: string; ts: string; receivedAt: string }[];
+}
+interface Described {
+  profiles: { id: string; runtime: string; found: boolean; authenticated: boolean }[];
+  node: string;
+  os: string;
+}
+
+const label = (r: Pick<Runner, 'name'>) => r.name || '(named after its hostname when it pairs)';
+
+function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
+  const [d, setD] = useState<Detail | null>(null);
+  const [described, setDescribed] = useState<Described | string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    api<Detail>(`/api/runners/${id}`)
+      .then((r) => {
+        setD(r);
+        if (r.status !== 'online') return setDescribed('Profiles are shown while the runner is online.');
+        api<{ data: Described }>(`/api/runners/${id}/commands`, { method: 'POST', body: { name: 'runner.describe' } })
+          .then((x) => setDescribed(x.data))
+          .catch((e) => setDescribed(`Could not ask the runner: ${e.message}`));
+      })
+      .catch((e) => setError(e.message));
+  }, [id]);
+  if (error) return html`<p class="failed" role="alert">${error}</p>`;
+  if (!d) return html`<p class="muted">Loading…</p>`;
+  return html`<section class="card runner-detail" aria-label=${`Runner ${label(d)}`}>
+    <h3>${label(d)} <button type="button" class="secondary" onClick=${onClose}>Close</button></h3>
+    <dl>
+      <dt>Id</dt><dd><code>${d.id}</code></dd>
+      <dt>Status</dt><dd>${d.status}</dd>
+      <dt>Machine</dt><dd>${d.hostname || '—'} ${d.target}</dd>
+      <dt>Version</dt><dd>${d.version || '—'}</dd>
+      <dt>Capabilities</dt><dd>${d.capabilities.length ? d.capabilities.join(', ') : 'none'}</dd>
+      <dt>Paired</dt><dd>${when(d.pairedAt)}</dd>
+      <dt>Projects</dt><dd>${d.projects.length ? d.projects.map((p) => html`<div>${p.name} <code>${p.rootPath ?? ''}</code></div>`) : 'none'}</dd>
+      <dt>Profiles</dt><dd class="profiles">${
+        typeof described === 'string' || described === null
+          ? html`<span class="muted">${described ?? 'Asking the runner…'}</span>`
+          : described.profiles.length
+            ? described.profiles.map((p) => html`<div>${p.id} (${p.runtime}) ${p.found ? '' : 'binary not found'} ${p.authenticated ? 'signed in' : 'not signed in'}</div>`)
+            : 'none configured'
+      }</dd>
+    </dl>
+    <h4>Last events</h4>
+    ${d.lastEvents.length
+      ? html`<div class="scroll"><table class="events"><thead><tr><th>Kind</th><th>Source</th><th>Time</th></tr></thead><tbody>
+          ${d.lastEvents.map((e) => html`<tr><td>${e.kind}</td><td>${e.source}</td><td>${when(e.ts)}</td></tr>`)}
+        </tbody></table></div>`
+      : html`<p class="muted">No events yet.</p>`}
+  </section>`;
 }
 
 export function Runners() {
   const [runners, setRunners] = useState<Runner[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [pairing, setPairing] = useState<{ name: string; code: string; expiresAt: string } | null>(null);
+  const [warnings, setWarnings] = useState<string[]>([]);
+  const [open, setOpen] = useState<string | null>(null);
   const load = () =>
     api<{ runners: Runner[] }>('/api/runners')
       .then((r) => setRunners(r.runners))
@@ -27,55 +91,79 @@ export function Runners() {
     return () => clearInterval(t);
   }, []);
 
-  const add = async (e: Event) => {
-    e.preventDefault();
-    const form = e.target as HTMLFormElement;
-    const name = String(new FormData(form).get('name'));
+  const act = async (work: () => Promise<unknown>) => {
     try {
-      const made = await api<{ code: string; expiresAt: string }>('/api/runners', { method: 'POST', body: { name } });
-      setPairing({ name, code: made.code, expiresAt: made.expiresAt });
-      form.reset();
-      await load();
+      await work();
+      setError(null); // an old error must not stay on the page after a success
     } catch (err) {
-      setError(err instanceof ApiError ? err.message : String(err));
+      setError(errorText(err));
     }
-  };
-  const revoke = async (r: Runner) => {
-    if (!confirm(`Revoke ${r.name}? Its token stops working at once.`)) return;
-    await api(`/api/runners/${r.id}`, { method: 'DELETE' }).catch((e) => setError(e.message));
     await load();
   };
+  const add = (e: Event) => {
+    e.preventDefault();
+    const form = e.target as HTMLFormElement;
+    const name = String(new FormData(form).get('name')).trim();
+    return act(async () => {
+      const made = await api<{ code: string; expiresAt: string; warnings: string[] }>('/api/runners', { method: 'POST', body: { name } });
+      setPairing({ name: name || 'a new runner', code: made.code, expiresAt: made.expiresAt });
+      setWarnings(made.warnings);
+      form.reset();
+    });
+  };
+  const pairAgain = (r: Runner) =>
+    act(async () => {
+      const made = await api<{ code: string; expiresAt: string }>(`/api/runners/${r.id}/pairing-code`, { method: 'POST' });
+      setPairing({ name: r.name, code: made.code, expiresAt: made.expiresAt });
+    });
+  const revoke = (r: Runner) => {
+    if (!confirm(`Revoke ${label(r)}? Its token stops working at once.`)) return;
+    return act(() => api(`/api/runners/${r.id}`, { method: 'DELETE' }));
+  };
+  const remove = (r: Runner) => {
+    if (!confirm(`Remove ${label(r)} from the list? Its pairing codes stop working.`)) return;
+    return act(async () => {
+      await api(`/api/runners/${r.id}`, { method: 'DELETE' });
+      if (open === r.id) setOpen(null);
+    });
+  };
+  const base = location.origin + location.pathname.replace(/\/[^/]*$/, '');
 
   return html`
     <form class="inline" onSubmit=${add}>
-      <input name="name" placeholder="Machine name" required maxlength="100" aria-label="Machine name" />
+      <input name="name" placeholder="Machine name (optional: its hostname)" maxlength="100" aria-label="Machine name" />
       <button>Add runner</button>
     </form>
     ${pairing &&
     html`<div class="card notice" role="status">
       Pairing code for <strong>${pairing.name}</strong>: <code class="code">${pairing.code}</code>
-      (valid until ${when(pairing.expiresAt)}). On the machine (Node.js 20 or newer), install the runner and pair it:
-      <pre>curl -fsSL ${location.origin}/svc-runner.mjs -o ~/.local/bin/svc-runner && chmod +x ~/.local/bin/svc-runner
-svc-runner pair --server ${location.origin} --code ${pairing.code}
-svc-runner install-service</pre>
+      (valid until ${when(pairing.expiresAt)}, single use). On the agent machine, run these one after the other:
+      <${CopyBlock} label="1. Install the runner (needs Node.js 20 or newer; verifies the download's SHA-256)" text=${`curl -fsSL ${base}/install-runner.sh | sh`} />
+      <${CopyBlock} label="2. Pair it with this server" text=${`~/.local/bin/svc-runner pair --server ${base} --code ${pairing.code}`} />
+      <${CopyBlock} label="3. Run it as a service (prints the command that starts it)" text="~/.local/bin/svc-runner install-service" />
     </div>`}
+    ${warnings.map((w) => html`<p class="running" role="note">${w}</p>`)}
     ${error && html`<p class="failed" role="alert">${error}</p>`}
+    ${open && html`<${RunnerDetail} id=${open} onClose=${() => setOpen(null)} />`}
     ${!runners
       ? html`<p class="muted">Loading…</p>`
       : runners.length === 0
         ? html`<p class="muted">No runners yet. Add one, then pair it on the agent machine.</p>`
-        : html`<table>
+        : html`<div class="scroll"><table>
             <thead><tr><th>Runner</th><th>Status</th><th>Last seen</th><th></th></tr></thead>
             <tbody>
               ${runners.map(
                 (r) => html`<tr data-runner=${r.name}>
-                  <td><strong>${r.name}</strong><div class="muted">${r.hostname} ${r.version}</div></td>
+                  <td><button type="button" class="link-dark" onClick=${() => setOpen(r.id)} aria-label=${`Details of ${label(r)}`}><strong>${label(r)}</strong></button><div class="muted">${r.hostname} ${r.version}</div></td>
                   <td><span class=${r.status === 'online' ? 'ok' : r.status === 'offline' ? 'failed' : 'muted'}>${r.status}</span>
-                    ${r.remedy && html`<div class="muted remedy">${r.remedy}</div>`}</td>
+                    ${r.remedy && html`<div class="muted remedy"><${RichText} text=${r.remedy} /></div>`}</td>
                   <td>${when(r.lastSeenAt)}</td>
-                  <td>${r.status !== 'revoked' && html`<button class="secondary" onClick=${() => revoke(r)}>Revoke</button>`}</td>
+                  <td class="actions">${r.status === 'revoked'
+                    ? html`<button class="secondary" onClick=${() => pairAgain(r)}>Pair again</button>`
+                    : r.status !== 'unpaired' && html`<button class="secondary" onClick=${() => revoke(r)}>Revoke</button>`}
+                    ${(r.status === 'revoked' || r.status === 'unpaired') && html`<button class="secondary" onClick=${() => remove(r)}>Remove</button>`}</td>
                 </tr>`,
               )}
             </tbody>
-          </table>`}`;
+          </table></div>`}`;
 }

@@ -1,9 +1,10 @@
 // Skill runs (docs/skill-runs.md): the runs of every project the user can see, newest first, with
 // state and last progress line; one run's report, progress, error and patch (the server keeps at most
 // 128 KiB and says when it cut); Cancel for a run that has not ended (operator or more).
+// `#/runs?run=<id>` opens that run's details (the trigger delivery log links here).
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, when } from '../api.ts';
+import { api, errorText, when } from '../api.ts';
 
 interface Run {
   id: string;
@@ -31,7 +32,9 @@ interface RunDetail extends Run {
 
 const ENDED = new Set(['succeeded', 'failed', 'timed_out', 'cancelled']);
 const stateClass = (s: string) => (s === 'succeeded' ? 'ok' : ENDED.has(s) ? 'failed' : 'running');
-const message = (e: unknown) => (e instanceof ApiError || e instanceof Error ? e.message : String(e));
+const message = errorText;
+/** The run a link names: `#/runs?run=<id>`. */
+const runInHash = (hash: string) => /^#\/runs\?(?:.*&)?run=([^&]+)/.exec(hash)?.[1] ?? null;
 
 function Detail({ id, onError }: { id: string; onError: (m: string) => void }) {
   const [run, setRun] = useState<RunDetail | null>(null);
@@ -59,7 +62,10 @@ function Detail({ id, onError }: { id: string; onError: (m: string) => void }) {
 export function Runs() {
   const [runs, setRuns] = useState<Run[] | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [open, setOpen] = useState<string | null>(null);
+  const [open, setOpen] = useState<string | null>(() => {
+    const id = runInHash(location.hash);
+    return id && decodeURIComponent(id);
+  });
   const load = () =>
     api<{ runs: Run[] }>('/api/runs?limit=100')
       .then((r) => setRuns(r.runs))
@@ -79,9 +85,10 @@ export function Runs() {
   if (!runs) return error ? html`<p class="failed" role="alert">${error}</p>` : html`<p class="muted">Loading…</p>`;
   return html`
     ${error && html`<p class="failed" role="alert">${error}</p>`}
+    ${open && !runs.some((r) => r.id === open) && html`<div class="card" data-run=${open}><h4>Run <code>${open}</code></h4><${Detail} id=${open} onError=${setError} /></div>`}
     ${runs.length === 0
       ? html`<p class="muted">No skill runs yet.</p>`
-      : html`<table class="runs">
+      : html`<div class="scroll"><table class="runs">
           <thead><tr><th>Skill</th><th>Project</th><th>State</th><th>Started</th><th>Ended</th><th>Cost</th><th></th></tr></thead>
           <tbody>
             ${runs.map(
@@ -101,6 +108,6 @@ export function Runs() {
                 ${open === r.id && html`<tr><td colspan="7"><${Detail} id=${r.id} onError=${setError} /></td></tr>`}`,
             )}
           </tbody>
-        </table>`}
+        </table></div>`}
   `;
 }

@@ -16,6 +16,7 @@ interface Project {
 
 export function TerminalPage() {
   const [projects, setProjects] = useState<Project[]>([]);
+  const [loaded, setLoaded] = useState(false);
   const [projectId, setProjectId] = useState('');
   const [session, setSession] = useState('');
   const [status, setStatus] = useState<string | null>(null);
@@ -30,6 +31,7 @@ export function TerminalPage() {
       .then((r) => {
         const mine = r.projects.filter((p) => p.runnerId);
         setProjects(mine);
+        setLoaded(true);
         if (mine[0]) {
           setProjectId(mine[0].id);
           setSession(`svc-${mine[0].id}-orch`);
@@ -65,6 +67,14 @@ export function TerminalPage() {
   const runnerId = projects.find((p) => p.id === projectId)?.runnerId;
   const off = runnerId ? capabilities.get(runnerId)?.includes('terminal') === false : false;
 
+  if (loaded && projects.length === 0) {
+    return html`<div class="card" role="note">
+      <p>No project has a runner yet, so there is no session to attach to.</p>
+      <p class="muted">A terminal opens on a project's tmux sessions (its orchestrator, a worker slot or a skill run) on the
+        machine of the project's runner. Pair a runner on the <a href="#/runners">Runners</a> page and give a project that
+        runner and a root path; then come back here.</p>
+    </div>`;
+  }
   return html`
     <form class="inline terminal-form" onSubmit=${attach}>
       <select name="project" aria-label="Project" value=${projectId} disabled=${attached}
@@ -81,7 +91,6 @@ export function TerminalPage() {
     </form>
     ${off && html`<p class="muted" role="note">The terminal is turned off on this project's runner (<code>disabledCommands</code>).</p>`}
     ${status && html`<p class="muted" role="status">${status}</p>`}
-    ${projects.length === 0 && html`<p class="muted">No project with a runner yet.</p>`}
     <div class="terminal" ref=${box}></div>
   `;
 }

@@ -19,6 +19,13 @@ export async function openDb(config: Config): Promise<Db> {
   }
 }
 
+/**
+ * Answers that waiting cannot change: the database does not exist (3D000), the password or the role
+ * is wrong (28P01, 28000). Start-up fails at once with PostgreSQL's own message.
+ */
+const PERMANENT = new Set(['3D000', '28P01', '28000']);
+const isPermanent = (err: unknown) => PERMANENT.has(String((err as { code?: unknown })?.code ?? ''));
+
 export async function connectWithRetry(
   config: Config,
   log: Logger,
@@ -34,7 +41,7 @@ export async function connectWithRetry(
     } catch (err) {
       const wait = Math.min(30_000, 1000 * 2 ** (attempt - 1));
       const reason = err instanceof Error ? err.message : String(err);
-      if (config.DATABASE_DRIVER === 'pglite' || Date.now() + wait > deadline) {
+      if (config.DATABASE_DRIVER === 'pglite' || isPermanent(err) || Date.now() + wait > deadline) {
         throw new Error(`cannot open the database (${config.DATABASE_DRIVER} ${target}) after ${attempt} attempt(s): ${reason}`);
       }
       log.warn('database unreachable, retrying', { driver: config.DATABASE_DRIVER, target, attempt, retryInSeconds: wait / 1000, reason });

@@ -1,0 +1,90 @@
+// Where audit checkpoints are kept: rows in `audit_checkpoints`, and the newest one this replica wrote
+// in its anchor file (AUDIT_ANCHOR_PATH, JSON, written atomically with mode 0600). The file is the
+// memory the database does not hold: each replica keeps its own, and it only ever moves forward.
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { writeFileAtomic } from '../../protocol/atomic-file.ts';
+import { sql } from '../lib/db/index.ts';
+import type { Queryable } from '../lib/db/index.ts';
+import type { Sql } from '../lib/db/port.ts';
+import type { Checkpoint } from './mac.ts';
+
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
+const fileSchema = z.strictObject({
+  version: z.literal(1),
+  seq: z.number().int().min(0),
+  hash: hex64,
+  at: z.iso.datetime(),
+  chain: hex64,
+  mac: z.string().max(200).nullable(),
+});
+
+export type FileAnchor = { state: 'none' } | { state: 'damaged' } | { state: 'ok'; checkpoint: Checkpoint };
+
+export function readAnchorFile(path: string): FileAnchor {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'none' };
+    return { state: 'damaged' };
+  }
+  try {
+    const { version: _, ...checkpoint } = fileSchema.parse(JSON.parse(text));
+    return { state: 'ok', checkpoint };
+  } catch {
+    return { state: 'damaged' };
+  }
+}
+
+/** Replace the file's checkpoint with a newer one; never move it back (two writers, one file). */
+export function writeAnchorFile(path: string, checkpoint: Checkpoint): boolean {
+  const current = readAnchorFile(path);
+  if (current.state === 'ok' && current.checkpoint.seq > checkpoint.seq) return false;
+  writeFileAtomic(path, `${JSON.stringify({ version: 1, ...checkpoint }, null, 2)}\n`);
+  return true;
+}
+
+interface Row {
+  seq: number;
+  hash: string;
+  at: Date;
+  chain: string;
+  mac: string | null;
+}
+
+const toCheckpoint = (r: Row): Checkpoint => ({ seq: Number(r.seq), hash: r.hash, at: new Date(r.at).toISOString(), chain: r.chain, mac: r.mac });
+
+/** Thrown when `audit_checkpoints` itself is gone (dropped by someone with the database). */
+export class CheckpointTableMissing extends Error {
+  readonly code = 'checkpoint_table_missing';
+}
+
+async function checkpointQuery<T>(db: Queryable, query: Sql): Promise<T[]> {
+  try {
+    return await db.query<T>(query);
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    if (e.code === '42P01' || /relation "audit_checkpoints" does not exist/.test(e.message ?? '')) throw new CheckpointTableMissing('audit_checkpoints is missing');
+    throw err;
+  }
+}
+
+/** The newest stored checkpoint (highest seq, then the last written), and whether any carries a MAC. */
+export async function latestStoredCheckpoint(db: Queryable): Promise<{ checkpoint: Checkpoint | null; anyMac: boolean }> {
+  const [latest] = await checkpointQuery<Row>(db, sql`select seq, hash, at, chain, mac from audit_checkpoints order by seq desc, id desc limit 1`);
+  const [maced] = await checkpointQuery<{ id: number }>(db, sql`select id from audit_checkpoints where mac is not null limit 1`);
+  return { checkpoint: latest ? toCheckpoint(latest) : null, anyMac: Boolean(maced) };
+}
+
+/** Whether the table still holds a checkpoint of this head (the one a replica's anchor file names). */
+export async function storedCheckpointExists(db: Queryable, seq: number, hash: string): Promise<boolean> {
+  const rows = await checkpointQuery<{ id: number }>(db, sql`select id from audit_checkpoints where seq = ${seq} and hash = ${hash} limit 1`);
+  return rows.length > 0;
+}
+
+export async function storeCheckpoint(db: Queryable, c: Checkpoint, scope: 'full' | 'since_checkpoint'): Promise<void> {
+  await checkpointQuery(db, sql`
+    insert into audit_checkpoints (seq, hash, at, chain, mac, scope)
+    values (${c.seq}, ${c.hash}, ${c.at}, ${c.chain}, ${c.mac}, ${scope})`);
+}

@@ -1,0 +1,228 @@
+// The trigger firer (spec: Inbound delivery states; "The run starts after the response"; Limits "Live
+// runs per trigger: one"). Every API process runs one; they share the work through the database:
+//   claim   the oldest `accepted` delivery (FOR UPDATE SKIP LOCKED), then its trigger row FOR NO KEY
+//           UPDATE, so the decisions for one trigger are taken one at a time across all processes (not
+//           FOR UPDATE: that waits for the key-share lock every hook transaction's foreign keys hold on
+//           the row, and under a steady stream of deliveries the firer starved until the stream stopped)
+//   decide  in that transaction (decide() below, in this order):
+//             trigger disabled meanwhile              → skipped, trigger_disabled
+//             creator no longer an active admin       → failed, creator_not_authorized; the trigger
+//                                                        disables itself (audited); the caller had its 202
+//             a run of this trigger still live        → skipped, previous_still_running
+//             project budget set to stop and exceeded → skipped, budget_exceeded (cost/budget.ts)
+//             else                                    → firing, with a lease
+//   send    after the commit, on behalf of the creator: skill → `skill.run` with the rendered args,
+//           profile, model and output; next_round → `orchestrator.start {next: true}`
+//   record  fired (with the run id), or failed: runner_offline | command_refused (the runner's message)
+//           | command_timeout
+// Wake-ups: kick() after each 202 in this process, and a poll, so a delivery accepted by a process that
+// died before firing it is fired by another. A process that dies while sending leaves a `firing` row
+// whose lease expires: it is marked failed `interrupted`, never sent again — at most once per delivery.
+import { randomUUID } from 'node:crypto';
+import { COMMANDS } from '../../protocol/commands.ts';
+import { appendAudit } from '../audit/audit.ts';
+import { budgetExceeded } from '../cost/budget.ts';
+import type { Clock } from '../lib/clock.ts';
+import { sql } from '../lib/db/index.ts';
+import type { Db, Queryable } from '../lib/db/index.ts';
+import type { Logger } from '../lib/log.ts';
+import type { Hub } from '../runners/hub.ts';
+import { creatorAuthorized } from './triggers.ts';
+import type { TriggerRow } from './triggers.ts';
+
+/** A fired run with no record yet (its first event not in) counts as live this long. */
+const UNREPORTED_RUN_LIVE_MS = 10 * 60 * 1000;
+const DETAIL_CHARS = 500;
+
+export interface FirerOptions {
+  db: Db;
+  log: Logger;
+  hub: Pick<Hub, 'command'>;
+  clock: Clock;
+  leaseMs: number;
+  pollMs?: number;
+  concurrency?: number;
+}
+
+export interface Facts {
+  enabled: boolean;
+  creatorAuthorized: boolean;
+  live: boolean;
+  budgetExceeded: boolean;
+}
+export type Decision = { status: 'firing' } | { status: 'skipped' | 'failed'; reason: string };
+
+/** The firing rules in the spec's order; pure, so each reason is tested alone. */
+export function decide(f: Facts): Decision {
+  if (!f.enabled) return { status: 'skipped', reason: 'trigger_disabled' };
+  if (!f.creatorAuthorized) return { status: 'failed', reason: 'creator_not_authorized' };
+  if (f.live) return { status: 'skipped', reason: 'previous_still_running' };
+  if (f.budgetExceeded) return { status: 'skipped', reason: 'budget_exceeded' };
+  return { status: 'firing' };
+}
+
+interface Claimed {
+  id: string;
+  args: string[] | null;
+  trigger: TriggerRow;
+}
+
+/**
+ * Live = another delivery of this trigger is being sent, or (skill) started a run that is queued,
+ * starting or running — or whose record has not arrived yet, for UNREPORTED_RUN_LIVE_MS.
+ */
+async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: string, nowMs: number): Promise<boolean> {
+  const [row] = await q.query<{ live: boolean }>(sql`
+    select exists (
+      select 1 from inbound_deliveries o
+       where o.trigger_id = ${triggerId} and o.id <> ${deliveryId}
+         and (o.status = 'firing'
+              or (o.status = 'fired' and o.run_id is not null and (
+                    exists (select 1 from skill_runs r where r.id = o.run_id and r.state in ('queued', 'starting', 'running'))
+                    or (not exists (select 1 from skill_runs r where r.id = o.run_id) and o.fired_at > ${new Date(nowMs - UNREPORTED_RUN_LIVE_MS)}))))
+    ) as live`);
+  return row.live;
+}
+
+export class TriggerFirer {
+  readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly concurrency: number;
+  private pumping: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly opts: FirerOptions) {
+    this.concurrency = opts.concurrency ?? 8;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 2000);
+    this.timer.unref();
+    this.kick();
+  }
+
+  /**
+   * Stop claiming; let a claim under way end (so the pool is not closed under it) and commands in flight
+   * finish, for up to `graceMs` in all (their leases cover the rest).
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    const settled = (async () => {
+      await this.pumping?.catch(() => {});
+      await Promise.all(this.inFlight);
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+  }
+
+  kick(): void {
+    if (this.stopped) return;
+    void this.pump().catch((err) => this.opts.log.error('trigger firer failed', { error: err instanceof Error ? err.message : String(err) }));
+  }
+
+  private pump(): Promise<void> {
+    if (this.pumping) return Promise.resolve(void (this.again = true));
+    this.pumping = this.drain().finally(() => (this.pumping = null));
+    return this.pumping;
+  }
+
+  private async drain(): Promise<void> {
+    do {
+      this.again = false;
+      await this.expireLeases();
+      while (!this.stopped && this.inFlight.size < this.concurrency) {
+        const claimed = await this.claim();
+        if (claimed === null) break;
+        if (claimed === 'decided') continue;
+        const p: Promise<void> = this.send(claimed)
+          .catch((err) => this.opts.log.error('trigger firing failed', { deliveryId: claimed.id, error: err instanceof Error ? err.message : String(err) }))
+          .finally(() => {
+            this.inFlight.delete(p);
+            this.kick();
+          });
+        this.inFlight.add(p);
+      }
+    } while (this.again && !this.stopped);
+  }
+
+  /** A process died while sending: the command may or may not have left, so it is never sent again. */
+  private async expireLeases(): Promise<void> {
+    await this.opts.db.query(sql`
+      update inbound_deliveries set status = 'failed', reason = 'interrupted', lease_owner = null, updated_at = now(),
+             detail = 'the process firing this delivery stopped before the runner answered; it is not sent again'
+       where status = 'firing' and lease_expires_at < ${new Date(this.opts.clock.now())}`);
+  }
+
+  /** One delivery decided: 'decided' when it ended skipped or failed, the claim when it must be sent, null when none is waiting. */
+  private async claim(): Promise<Claimed | 'decided' | null> {
+    const { db, clock } = this.opts;
+    return db.transaction(async (tx) => {
+      const [d] = await tx.query<{ id: string; trigger_id: string; args: string[] | null }>(sql`
+        select id, trigger_id, args from inbound_deliveries where status = 'accepted'
+         order by created_at, id limit 1 for update skip locked`);
+      if (!d) return null;
+      const [t] = await tx.query<TriggerRow>(sql`select * from triggers where id = ${d.trigger_id} for no key update`);
+      const now = clock.now();
+      const decision = decide({
+        enabled: t.enabled,
+        creatorAuthorized: await creatorAuthorized(tx, t.created_by, t.project_id),
+        live: await hasLiveRun(tx, t.id, d.id, now),
+        budgetExceeded: await budgetExceeded(tx, t.project_id),
+      });
+      if (decision.status === 'firing') {
+        await tx.query(sql`
+          update inbound_deliveries set status = 'firing', lease_owner = ${this.owner}, lease_expires_at = ${new Date(now + this.opts.leaseMs)}, updated_at = now()
+           where id = ${d.id}`);
+        return { id: d.id, args: d.args, trigger: t };
+      }
+      await tx.query(sql`update inbound_deliveries set status = ${decision.status}, reason = ${decision.reason}, updated_at = now() where id = ${d.id}`);
+      if (decision.reason === 'creator_not_authorized') {
+        await tx.query(sql`update triggers set enabled = false, disabled_reason = 'creator_not_authorized', updated_at = now() where id = ${t.id}`);
+        await appendAudit(tx, { actor: 'system', action: 'trigger.disable', target: { type: 'trigger', id: t.id }, diff: { reason: 'creator_not_authorized', creator: t.created_by, deliveryId: d.id } });
+        this.opts.log.warn('trigger disabled itself: its creator is no longer an active admin of the project', { triggerId: t.id, projectId: t.project_id });
+      }
+      return 'decided';
+    });
+  }
+
+  /** Send the command on behalf of the creator and record what came back. */
+  private async send(c: Claimed): Promise<void> {
+    const t = c.trigger;
+    const [project] = await this.opts.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${t.project_id}`);
+    const outcome = await this.command(t, c.args ?? [], project?.runner_id ?? null);
+    await this.opts.db.query(sql`
+      update inbound_deliveries
+         set status = ${outcome.status}, reason = ${outcome.reason ?? null}, detail = ${outcome.detail?.slice(0, DETAIL_CHARS) ?? null},
+             run_id = ${outcome.runId ?? null}, fired_at = case when ${outcome.status} = 'fired' then ${new Date(this.opts.clock.now())}::timestamptz end,
+             lease_owner = null, lease_expires_at = null, updated_at = now()
+       where id = ${c.id} and status = 'firing' and lease_owner = ${this.owner}`);
+  }
+
+  private async command(t: TriggerRow, args: string[], runnerId: string | null): Promise<{ status: 'fired' | 'failed'; reason?: string; detail?: string; runId?: string }> {
+    if (!runnerId) return { status: 'failed', reason: 'runner_offline', detail: 'the project has no runner' };
+    const name = t.action === 'skill' ? 'skill.run' : 'orchestrator.start';
+    const raw =
+      t.action === 'skill'
+        ? { projectId: t.project_id, skill: t.skill, args, output: t.output, ...(t.profile ? { profileId: t.profile } : {}), ...(t.model ? { model: t.model } : {}) }
+        : { projectId: t.project_id, next: true };
+    const parsed = COMMANDS[name].args.safeParse(raw);
+    if (!parsed.success) return { status: 'failed', reason: 'command_refused', detail: `invalid_args: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}` };
+    const outcome = await this.opts.hub.command(runnerId, name, parsed.data, t.created_by);
+    switch (outcome.status) {
+      case 'done': {
+        const runId = (outcome.data as { runId?: unknown } | null)?.runId;
+        return { status: 'fired', runId: typeof runId === 'string' ? runId : undefined };
+      }
+      case 'failed':
+        return { status: 'failed', reason: 'command_refused', detail: `${outcome.error.code}: ${outcome.error.message}` };
+      case 'offline':
+        return { status: 'failed', reason: 'runner_offline', detail: 'the runner is offline; nothing was sent' };
+      case 'timeout':
+        return { status: 'failed', reason: 'command_timeout', detail: `${name} got no answer within ${COMMANDS[name].timeoutMs / 1000} s` };
+    }
+  }
+}

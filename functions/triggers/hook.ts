@@ -1,0 +1,152 @@
+// POST /hooks/<publicId> — the inbound trigger endpoint (spec: Endpoints → Inbound trigger; Errors →
+// Inbound trigger responses; docs/triggers.md). The protocol, step by step; the first that fails answers:
+//   1. look up the trigger by SHA-256 of the publicId, malformed ids included (same work for every id):
+//      unknown or disabled → 404 with an empty body
+//   2. Content-Encoding present, or a content type other than application/json → 415
+//   3. read the raw body: over 256 KB → 413 as soon as the limit is crossed (declared or streamed; the
+//      rest is never read); not all there within TRIGGER_BODY_TIMEOUT_SECONDS → 408; both close
+//   4. signature over the raw bytes, in constant time, with the current secret and the previous one
+//      within its 24 h (a dummy otherwise, so the work is the same) → 401 with an empty body
+//   5. in ONE transaction: the delivery id is claimed for 24 h (else 409 `replayed`); a payload the
+//      placeholder rules refuse is recorded `refused` with its reasons and answered 422 `invalid_payload`
+//      (it takes no rate token); else a token is taken from the trigger's bucket (none → the transaction
+//      rolls back, nothing recorded: 429) and the delivery is recorded `accepted`
+//   6. 202 {deliveryId, status} once that has committed; the firer (fire.ts) starts the run afterwards.
+// Replay memory and the bucket are rows, so every process behind one address agrees.
+import { z } from 'zod';
+import { route } from '../lib/context.ts';
+import { DecryptError } from '../lib/crypto.ts';
+import type { AppContext, Route } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
+import { errorResponse, json } from '../lib/errors.ts';
+import { HttpError } from '../lib/errors.ts';
+import { isJsonType, readBody } from '../lib/http.ts';
+import { parsePayload, renderArgs } from './placeholders.ts';
+import type { Reason } from './placeholders.ts';
+import { PUBLIC_ID, liveSecrets, publicIdHash } from './triggers.ts';
+import type { TriggerRow } from './triggers.ts';
+import { signedHeaders, verifyTrigger } from './verify.ts';
+
+export const HOOK_BODY_LIMIT = 256 * 1024;
+const REPLAY_MEMORY_MS = 24 * 3600 * 1000;
+/** Stands in for a missing second secret, so every verification computes two digests. */
+const DUMMY_SECRET = 'svc-dummy-secret-never-issued-as-a-trigger-secret';
+
+/** An answer without a body; `close` when the request body was left unread. */
+const empty = (status: number, close: boolean) => new Response(null, { status, headers: close ? { connection: 'close' } : {} });
+
+/** 422 invalid_payload with every reason (the hook and the dry run answer alike). */
+export function refusedPayload(reasons: Pick<Reason, 'field' | 'code' | 'message'>[]): Response {
+  const fields = Object.fromEntries(reasons.map((r) => [r.field, r.message]));
+  return json({ error: { code: 'invalid_payload', message: `payload refused by the placeholder rules: ${reasons.length} reason(s)`, fields }, reasons }, { status: 422 });
+}
+
+class RateLimited extends Error {}
+
+type Verdict = { kind: 'replayed' } | { kind: 'refused'; reasons: Reason[] } | { kind: 'accepted' };
+
+/** Step 5: replay memory, the placeholder verdict, the rate bucket and the delivery row, atomically. */
+async function record(ctx: AppContext, t: TriggerRow, delivery: string, raw: Uint8Array): Promise<Verdict> {
+  const now = ctx.clock.now();
+  const parsed = parsePayload(raw);
+  const rendered = parsed.ok ? renderArgs(t.action === 'skill' ? t.args : [], parsed.payload, t.value_pattern, t.allowed_paths) : parsed;
+  const capacity = ctx.config.TRIGGER_RATE_PER_HOUR;
+  return ctx.db.transaction(async (tx) => {
+    const [fresh] = await tx.query(sql`
+      insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) values (${t.id}, ${delivery}, ${new Date(now)})
+      on conflict (trigger_id, delivery_id) do update set seen_at = excluded.seen_at
+       where trigger_delivery_ids.seen_at <= ${new Date(now - REPLAY_MEMORY_MS)}
+      returning 1`);
+    if (!fresh) return { kind: 'replayed' } as const;
+    if (!rendered.ok) {
+      await tx.query(sql`
+        insert into inbound_deliveries (id, trigger_id, delivery_id, status, reason, reasons, created_at, updated_at)
+        values (gen_random_uuid()::text, ${t.id}, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${new Date(now)}, ${new Date(now)})`);
+      return { kind: 'refused', reasons: rendered.reasons } as const;
+    }
+    // Token bucket: `capacity` tokens, refilled at capacity per hour, one per accepted delivery. The
+    // token and the delivery row are one statement, the last before COMMIT: the bucket's row is locked
+    // until the commit, and every accepted delivery of this trigger waits for that lock.
+    const refilled = sql`least(${capacity}::float8, trigger_rate.tokens + greatest(0, extract(epoch from (${new Date(now)}::timestamptz - trigger_rate.updated_at))::float8) * ${capacity / 3600}::float8)`;
+    const [recorded] = await tx.query(sql`
+      with token as (
+        insert into trigger_rate (trigger_id, tokens, updated_at) values (${t.id}, ${capacity - 1}::float8, ${new Date(now)})
+        on conflict (trigger_id) do update set tokens = ${refilled} - 1, updated_at = greatest(trigger_rate.updated_at, ${new Date(now)}::timestamptz)
+         where ${refilled} >= 1
+        returning 1)
+      insert into inbound_deliveries (id, trigger_id, delivery_id, status, args, created_at, updated_at)
+      select gen_random_uuid()::text, ${t.id}, ${delivery}, 'accepted', ${sql.json(rendered.args)}, ${new Date(now)}, ${new Date(now)} from token
+      returning 1`);
+    if (!recorded) throw new RateLimited();
+    return { kind: 'accepted' } as const;
+  });
+}
+
+function usableSecrets(ctx: AppContext, t: TriggerRow): string[] {
+  if (!ctx.keys.encryption) return [];
+  try {
+    return liveSecrets(t, ctx.keys.encryption, ctx.clock.now());
+  } catch (err) {
+    if (!(err instanceof DecryptError)) throw err;
+    ctx.log.warn('a trigger secret does not decrypt: rotate it (see docs/triggers.md)', { triggerId: t.id, problem: err.message });
+    return [];
+  }
+}
+
+async function hook(publicId: string, request: Request, ctx: AppContext): Promise<Response> {
+  // 1. The same query for every id; a malformed one is hashed too and simply finds nothing.
+  const [t] = await ctx.db.query<TriggerRow>(sql`select * from triggers where public_id_hash = ${publicIdHash(publicId)}`);
+  const unread = request.body !== null;
+  if (!t || !t.enabled || !PUBLIC_ID.test(publicId) || t.public_id !== publicId) return empty(404, unread);
+  // 2.
+  if (request.headers.has('content-encoding') || !isJsonType(request.headers.get('content-type'))) {
+    const e = new HttpError(415, 'unsupported_media_type', 'the body must be uncompressed application/json', undefined, unread ? { connection: 'close' } : undefined);
+    return errorResponse(e);
+  }
+  // 3. Throws 413 or 408 (closing the connection).
+  const raw = await readBody(request, HOOK_BODY_LIMIT, ctx.config.TRIGGER_BODY_TIMEOUT_SECONDS * 1000);
+  // 4. Without the key, or with another key than the one that stored them, no secret decrypts: nothing verifies.
+  const secrets = usableSecrets(ctx, t);
+  while (secrets.length < 2) secrets.push(DUMMY_SECRET);
+  const verdict = verifyTrigger(signedHeaders(request.headers), raw, secrets, ctx.clock.now());
+  if (!verdict.ok || secrets[verdict.secretIndex] === DUMMY_SECRET) return empty(401, false);
+  // 5.
+  let outcome: Verdict;
+  try {
+    outcome = await record(ctx, t, verdict.delivery, raw);
+  } catch (err) {
+    if (err instanceof RateLimited) return errorResponse(new HttpError(429, 'rate_limited', `this trigger accepts ${ctx.config.TRIGGER_RATE_PER_HOUR} deliveries per hour; nothing was recorded, retry later with the same delivery id`));
+    throw err;
+  }
+  if (outcome.kind === 'replayed') return errorResponse(new HttpError(409, 'replayed', 'this delivery id was used within the last 24 hours'));
+  if (outcome.kind === 'refused') return refusedPayload(outcome.reasons);
+  // 6. Committed: answer, and let the firer start the run after this answer.
+  setImmediate(() => ctx.firer?.kick());
+  return json({ deliveryId: verdict.delivery, status: 'accepted' }, { status: 202 });
+}
+
+export const routes: Route[] = [
+  route({
+    method: 'POST',
+    path: '/hooks/:publicId',
+    summary: 'Inbound trigger (spec): signed JSON POST from another system; answers 202 once recorded, the run starts after the answer',
+    tag: 'triggers',
+    access: 'public',
+    rawBody: true,
+    // Never refused here: the raw (still percent-encoded) segment; a malformed one is a plain 404 below.
+    params: z.strictObject({ publicId: z.string().describe('The trigger URL\'s 24 characters') }),
+    status: 202,
+    responses: {
+      202: { description: 'verified and recorded', schema: z.object({ deliveryId: z.string(), status: z.literal('accepted') }) },
+      401: { description: 'signature missing or wrong, or timestamp more than 300 s from the server clock; empty body' },
+      404: { description: 'unknown or disabled trigger; empty body' },
+      408: { description: `the body did not arrive within TRIGGER_BODY_TIMEOUT_SECONDS` },
+      409: { description: 'delivery id already used within 24 hours: code replayed' },
+      413: { description: 'body over 256 KB' },
+      415: { description: 'compressed body, or not application/json' },
+      422: { description: 'payload refused by the placeholder rules: code invalid_payload, with every reason' },
+      429: { description: "the trigger's rate limit is reached; nothing recorded" },
+    },
+    handler: ({ params, request }, ctx) => hook(params.publicId, request, ctx),
+  }),
+];

@@ -1,0 +1,198 @@
+// Payload placeholders of inbound triggers (spec: Limits "Placeholder", "Placeholder value",
+// "Rendered args", "Paths used in placeholders"). Pure: templates are parsed once, rendered against a
+// parsed JSON payload, and every refusal is a value with a code — nothing here throws.
+//   placeholder  exactly `{{payload.<path>}}`, 1–10 dotted segments of [A-Za-z0-9_-]; a numeric segment
+//                indexes an array; no expressions, filters or defaults; any other `{{` or `}}` refused
+//   value        string, number or boolean; at most 500 characters once stringified; the WHOLE value
+//                must match the trigger's value pattern (default ^[\w .,:/#@+-]*$); never NUL or a
+//                lone surrogate whatever the pattern (they cannot be passed on or stored)
+//   rendered     all args together at most 4096 bytes of UTF-8
+//   paths        every placeholder path must be one of the trigger's allowed paths
+export const DEFAULT_VALUE_PATTERN = '^[\\w .,:/#@+-]*$';
+export const MAX_SEGMENTS = 10;
+export const MAX_VALUE_CHARS = 500;
+export const MAX_RENDERED_BYTES = 4096;
+
+const SEGMENT = '[A-Za-z0-9_-]+';
+const PATH = new RegExp(`^${SEGMENT}(?:\\.${SEGMENT})*$`);
+const PLACEHOLDER = new RegExp(`\\{\\{payload\\.(${SEGMENT}(?:\\.${SEGMENT})*)\\}\\}`, 'y');
+const UNSTORABLE = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const utf8 = new TextEncoder();
+
+export type Part = string | { path: string };
+export type Template = Part[];
+
+export interface Reason {
+  /** Where: `args.<n>` for one arg, `args` for the whole. */
+  field: string;
+  code: 'invalid_utf8' | 'invalid_json' | 'not_object' | 'syntax' | 'path_not_allowed' | 'missing' | 'not_scalar' | 'too_long' | 'pattern' | 'unstorable' | 'too_large';
+  /** The placeholder path when one is concerned. */
+  path?: string;
+  message: string;
+}
+
+export type Parsed = { ok: true; template: Template } | { ok: false; message: string };
+
+/** A path as allowed paths and placeholders write it: 1–10 dotted segments of [A-Za-z0-9_-]. */
+export function pathProblem(path: string): string | null {
+  if (!PATH.test(path)) return 'must be dotted segments of letters, digits, _ or -';
+  if (path.split('.').length > MAX_SEGMENTS) return `must have at most ${MAX_SEGMENTS} segments`;
+  return null;
+}
+
+/** Split a template into text and placeholders, or say what is wrong with it. */
+export function parseTemplate(text: string): Parsed {
+  const parts: Part[] = [];
+  let literal = '';
+  let i = 0;
+  while (i < text.length) {
+    if (text.startsWith('{{', i)) {
+      PLACEHOLDER.lastIndex = i;
+      const m = PLACEHOLDER.exec(text);
+      if (!m) return { ok: false, message: `"{{" at ${i} does not start a placeholder {{payload.<path>}}` };
+      const problem = pathProblem(m[1]);
+      if (problem) return { ok: false, message: `placeholder at ${i}: the path ${problem}` };
+      if (literal) parts.push(literal);
+      literal = '';
+      parts.push({ path: m[1] });
+      i += m[0].length;
+    } else if (text.startsWith('}}', i)) {
+      return { ok: false, message: `"}}" at ${i} does not end a placeholder` };
+    } else {
+      literal += text[i++];
+    }
+  }
+  if (literal) parts.push(literal);
+  return { ok: true, template: parts };
+}
+
+/** Templates as the admin API checks them: each parses, and every path is allowed. Reasons name `args.<n>`. */
+export function checkTemplates(args: readonly string[], allowedPaths: readonly string[]): { templates: Template[]; reasons: Reason[] } {
+  const allowed = new Set(allowedPaths);
+  const templates: Template[] = [];
+  const reasons: Reason[] = [];
+  args.forEach((arg, n) => {
+    const parsed = parseTemplate(arg);
+    if (!parsed.ok) {
+      templates.push([]); // keeps templates[n] aligned with args[n]
+      return void reasons.push({ field: `args.${n}`, code: 'syntax', message: parsed.message });
+    }
+    for (const part of parsed.template) {
+      if (typeof part !== 'string' && !allowed.has(part.path)) {
+        reasons.push({ field: `args.${n}`, code: 'path_not_allowed', path: part.path, message: `payload.${part.path} is not in allowedPaths` });
+      }
+    }
+    templates.push(parsed.template);
+  });
+  const fixed = templates.reduce((n, t) => n + t.reduce((m, p) => m + (typeof p === 'string' ? utf8.encode(p).length : 0), 0), 0);
+  if (fixed > MAX_RENDERED_BYTES) reasons.push({ field: 'args', code: 'too_large', message: `the text of the args alone is ${fixed} bytes; rendered args may be at most ${MAX_RENDERED_BYTES}` });
+  return { templates, reasons };
+}
+
+/**
+ * Compile a value pattern so that it must match the WHOLE value (`^(?:pattern)$`, Unicode mode).
+ * Null when it is not a valid regular expression or nests quantifiers (`(a+)+`), which can take
+ * exponential time on a 500-character value.
+ */
+export function compileValuePattern(pattern: string): RegExp | null {
+  if (/\([^()]*[+*?}][^()]*\)[+*{]/.test(pattern)) return null;
+  try {
+    return new RegExp(`^(?:${pattern})$`, 'u');
+  } catch {
+    return null;
+  }
+}
+
+/** The value at a dotted path: own properties only; a numeric segment also indexes an array. */
+export function lookup(payload: unknown, path: string): { found: true; value: unknown } | { found: false } {
+  let current: unknown = payload;
+  for (const segment of path.split('.')) {
+    if (Array.isArray(current)) {
+      if (!/^\d+$/.test(segment) || Number(segment) >= current.length) return { found: false };
+      current = current[Number(segment)];
+    } else if (current !== null && typeof current === 'object' && Object.hasOwn(current, segment)) {
+      current = (current as Record<string, unknown>)[segment];
+    } else {
+      return { found: false };
+    }
+  }
+  return { found: true, value: current };
+}
+
+function valueOf(payload: unknown, path: string, pattern: RegExp): { text: string } | Omit<Reason, 'field'> {
+  const at = lookup(payload, path);
+  const ref = `payload.${path}`;
+  if (!at.found) return { code: 'missing', path, message: `${ref} is not in the payload` };
+  const v = at.value;
+  const scalar = typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+  if (!scalar) return { code: 'not_scalar', path, message: `${ref} must be a string, number or boolean` };
+  const text = String(v);
+  // Counted in characters (code points); the length is checked before the pattern runs.
+  let chars = 0;
+  for (const _ of text) if (++chars > MAX_VALUE_CHARS) return { code: 'too_long', path, message: `${ref} is longer than ${MAX_VALUE_CHARS} characters` };
+  if (UNSTORABLE.test(text)) return { code: 'unstorable', path, message: `${ref} contains NUL or an unpaired surrogate` };
+  if (!pattern.test(text)) return { code: 'pattern', path, message: `${ref} does not match the value pattern` };
+  return { text };
+}
+
+export type Rendered = { ok: true; args: string[] } | { ok: false; reasons: Reason[] };
+
+/** Render parsed templates against a payload; every problem is reported, not only the first. */
+export function render(templates: readonly Template[], payload: unknown, pattern: RegExp, allowedPaths: readonly string[]): Rendered {
+  const allowed = new Set(allowedPaths);
+  const reasons: Reason[] = [];
+  const args = templates.map((template, n) => {
+    let out = '';
+    for (const part of template) {
+      if (typeof part === 'string') {
+        out += part;
+        continue;
+      }
+      if (!allowed.has(part.path)) {
+        reasons.push({ field: `args.${n}`, code: 'path_not_allowed', path: part.path, message: `payload.${part.path} is not in allowedPaths` });
+        continue;
+      }
+      const value = valueOf(payload, part.path, pattern);
+      if ('text' in value) out += value.text;
+      else reasons.push({ field: `args.${n}`, ...value });
+    }
+    return out;
+  });
+  if (reasons.length) return { ok: false, reasons };
+  const bytes = args.reduce((n, a) => n + utf8.encode(a).length, 0);
+  if (bytes > MAX_RENDERED_BYTES) return { ok: false, reasons: [{ field: 'args', code: 'too_large', message: `rendered args are ${bytes} bytes; at most ${MAX_RENDERED_BYTES}` }] };
+  return { ok: true, args };
+}
+
+/** Parse and render in one go (dry run, deliveries): a template that does not parse is a reason too. */
+export function renderArgs(args: readonly string[], payload: unknown, valuePattern: string, allowedPaths: readonly string[]): Rendered {
+  const pattern = compileValuePattern(valuePattern);
+  if (!pattern) return { ok: false, reasons: [{ field: 'valuePattern', code: 'syntax', message: 'the value pattern is not a usable regular expression' }] };
+  const checked = checkTemplates(args, allowedPaths);
+  const syntax = checked.reasons.filter((r) => r.code === 'syntax');
+  if (syntax.length) return { ok: false, reasons: syntax };
+  return render(checked.templates, payload, pattern, allowedPaths);
+}
+
+/** The payload must be a JSON object (not an array, a string, a number, true, false or null). */
+export function payloadReasons(payload: unknown): Reason[] {
+  return payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? [] : [{ field: 'body', code: 'not_object', message: 'the payload must be a JSON object' }];
+}
+
+/** The raw body as a payload: strict UTF-8, then JSON, then an object; else the reason. */
+export function parsePayload(raw: Uint8Array): { ok: true; payload: Record<string, unknown> } | { ok: false; reasons: Reason[] } {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+  } catch {
+    return { ok: false, reasons: [{ field: 'body', code: 'invalid_utf8', message: 'the body is not valid UTF-8' }] };
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(text);
+  } catch {
+    return { ok: false, reasons: [{ field: 'body', code: 'invalid_json', message: 'the body is not valid JSON' }] };
+  }
+  const reasons = payloadReasons(payload);
+  return reasons.length ? { ok: false, reasons } : { ok: true, payload: payload as Record<string, unknown> };
+}

@@ -1,0 +1,100 @@
+// Shapes of the triggers admin API (docs/triggers.md): request bodies validated at the boundary, and the
+// cross-field rules zod cannot say alone (the skill fields belong to the skill action; templates use
+// only allowed paths; the value pattern compiles). Every refusal is a 400 naming its field.
+import { z } from 'zod';
+import { badRequest } from '../lib/errors.ts';
+import { DEFAULT_VALUE_PATTERN, checkTemplates, compileValuePattern, pathProblem } from './placeholders.ts';
+
+const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
+export const projectParams = z.strictObject({ projectId: id('project') });
+export const triggerParams = z.strictObject({ projectId: id('project'), triggerId: id('trigger') });
+
+// The same rules as the skill.run command's arguments (protocol/commands.ts), checked at save time.
+const skill = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a skill name (1–64 of A-Z a-z 0-9 _ -)' });
+const profile = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a profile id (1–64 of A-Z a-z 0-9 _ -)' });
+const model = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/\[\]-]{0,99}$/, { message: 'must be a model name (letters, digits, . _ : / [ ] -)' });
+const args = z.array(z.string().max(4096)).max(64);
+const allowedPaths = z
+  .array(z.string().superRefine((p, ctx) => {
+    const problem = pathProblem(p);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }))
+  .max(100)
+  .transform((list) => [...new Set(list)]);
+const valuePattern = z.string().min(1).max(1000);
+
+const fields = {
+  name: z.string().trim().min(1).max(100),
+  action: z.enum(['skill', 'next_round']),
+  skill: skill.nullable(),
+  args,
+  profile: profile.nullable(),
+  model: model.nullable(),
+  output: z.enum(['report', 'pull_request']),
+  allowedPaths,
+  valuePattern,
+  enabled: z.boolean(),
+};
+
+export const triggerCreate = z.strictObject({
+  ...fields,
+  skill: fields.skill.optional(),
+  args: args.default([]),
+  profile: fields.profile.optional(),
+  model: fields.model.optional(),
+  output: fields.output.default('report'),
+  allowedPaths: allowedPaths.default([]),
+  valuePattern: valuePattern.default(DEFAULT_VALUE_PATTERN),
+  enabled: z.boolean().default(true),
+});
+export const triggerPatch = z.strictObject({
+  name: fields.name.optional(),
+  action: fields.action.optional(),
+  skill: fields.skill.optional(),
+  args: args.optional(),
+  profile: fields.profile.optional(),
+  model: fields.model.optional(),
+  output: fields.output.optional(),
+  allowedPaths: allowedPaths.optional(),
+  valuePattern: valuePattern.optional(),
+  enabled: z.boolean().optional(),
+});
+export const dryRunBody = z.strictObject({ payload: z.unknown().describe('A sample payload: what a caller would POST') });
+export const deliveryQuery = z.strictObject({
+  status: z.enum(['refused', 'accepted', 'firing', 'fired', 'skipped', 'failed']).optional(),
+  before: id('delivery').optional().describe('The last id of the previous page (nextBefore)'),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+/** A trigger's settings once create or edit has been applied. */
+export interface TriggerSettings {
+  name: string;
+  action: 'skill' | 'next_round';
+  skill: string | null;
+  args: string[];
+  profile: string | null;
+  model: string | null;
+  output: 'report' | 'pull_request';
+  allowedPaths: string[];
+  valuePattern: string;
+  enabled: boolean;
+}
+
+/**
+ * The rules across fields: a skill action names its skill; skill, args, profile and model are for the
+ * skill action only (spec: Inbound trigger) — given with next_round they are refused, and switching
+ * to next_round clears them; each template parses and uses allowed paths only; the pattern compiles.
+ */
+export function settle(merged: TriggerSettings, given: Partial<TriggerSettings>): TriggerSettings {
+  const problems: Record<string, string> = {};
+  if (merged.action === 'skill' && !merged.skill) problems.skill = 'is required for the skill action';
+  if (merged.action === 'next_round') {
+    for (const k of ['skill', 'profile', 'model'] as const) if (given[k]) problems[k] = 'is only for the skill action';
+    if (given.args?.length) problems.args = 'is only for the skill action';
+    merged = { ...merged, skill: null, args: [], profile: null, model: null, output: 'report' };
+  }
+  if (!compileValuePattern(merged.valuePattern)) problems.valuePattern = 'must be a valid regular expression without nested quantifiers such as (a+)+';
+  for (const r of checkTemplates(merged.args, merged.allowedPaths).reasons) problems[r.field] ??= r.message;
+  if (Object.keys(problems).length) throw badRequest('invalid_body', `invalid fields: ${Object.keys(problems).join(', ')}`, problems);
+  return merged;
+}

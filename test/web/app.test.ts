@@ -1,0 +1,75 @@
+// The admin app's frame in a real browser: where sign-in lands, unknown routes, the Terminal page of an
+// instance without projects, and every page at a phone's width (390 px) without sideways scrolling.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+
+let server: RunningServer;
+let browser: Browser;
+test.before(async () => {
+  [server, browser] = await Promise.all([startServer({ admin: true }), launchBrowser()]);
+  // Something in every table, so wide rows are part of what must fit.
+  await server.api('/api/runners', { method: 'POST', json: { name: 'a-machine-with-a-rather-long-name-to-push-the-table-wide' } });
+});
+test.after(async () => {
+  await browser?.close();
+  await server?.cleanup();
+});
+
+async function signIn(page: Page, path: string) {
+  await page.goto(server.url + path);
+  await page.fill('input[name=email]', server.admin.email);
+  await page.fill('input[name=password]', server.admin.password);
+  await page.click('form button');
+}
+
+test('sign-in at the root lands on Runners; an unknown route says not found instead of showing another page', async () => {
+  const page = await browser.newPage();
+  await signIn(page, '/');
+  await page.waitForSelector('h2:has-text("Runners")');
+  await page.goto(server.url + '/#/no-such-page');
+  const alert = await page.waitForSelector('[role=alert]:has-text("Not found")');
+  assert.match((await alert.textContent()) ?? '', /#\/no-such-page/);
+  assert.is(await page.$('h2:has-text("Schedules")'), null);
+  await page.click('a:has-text("Go to Runners")');
+  await page.waitForSelector('h2:has-text("Runners")');
+  assert.is(await page.getAttribute('nav a[href="#/runners"]', 'aria-current'), 'page');
+});
+
+test('Terminal with no project on a runner explains what to do instead of an empty select and a black box', async () => {
+  const page = await browser.newPage();
+  await signIn(page, '/#/terminal');
+  const note = await page.waitForSelector('[role=note]');
+  assert.match((await note.textContent()) ?? '', /No project has a runner yet/);
+  assert.is(await page.$('select[name=project]'), null);
+  assert.is(await page.$('.terminal'), null);
+});
+
+test('every page at 390 px wide: no sideways scrolling of the page', async () => {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const page = await context.newPage();
+  await signIn(page, '/#/runners');
+  await page.waitForSelector('h2:has-text("Runners")');
+  // The pairing notice (long commands) is part of the Runners page.
+  await page.fill('input[name=name]', 'phone-check');
+  await page.click('form.inline button');
+  await page.waitForSelector('[role=status]');
+  const wide: string[] = [];
+  for (const name of ['runners', 'runs', 'integrations', 'terminal', 'schedules', 'settings']) {
+    if (name !== 'runners') {
+      await page.goto(`${server.url}/#/${name}`);
+      await page.waitForSelector('h2');
+      await page.waitForFunction(() => !document.body.textContent?.includes('Loading…'), null, { timeout: 10_000 }).catch(() => {});
+    }
+    const [scroll, client] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+    if (scroll > client) wide.push(`${name}: ${scroll} > ${client}`);
+    if (name === 'runners') await page.screenshot({ path: '.tmp/runners-390.png', fullPage: true });
+  }
+  assert.equal(wide, []);
+  await context.close();
+});
+
+test.run();

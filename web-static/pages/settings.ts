@@ -1,0 +1,69 @@
+// The admin Settings page: the encryption key of stored secrets (set or not, where it comes from, its
+// fingerprint — never the key — and what to back up) and whether each instance secret decrypts with it.
+import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, errorText, when } from '../api.ts';
+import { CopyBlock } from '../components.ts';
+
+interface KeyStatus {
+  set: boolean;
+  source: 'environment' | 'file' | 'none';
+  path: string | null;
+  fingerprint: string | null;
+  backup: string | null;
+}
+interface SecretStatus {
+  name: string;
+  description: string;
+  configured: boolean;
+  decryptable: boolean | null;
+  problem: string | null;
+  updatedAt: string | null;
+}
+
+function EncryptionKey({ k }: { k: KeyStatus }) {
+  if (!k.set) {
+    return html`<div class="card encryption-key" data-key-source="none">
+      <h3>Encryption key</h3>
+      <p class="failed">Not set: secrets cannot be stored. Set <code>APP_ENCRYPTION_KEY</code> (generate one with <code>openssl rand -base64 32</code>) and restart.</p>
+    </div>`;
+  }
+  return html`<div class="card encryption-key" data-key-source=${k.source}>
+    <h3>Encryption key</h3>
+    <p><span class="ok">Set</span> — ${k.source === 'file' ? html`generated on first start, read from the file:` : html`from the <code>APP_ENCRYPTION_KEY</code> environment variable.`}</p>
+    ${k.path && html`<${CopyBlock} text=${k.path} label="Key file" />`}
+    <p>Fingerprint: <code class="fingerprint">${k.fingerprint}</code> <span class="muted">(stored secrets carry it; the key itself is never shown)</span></p>
+    ${k.backup && html`<p class="notice backup"><strong>${k.backup[0].toUpperCase()}${k.backup.slice(1)}.</strong></p>`}
+  </div>`;
+}
+
+export function Settings() {
+  const [key, setKey] = useState<KeyStatus | null>(null);
+  const [secrets, setSecrets] = useState<SecretStatus[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    Promise.all([api<KeyStatus>('/api/settings/encryption-key'), api<{ secrets: SecretStatus[] }>('/api/secrets')])
+      .then(([k, s]) => (setKey(k), setSecrets(s.secrets), setError(null)))
+      .catch((e) => setError(errorText(e)));
+  }, []);
+  if (error) return html`<p class="failed" role="alert">Could not load the settings: ${error}</p>`;
+  if (!key || !secrets) return html`<p class="muted">Loading…</p>`;
+  return html`<${EncryptionKey} k=${key} />
+    <h3>Instance secrets</h3>
+    <div class="scroll"><table class="secrets">
+      <thead><tr><th>Secret</th><th>Status</th><th>Updated</th></tr></thead>
+      <tbody>
+        ${secrets.map(
+          (s) => html`<tr data-secret=${s.name}>
+            <td><code>${s.name}</code><div class="muted">${s.description}</div></td>
+            <td>${!s.configured
+              ? html`<span class="muted">Not set</span>`
+              : s.decryptable
+                ? html`<span class="ok">Set</span>`
+                : html`<span class="failed">Secret unavailable — enter it again</span><div class="muted">${s.problem}</div>`}</td>
+            <td>${when(s.updatedAt)}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table></div>`;
+}
