@@ -7,10 +7,10 @@
 //      rest is never read); not all there within TRIGGER_BODY_TIMEOUT_SECONDS → 408; both close
 //   4. signature over the raw bytes, in constant time, with the current secret and the previous one
 //      within its 24 h (a dummy otherwise, so the work is the same) → 401 with an empty body
-//   5. in ONE transaction: the delivery id is claimed for 24 h (else 409 `replayed`); a payload the
+//   5. in ONE autocommit statement: the delivery id is claimed for 24 h (else 409 `replayed`); a payload the
 //      placeholder rules refuse is recorded `refused` with its reasons and answered 422 `invalid_payload`
-//      (it takes no rate token); else a token is taken from the trigger's bucket (none → the transaction
-//      rolls back, nothing recorded: 429) and the delivery is recorded `accepted`
+//      (it takes no rate token); else a token is taken from the trigger's bucket (none → the statement
+//      raises SV429 and rolls back, nothing recorded: 429) and the delivery is recorded `accepted`
 //   6. 202 {deliveryId, status} once that has committed; the firer (fire.ts) starts the run afterwards.
 // Replay memory and the bucket are rows, so every process behind one address agrees.
 import { z } from 'zod';
@@ -41,45 +41,65 @@ export function refusedPayload(reasons: Pick<Reason, 'field' | 'code' | 'message
   return json({ error: { code: 'invalid_payload', message: `payload refused by the placeholder rules: ${reasons.length} reason(s)`, fields }, reasons }, { status: 422 });
 }
 
-class RateLimited extends Error {}
+/** SQLSTATE of svc_trigger_rate_limited() (sql/0010_trigger_accept.sql): the bucket was empty. */
+const RATE_LIMITED = 'SV429';
+/** SQLSTATE foreign_key_violation: the trigger was deleted between the lookup and the record. */
+const TRIGGER_GONE = '23503';
 
-type Verdict = { kind: 'replayed' } | { kind: 'refused'; reasons: Reason[] } | { kind: 'accepted' };
+type Verdict = { kind: 'replayed' } | { kind: 'refused'; reasons: Reason[] } | { kind: 'accepted' } | { kind: 'rate_limited' } | { kind: 'gone' };
 
-/** Step 5: replay memory, the placeholder verdict, the rate bucket and the delivery row, atomically. */
+/**
+ * Step 5: replay memory, the placeholder verdict, the rate bucket and the delivery row, atomically, as
+ * ONE autocommit statement: the trigger's bucket row is locked only while PostgreSQL runs it and commits,
+ * never across a round trip to this process (which serialized every accepted delivery of a trigger).
+ */
 async function record(ctx: AppContext, t: TriggerRow, delivery: string, raw: Uint8Array): Promise<Verdict> {
-  const now = ctx.clock.now();
+  const now = new Date(ctx.clock.now());
   const parsed = parsePayload(raw);
   const rendered = parsed.ok ? renderArgs(t.action === 'skill' ? t.args : [], parsed.payload, t.value_pattern, t.allowed_paths) : parsed;
   const capacity = ctx.config.TRIGGER_RATE_PER_HOUR;
-  return ctx.db.transaction(async (tx) => {
-    const [fresh] = await tx.query(sql`
-      insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) values (${t.id}, ${delivery}, ${new Date(now)})
-      on conflict (trigger_id, delivery_id) do update set seen_at = excluded.seen_at
-       where trigger_delivery_ids.seen_at <= ${new Date(now - REPLAY_MEMORY_MS)}
-      returning 1`);
-    if (!fresh) return { kind: 'replayed' } as const;
+  // The id is used up for 24 h; an older claim of it is taken over.
+  const claim = sql`
+    insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) values (${t.id}, ${delivery}, ${now})
+    on conflict (trigger_id, delivery_id) do update set seen_at = excluded.seen_at
+     where trigger_delivery_ids.seen_at <= ${new Date(now.getTime() - REPLAY_MEMORY_MS)}
+    returning trigger_id`;
+  try {
     if (!rendered.ok) {
-      await tx.query(sql`
+      // A refused payload uses up its id and takes no token.
+      const [refused] = await ctx.db.query(sql`
+        with claim as (${claim})
         insert into inbound_deliveries (id, trigger_id, delivery_id, status, reason, reasons, created_at, updated_at)
-        values (gen_random_uuid()::text, ${t.id}, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${new Date(now)}, ${new Date(now)})`);
-      return { kind: 'refused', reasons: rendered.reasons } as const;
+        select gen_random_uuid()::text, trigger_id, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${now}, ${now} from claim
+        returning 1`);
+      return refused ? { kind: 'refused', reasons: rendered.reasons } : { kind: 'replayed' };
     }
-    // Token bucket: `capacity` tokens, refilled at capacity per hour, one per accepted delivery. The
-    // token and the delivery row are one statement, the last before COMMIT: the bucket's row is locked
-    // until the commit, and every accepted delivery of this trigger waits for that lock.
-    const refilled = sql`least(${capacity}::float8, trigger_rate.tokens + greatest(0, extract(epoch from (${new Date(now)}::timestamptz - trigger_rate.updated_at))::float8) * ${capacity / 3600}::float8)`;
-    const [recorded] = await tx.query(sql`
-      with token as (
-        insert into trigger_rate (trigger_id, tokens, updated_at) values (${t.id}, ${capacity - 1}::float8, ${new Date(now)})
-        on conflict (trigger_id) do update set tokens = ${refilled} - 1, updated_at = greatest(trigger_rate.updated_at, ${new Date(now)}::timestamptz)
+    // Token bucket: `capacity` tokens, refilled at capacity per hour, one per accepted delivery; taken
+    // only when the id was claimed. Claimed without a token: svc_trigger_rate_limited() raises, and the
+    // claim is rolled back with the statement.
+    const refilled = sql`least(${capacity}::float8, trigger_rate.tokens + greatest(0, extract(epoch from (${now}::timestamptz - trigger_rate.updated_at))::float8) * ${capacity / 3600}::float8)`;
+    const [row] = await ctx.db.query<{ claimed: boolean; accepted: boolean }>(sql`
+      with claim as (${claim}),
+      token as (
+        insert into trigger_rate (trigger_id, tokens, updated_at) select trigger_id, ${capacity - 1}::float8, ${now} from claim
+        on conflict (trigger_id) do update set tokens = ${refilled} - 1, updated_at = greatest(trigger_rate.updated_at, ${now}::timestamptz)
          where ${refilled} >= 1
+        returning trigger_id),
+      accepted as (
+        insert into inbound_deliveries (id, trigger_id, delivery_id, status, args, created_at, updated_at)
+        select gen_random_uuid()::text, trigger_id, ${delivery}, 'accepted', ${sql.json(rendered.args)}, ${now}, ${now} from token
         returning 1)
-      insert into inbound_deliveries (id, trigger_id, delivery_id, status, args, created_at, updated_at)
-      select gen_random_uuid()::text, ${t.id}, ${delivery}, 'accepted', ${sql.json(rendered.args)}, ${new Date(now)}, ${new Date(now)} from token
-      returning 1`);
-    if (!recorded) throw new RateLimited();
-    return { kind: 'accepted' } as const;
-  });
+      select exists (select 1 from claim) as claimed,
+             case when exists (select 1 from accepted) then true
+                  when exists (select 1 from claim) then svc_trigger_rate_limited()
+                  else false end as accepted`);
+    return row.accepted ? { kind: 'accepted' } : { kind: 'replayed' };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === RATE_LIMITED) return { kind: 'rate_limited' };
+    if (code === TRIGGER_GONE) return { kind: 'gone' };
+    throw err;
+  }
 }
 
 function usableSecrets(ctx: AppContext, t: TriggerRow): string[] {
@@ -111,13 +131,9 @@ async function hook(publicId: string, request: Request, ctx: AppContext): Promis
   const verdict = verifyTrigger(signedHeaders(request.headers), raw, secrets, ctx.clock.now());
   if (!verdict.ok || secrets[verdict.secretIndex] === DUMMY_SECRET) return empty(401, false);
   // 5.
-  let outcome: Verdict;
-  try {
-    outcome = await record(ctx, t, verdict.delivery, raw);
-  } catch (err) {
-    if (err instanceof RateLimited) return errorResponse(new HttpError(429, 'rate_limited', `this trigger accepts ${ctx.config.TRIGGER_RATE_PER_HOUR} deliveries per hour; nothing was recorded, retry later with the same delivery id`));
-    throw err;
-  }
+  const outcome = await record(ctx, t, verdict.delivery, raw);
+  if (outcome.kind === 'rate_limited') return errorResponse(new HttpError(429, 'rate_limited', `this trigger accepts ${ctx.config.TRIGGER_RATE_PER_HOUR} deliveries per hour; nothing was recorded, retry later with the same delivery id`));
+  if (outcome.kind === 'gone') return empty(404, false);
   if (outcome.kind === 'replayed') return errorResponse(new HttpError(409, 'replayed', 'this delivery id was used within the last 24 hours'));
   if (outcome.kind === 'refused') return refusedPayload(outcome.reasons);
   // 6. Committed: answer, and let the firer start the run after this answer.

@@ -149,4 +149,16 @@ test('runner_offline: the project’s runner is not connected → failed, nothin
   assert.equal([row.status, row.reason], ['failed', 'runner_offline']);
 });
 
+test('command_timeout: the runner never answers orchestrator.start within its 30 s → failed, with the time in the detail', async () => {
+  const t = await createTrigger(s.server, s.projectId, { name: 'silent', action: 'next_round' });
+  assert.is((await post(t.url, t.secret, {}, { delivery: 'silent-1' })).status, 202);
+  const cmd = await ws.next('command'); // received, never answered
+  assert.is(cmd.name, 'orchestrator.start');
+  const row = await waitFor('the command to time out', async () => {
+    const d = (await deliveries(s.server, s.projectId, t.id)).find((x) => x.deliveryId === 'silent-1');
+    return d && d.status !== 'firing' && d.status !== 'accepted' ? d : undefined;
+  }, 60_000);
+  assert.equal([row.status, row.reason, row.detail], ['failed', 'command_timeout', 'orchestrator.start got no answer within 30 s']);
+});
+
 test.run();

@@ -55,6 +55,36 @@ test('404 with an empty body: unknown publicId, malformed publicId, disabled tri
   assert.equal(await log(disabled), [], 'nothing recorded for the disabled trigger');
 });
 
+test('404 timing does not tell which publicIds exist: unknown, malformed and disabled take the same time (medians of interleaved samples)', async () => {
+  const disabled = await make();
+  await s.server.api(`/api/projects/${s.projectId}/triggers/${disabled.id}/disable`, { method: 'POST' });
+  const origin = s.server.url;
+  const targets: Record<string, string> = { unknown: `${origin}/hooks/${'B'.repeat(24)}`, malformed: `${origin}/hooks/x`, disabled: disabled.url };
+  const times: Record<string, number[]> = { unknown: [], malformed: [], disabled: [] };
+  const once = async (url: string) => {
+    const started = process.hrtime.bigint();
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    await res.arrayBuffer();
+    assert.is(res.status, 404);
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  };
+  for (const url of Object.values(targets)) await once(url); // warm
+  // Interleaved, in a rotating order, so load on the machine falls on every kind alike.
+  const kinds = Object.keys(targets);
+  for (let i = 0; i < 150; i++) {
+    for (let k = 0; k < kinds.length; k++) {
+      const kind = kinds[(i + k) % kinds.length];
+      times[kind].push(await once(targets[kind]));
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const medians = Object.fromEntries(kinds.map((k) => [k, median(times[k])]));
+  const spread = Math.max(...Object.values(medians)) / Math.min(...Object.values(medians));
+  // The same query for each; what differs is one returned row (~1 µs). 1.5× is far above that noise
+  // and far below a second query or a decryption, which is what a leak would look like.
+  assert.ok(spread < 1.5, `medians differ by ${spread.toFixed(2)}×: ${JSON.stringify(medians)}`);
+});
+
 test('415: Content-Encoding present (even a valid gzip of JSON), a non-JSON or missing content type', async () => {
   const t = await make();
   const json = JSON.stringify({ ref: 'main' });
