@@ -6,6 +6,7 @@
 //   input×input + output×output + cache5m×cacheWrite5m + cache1h×cacheWrite1h + cacheRead×cacheRead,
 // each term tiered on its own: the first 200,000 tokens of that term at the base price, the rest at the
 // `above200k` price when the model has one; times `fastMultiplier` when the request ran in fast mode.
+// Cache write 1 h is its own price (ccusage: 2× input, and 2× the above-200k input price beyond 200k).
 
 export interface ModelPrice {
   model: string;
@@ -16,7 +17,7 @@ export interface ModelPrice {
   cacheRead: number;
   /** Prices of each term's tokens beyond 200,000 in one request, where the model has them. */
   above200k?: Partial<Record<'input' | 'output' | 'cacheWrite5m' | 'cacheWrite1h' | 'cacheRead', number>>;
-  /** Multiplier for fast/priority requests; 2 when the model has none of its own. */
+  /** Multiplier for fast/priority requests; 1 (no surcharge) when the model has none, as in ccusage. */
   fastMultiplier?: number;
 }
 
@@ -29,26 +30,53 @@ export interface TokenCounts {
 }
 
 const TIER = 200_000;
-const claude = (model: string, input: number, output: number): ModelPrice => ({ model, input, output, cacheWrite5m: input * 1.25, cacheWrite1h: input * 2, cacheRead: input * 0.1 });
-const openai = (model: string, input: number, cached: number, output: number): ModelPrice => ({ model, input, output, cacheWrite5m: 0, cacheWrite1h: 0, cacheRead: cached });
+/** Anthropic's multipliers: 5-minute cache write 1.25× input, 1-hour 2× input, cache read 0.1× input. */
+const claude = (model: string, input: number, output: number, extra: Partial<ModelPrice> = {}): ModelPrice => ({
+  model, input, output, cacheWrite5m: input * 1.25, cacheWrite1h: input * 2, cacheRead: input * 0.1, ...extra,
+});
+/** Sonnet 4 / 4.5 long context: every term at 2× input (cache write 1 h: 2× the long input), output 1.5×. */
+const longContext = (input: number, output: number): ModelPrice['above200k'] => ({
+  input: input * 2, output: output * 1.5, cacheWrite5m: input * 2.5, cacheWrite1h: input * 4, cacheRead: input * 0.2,
+});
+const openai = (model: string, input: number, cached: number, output: number, extra: Partial<ModelPrice> = {}): ModelPrice => ({
+  model, input, output, cacheWrite5m: 0, cacheWrite1h: 0, cacheRead: cached, ...extra,
+});
 
-/** The seed (../shared/reference/agent-formats.md §4). */
+/**
+ * The seed: the prices ccusage 20.0.24 uses with `--offline` (its embedded LiteLLM snapshot, built-in table and
+ * fast-multiplier overrides), measured with scripts/probe-ccusage-prices.mjs, so that `svc-runner usage` and
+ * ccusage agree (docs/cost.md). Models ccusage prices oddly by fuzzy matching (o3, o4-mini) or not at all
+ * (codex-mini-latest) are left out: unknown, flagged, never $0.
+ */
 export const DEFAULT_PRICES: ModelPrice[] = [
-  claude('claude-opus-4-6', 5, 25),
+  claude('claude-opus-4-8', 5, 25, { fastMultiplier: 2 }),
+  claude('claude-opus-4-7', 5, 25, { fastMultiplier: 6 }),
+  claude('claude-opus-4-6', 5, 25, { fastMultiplier: 6 }),
   claude('claude-opus-4-5', 5, 25),
   claude('claude-opus-4-1', 15, 75),
   claude('claude-opus-4', 15, 75),
   claude('claude-sonnet-4-6', 3, 15),
-  claude('claude-sonnet-4-5', 3, 15),
-  claude('claude-sonnet-4', 3, 15),
+  claude('claude-sonnet-4-5', 3, 15, { above200k: longContext(3, 15) }),
+  claude('claude-sonnet-4', 3, 15, { above200k: longContext(3, 15) }),
   claude('claude-haiku-4-5', 1, 5),
+  claude('claude-3-7-sonnet', 3, 15),
+  claude('claude-3-5-sonnet', 3, 15),
   claude('claude-3-5-haiku', 0.8, 4),
+  claude('claude-3-opus', 15, 75),
+  { model: 'claude-3-haiku', input: 0.25, output: 1.25, cacheWrite5m: 0.3, cacheWrite1h: 0.5, cacheRead: 0.03 },
   openai('gpt-5', 1.25, 0.125, 10),
   openai('gpt-5-codex', 1.25, 0.125, 10),
+  openai('gpt-5-mini', 0.25, 0.025, 2),
+  openai('gpt-5-nano', 0.05, 0.005, 0.4),
   openai('gpt-5.1', 1.25, 0.125, 10),
   openai('gpt-5.1-codex', 1.25, 0.125, 10),
   openai('gpt-5.1-codex-max', 1.25, 0.125, 10),
-  openai('gpt-5-mini', 0.25, 0.025, 2),
+  openai('gpt-5.1-codex-mini', 0.25, 0.025, 2),
+  openai('gpt-5.2', 1.75, 0.175, 14),
+  openai('gpt-5.2-codex', 1.75, 0.175, 14),
+  openai('gpt-5.3-codex', 1.75, 0.175, 14, { fastMultiplier: 2 }),
+  openai('gpt-5.4', 2.5, 0.25, 15, { above200k: { input: 5.5, cacheRead: 0.55 }, fastMultiplier: 2 }),
+  openai('gpt-5.5', 5, 0.5, 30, { above200k: { input: 11, cacheRead: 1.1 }, fastMultiplier: 2.5 }),
 ];
 
 /** A model id without a provider prefix (`anthropic/`, `bedrock/…/`) or a `-YYYYMMDD` date suffix. */
@@ -79,5 +107,5 @@ export function costUsd(t: TokenCounts, p: ModelPrice, speed?: 'standard' | 'fas
     term(t.cacheWrite5mTokens, p.cacheWrite5m, a.cacheWrite5m) +
     term(t.cacheWrite1hTokens, p.cacheWrite1h, a.cacheWrite1h) +
     term(t.cacheReadTokens, p.cacheRead, a.cacheRead);
-  return speed === 'fast' ? sum * (p.fastMultiplier ?? 2) : sum;
+  return speed === 'fast' ? sum * (p.fastMultiplier ?? 1) : sum;
 }

@@ -20,6 +20,7 @@ import { installService, uninstallService } from './service.ts';
 import { SLOT_START_FLAGS, slotStartCommand } from './slot-start.ts';
 import { Spool } from './spool.ts';
 import { status } from './status.ts';
+import { USAGE_FLAGS, usageCommand } from './usage/command.ts';
 
 export { target } from './host.ts';
 
@@ -39,6 +40,10 @@ Commands:
                       install-service wrote (runner.json and the state directory are kept)
   doctor              check config, pairing, state directory, daemon, server, token, tmux, git,
                       agent CLIs, OTLP port and Node.js: one ok/warn/fail line each; exit 1 on a fail
+  usage daily|monthly|session [--json] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--tz ZONE]
+        [--runtime claude|codex]
+                      tokens and cost from this machine's Claude Code and Codex transcripts, per
+                      day/month, runtime and model, or per session (no server needed)
   version             print version and target (also --version, -v)
   help                print this text (also --help, -h)
 
@@ -73,6 +78,7 @@ const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
   'spool-append': { flags: ['source', 'payload', 'count'], positional: 1 },
   emit: { flags: EMIT_FLAGS, positional: 1 },
   'slot-start': { flags: SLOT_START_FLAGS, positional: 1 },
+  usage: { flags: USAGE_FLAGS, positional: 1 },
 };
 
 function checkOptions(command: string, args: mri.Argv): void {
@@ -175,14 +181,16 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
       return emitCommand(args, env, out, err);
     case 'slot-start':
       return slotStartCommand(args, env, out, err);
+    case 'usage':
+      return usageCommand(args, env, out, err);
   }
   throw new UsageError(`unknown command '${command}'`);
 }
 
 export async function main(argv: string[], env: Env = process.env, out: Out = process.stdout, err: Out = process.stderr): Promise<number> {
   const args = mri(argv, {
-    boolean: ['help', 'version', 'detect', 'write'],
-    string: ['server', 'code', 'platform', 'source', 'payload', 'count', ...EMIT_FLAGS, ...SLOT_START_FLAGS],
+    boolean: ['help', 'version', 'detect', 'write', 'json'],
+    string: ['server', 'code', 'platform', 'source', 'payload', 'count', 'since', 'until', 'tz', 'runtime', ...EMIT_FLAGS, ...SLOT_START_FLAGS],
     alias: { h: 'help', v: 'version' },
   });
   if (args.version) return (out.write(`${VERSION} ${target()}\n`), 0);

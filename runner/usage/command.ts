@@ -1,0 +1,149 @@
+// `svc-runner usage daily|monthly|session [--json] [--since D] [--until D] [--tz ZONE] [--runtime R]`
+// (docs/runner.md "Usage", docs/cost.md): tokens and cost from the local transcripts, no server needed,
+// read with the same code as the ingest. Rows are per day (or month), runtime and model; sessions per
+// runtime and session.
+import type mri from 'mri';
+import { DEFAULT_PRICES } from '../../protocol/prices.ts';
+import { loadConfig } from '../config.ts';
+import { UsageError } from '../emit.ts';
+import { configPath } from '../paths.ts';
+import type { Env } from '../paths.ts';
+import { requestCost, scanAll, usageDirs } from './scan.ts';
+
+export const USAGE_FLAGS = ['json', 'since', 'until', 'tz', 'runtime'];
+type Out = { write: (s: string) => unknown };
+
+interface Tokens {
+  inputTokens: number;
+  outputTokens: number;
+  cacheCreationTokens: number;
+  cacheReadTokens: number;
+  costUSD: number | null;
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const validDate = (s: string) => DATE.test(s) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s);
+
+function dateFlag(args: mri.Argv, name: string): string | undefined {
+  const v = args[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !validDate(v)) throw new UsageError(`usage: --${name} must be a date YYYY-MM-DD`);
+  return v;
+}
+
+/** A formatter giving YYYY-MM-DD in the zone. */
+function dayIn(tz: string | undefined): (ms: number) => string {
+  const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
+  return (ms) => {
+    const p = Object.fromEntries(f.formatToParts(ms).map((x) => [x.type, x.value]));
+    return `${p.year}-${p.month}-${p.day}`;
+  };
+}
+
+function add(t: Tokens, r: { inputTokens: number; outputTokens: number; cacheWrite5mTokens: number; cacheWrite1hTokens: number; cacheReadTokens: number }, cost: number | null, priced: { unpriced: boolean }): void {
+  t.inputTokens += r.inputTokens;
+  t.outputTokens += r.outputTokens;
+  t.cacheCreationTokens += r.cacheWrite5mTokens + r.cacheWrite1hTokens;
+  t.cacheReadTokens += r.cacheReadTokens;
+  if (cost === null) priced.unpriced = true;
+  else t.costUSD = (t.costUSD ?? 0) + cost;
+}
+
+const zero = (): Tokens => ({ inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0, costUSD: 0 });
+
+export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out): Promise<number> {
+  const report = String(args._[1]);
+  if (!['daily', 'monthly', 'session'].includes(report)) throw new UsageError(`usage: the report is daily, monthly or session, not '${report}'`);
+  if (args.json !== undefined && typeof args.json !== 'boolean') throw new UsageError('usage: --json takes no value');
+  const since = dateFlag(args, 'since');
+  const until = dateFlag(args, 'until');
+  if (since && until && since > until) throw new UsageError('usage: --since is after --until');
+  let tz: string | undefined;
+  if (args.tz !== undefined) {
+    if (typeof args.tz !== 'string' || args.tz === '') throw new UsageError('usage: --tz needs a time zone, e.g. UTC or Europe/Berlin');
+    try {
+      new Intl.DateTimeFormat('en-CA', { timeZone: args.tz });
+    } catch {
+      throw new UsageError(`usage: --tz '${args.tz}' is not a known time zone`);
+    }
+    tz = args.tz;
+  }
+  let runtimes = new Set<'claude' | 'codex'>(['claude', 'codex']);
+  if (args.runtime !== undefined) {
+    if (args.runtime !== 'claude' && args.runtime !== 'codex') throw new UsageError('usage: --runtime is claude or codex');
+    runtimes = new Set([args.runtime]);
+  }
+  const profiles = loadConfig(configPath(env)).config.profiles;
+  const prices = DEFAULT_PRICES;
+  const scan = await scanAll(usageDirs(env, profiles), prices, runtimes);
+  if (scan.corrupt) err.write(`svc-runner: skipped ${scan.corrupt} corrupt transcript line(s)\n`);
+  const day = dayIn(tz);
+  const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);
+
+  if (report === 'session') {
+    const rows = new Map<string, Tokens & { runtime: string; sessionId: string; project: string; firstAt: string; lastAt: string; models: string[]; unpriced: boolean }>();
+    const meta = new Map(scan.sessions.map((s) => [`${s.runtime}\u0000${s.sessionId}`, s]));
+    for (const s of scan.requests) {
+      if (!inRange(day(s.ms))) continue;
+      const key = `${s.request.runtime}\u0000${s.session}`;
+      let row = rows.get(key);
+      const at = s.request.at;
+      if (!row) {
+        const m = meta.get(key);
+        row = { runtime: s.request.runtime, sessionId: s.session, project: m?.project ?? '', firstAt: at, lastAt: at, models: [], ...zero(), unpriced: false };
+        rows.set(key, row);
+      }
+      if (at < row.firstAt) row.firstAt = at;
+      if (at > row.lastAt) row.lastAt = at;
+      if (!row.models.includes(s.reportModel)) row.models.push(s.reportModel);
+      add(row, s.request, requestCost(s.request, prices), row);
+    }
+    const sessions = [...rows.values()].sort((a, b) => (a.lastAt < b.lastAt ? -1 : a.lastAt > b.lastAt ? 1 : 0)).map((r) => ({
+      sessionId: r.sessionId, runtime: r.runtime, project: r.project, firstAt: r.firstAt, lastAt: r.lastAt, models: r.models.sort(),
+      inputTokens: r.inputTokens, outputTokens: r.outputTokens, cacheCreationTokens: r.cacheCreationTokens, cacheReadTokens: r.cacheReadTokens, costUSD: r.unpriced ? null : round(r.costUSD),
+    }));
+    if (args.json) out.write(JSON.stringify({ sessions }, null, 2) + '\n');
+    else out.write(table(['Session', 'Runtime', 'Project', 'Last', 'Models'], sessions.map((s) => [s.sessionId, s.runtime, s.project, s.lastAt.slice(0, 16).replace('T', ' '), s.models.join(', ')]), sessions));
+    return 0;
+  }
+
+  const monthly = report === 'monthly';
+  const rows = new Map<string, Tokens & { period: string; runtime: string; model: string; unpriced: boolean }>();
+  for (const s of scan.requests) {
+    const d = day(s.ms);
+    if (!inRange(d)) continue;
+    const period = monthly ? d.slice(0, 7) : d;
+    const key = `${period}\u0000${s.request.runtime}\u0000${s.reportModel}`;
+    let row = rows.get(key);
+    if (!row) rows.set(key, (row = { period, runtime: s.request.runtime, model: s.reportModel, ...zero(), unpriced: false }));
+    add(row, s.request, requestCost(s.request, prices), row);
+  }
+  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  const sorted = [...rows.values()].sort((a, b) => cmp(a.period, b.period) || cmp(a.runtime, b.runtime) || cmp(a.model, b.model));
+  const field = monthly ? 'month' : 'date';
+  const items = sorted.map((r) => ({
+    [field]: r.period, runtime: r.runtime, model: r.model,
+    inputTokens: r.inputTokens, outputTokens: r.outputTokens, cacheCreationTokens: r.cacheCreationTokens, cacheReadTokens: r.cacheReadTokens, costUSD: r.unpriced ? null : round(r.costUSD),
+  }));
+  if (args.json) out.write(JSON.stringify(monthly ? { months: items } : { days: items }, null, 2) + '\n');
+  else out.write(table([monthly ? 'Month' : 'Date', 'Runtime', 'Model'], sorted.map((r) => [r.period, r.runtime, r.model]), items as unknown as Tokens[]));
+  return 0;
+}
+
+const round = (x: number | null) => (x === null ? null : Math.round(x * 1e9) / 1e9);
+const n = (x: number) => x.toLocaleString('en-US');
+const usd = (x: number | null) => (x === null ? "no price" : `$${x.toFixed(x < 1 ? 4 : 2)}`);
+
+/** A plain aligned table with the token and cost columns and a total line. */
+function table(head: string[], lead: string[][], t: Tokens[]): string {
+  const headers = [...head, 'Input', 'Output', 'Cache write', 'Cache read', 'Cost (USD)'];
+  const body = lead.map((l, i) => [...l, n(t[i].inputTokens), n(t[i].outputTokens), n(t[i].cacheCreationTokens), n(t[i].cacheReadTokens), usd(t[i].costUSD)]);
+  const sum = t.reduce((a, r) => ({ i: a.i + r.inputTokens, o: a.o + r.outputTokens, w: a.w + r.cacheCreationTokens, r: a.r + r.cacheReadTokens, c: a.c + (r.costUSD ?? 0), u: a.u || r.costUSD === null }), { i: 0, o: 0, w: 0, r: 0, c: 0, u: false });
+  const total = ['Total', ...head.slice(1).map(() => ''), n(sum.i), n(sum.o), n(sum.w), n(sum.r), `$${sum.c.toFixed(2)}${sum.u ? ' + unpriced' : ''}`];
+  const all = [headers, ...body, total];
+  const widths = headers.map((_, c) => Math.max(...all.map((r) => r[c].length)));
+  const fmt = (r: string[]) => r.map((cell, c) => (c < head.length ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ').trimEnd();
+  const rule = widths.map((w) => '-'.repeat(w)).join('  ');
+  if (!body.length) return 'No usage found.\n';
+  return [fmt(headers), rule, ...body.map(fmt), rule, fmt(total)].join('\n') + '\n';
+}
