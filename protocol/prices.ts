@@ -17,6 +17,12 @@ export interface ModelPrice {
   cacheRead: number;
   /** Prices of each term's tokens beyond 200,000 in one request, where the model has them. */
   above200k?: Partial<Record<'input' | 'output' | 'cacheWrite5m' | 'cacheWrite1h' | 'cacheRead', number>>;
+  /**
+   * A per-request long-context price (OpenAI's rule for gpt-5.4 and later, as ccusage applies it): when the
+   * request's whole input (uncached + cache reads + cache writes) is above `above` tokens, every term of the
+   * request is priced at these prices instead, without per-term tiering.
+   */
+  longContext?: { above: number; input: number; output: number; cacheWrite5m: number; cacheWrite1h: number; cacheRead: number };
   /** Multiplier for fast/priority requests; 1 (no surcharge) when the model has none, as in ccusage. */
   fastMultiplier?: number;
 }
@@ -40,6 +46,10 @@ const longContext = (input: number, output: number): ModelPrice['above200k'] => 
 });
 const openai = (model: string, input: number, cached: number, output: number, extra: Partial<ModelPrice> = {}): ModelPrice => ({
   model, input, output, cacheWrite5m: 0, cacheWrite1h: 0, cacheRead: cached, ...extra,
+});
+/** Above the threshold: input and cached input 2×, output 1.5×. */
+const openaiLong = (above: number, input: number, cached: number, output: number): ModelPrice['longContext'] => ({
+  above, input: input * 2, output: output * 1.5, cacheWrite5m: 0, cacheWrite1h: 0, cacheRead: cached * 2,
 });
 
 /**
@@ -75,8 +85,8 @@ export const DEFAULT_PRICES: ModelPrice[] = [
   openai('gpt-5.2', 1.75, 0.175, 14),
   openai('gpt-5.2-codex', 1.75, 0.175, 14),
   openai('gpt-5.3-codex', 1.75, 0.175, 14, { fastMultiplier: 2 }),
-  openai('gpt-5.4', 2.5, 0.25, 15, { above200k: { input: 5.5, cacheRead: 0.55 }, fastMultiplier: 2 }),
-  openai('gpt-5.5', 5, 0.5, 30, { above200k: { input: 11, cacheRead: 1.1 }, fastMultiplier: 2.5 }),
+  openai('gpt-5.4', 2.5, 0.25, 15, { longContext: openaiLong(272_000, 2.5, 0.25, 15), fastMultiplier: 2 }),
+  openai('gpt-5.5', 5, 0.5, 30, { longContext: openaiLong(272_000, 5, 0.5, 30), fastMultiplier: 2.5 }),
 ];
 
 /** A model id without a provider prefix (`anthropic/`, `bedrock/…/`) or a `-YYYYMMDD` date suffix. */
@@ -101,11 +111,13 @@ function term(tokens: number, perMillion: number, above: number | undefined): nu
 /** USD for one request's tokens at a price. */
 export function costUsd(t: TokenCounts, p: ModelPrice, speed?: 'standard' | 'fast' | null): number {
   const a = p.above200k ?? {};
-  const sum =
-    term(t.inputTokens, p.input, a.input) +
-    term(t.outputTokens, p.output, a.output) +
-    term(t.cacheWrite5mTokens, p.cacheWrite5m, a.cacheWrite5m) +
-    term(t.cacheWrite1hTokens, p.cacheWrite1h, a.cacheWrite1h) +
-    term(t.cacheReadTokens, p.cacheRead, a.cacheRead);
+  const lc = p.longContext;
+  const sum = lc && t.inputTokens + t.cacheReadTokens + t.cacheWrite5mTokens + t.cacheWrite1hTokens > lc.above
+    ? (t.inputTokens * lc.input + t.outputTokens * lc.output + t.cacheWrite5mTokens * lc.cacheWrite5m + t.cacheWrite1hTokens * lc.cacheWrite1h + t.cacheReadTokens * lc.cacheRead) / 1e6
+    : term(t.inputTokens, p.input, a.input) +
+      term(t.outputTokens, p.output, a.output) +
+      term(t.cacheWrite5mTokens, p.cacheWrite5m, a.cacheWrite5m) +
+      term(t.cacheWrite1hTokens, p.cacheWrite1h, a.cacheWrite1h) +
+      term(t.cacheReadTokens, p.cacheRead, a.cacheRead);
   return speed === 'fast' ? sum * (p.fastMultiplier ?? 1) : sum;
 }

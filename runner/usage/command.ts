@@ -132,7 +132,7 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
 
 const round = (x: number | null) => (x === null ? null : Math.round(x * 1e9) / 1e9);
 const n = (x: number) => x.toLocaleString('en-US');
-const usd = (x: number | null) => (x === null ? "no price" : `$${x.toFixed(x < 1 ? 4 : 2)}`);
+const usd = (x: number | null) => (x === null ? 'no price' : `$${x.toFixed(x < 1 ? 4 : 2)}`);
 
 /** A plain aligned table with the token and cost columns and a total line. */
 function table(head: string[], lead: string[][], t: Tokens[]): string {
