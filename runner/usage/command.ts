@@ -22,7 +22,10 @@ interface Tokens {
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const validDate = (s: string) => DATE.test(s) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s);
+const validDate = (s: string) => {
+  const ms = DATE.test(s) ? Date.parse(`${s}T00:00:00Z`) : NaN;
+  return Number.isFinite(ms) && new Date(ms).toISOString().startsWith(s);
+};
 
 function dateFlag(args: mri.Argv, name: string): string | undefined {
   const v = args[name];
