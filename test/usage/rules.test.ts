@@ -9,6 +9,7 @@ import { DEFAULT_PRICES, costUsd, findPrice } from '../../protocol/prices.ts';
 import { llmRequestPayload } from '../../protocol/usage.ts';
 import { ClaudeDedup, fileContext, hasRejectedNull, parseClaudeLine, parseTimestamp } from '../../runner/usage/claude.ts';
 import type { ClaudeEntry } from '../../runner/usage/claude.ts';
+import type { Profile } from '../../runner/config.ts';
 import { newCodexFileState, parseCodexLine } from '../../runner/usage/codex.ts';
 import { claudeRequest, codexFiles, codexRequest, readClaudeFile, readCodexFile, usageDirs } from '../../runner/usage/scan.ts';
 import type { CodexEvent } from '../../runner/usage/codex.ts';
@@ -144,9 +145,9 @@ test('config dirs: CLAUDE_CONFIG_DIR list (or ~/.claude and ~/.config/claude), C
   for (const d of ['.claude/projects', '.config/claude/projects', 'alt/projects', 'prof/projects', '.codex', 'cx2']) mkdirSync(join(home, d), { recursive: true });
   assert.equal(usageDirs({ HOME: home }).claude, [join(home, '.config/claude'), join(home, '.claude')]);
   assert.equal(usageDirs({ HOME: home, CLAUDE_CONFIG_DIR: `${join(home, 'alt/projects')}, /nonexistent` }).claude, [join(home, 'alt')]);
-  const profiles = [
-    { id: 'p', runtime: 'claude' as const, env: { CLAUDE_CONFIG_DIR: join(home, 'prof') }, args: [] },
-    { id: 'q', runtime: 'codex' as const, env: { CODEX_HOME: join(home, 'cx2') }, args: [] },
+  const profiles: Profile[] = [
+    { id: 'p', runtime: 'claude', env: { CLAUDE_CONFIG_DIR: join(home, 'prof') }, args: [] },
+    { id: 'q', runtime: 'codex', env: { CODEX_HOME: join(home, 'cx2') }, args: [] },
   ];
   const d = usageDirs({ HOME: home, CODEX_HOME: '~/.codex' }, profiles);
   assert.equal(d.claude, [join(home, '.config/claude'), join(home, '.claude'), join(home, 'prof')]);
