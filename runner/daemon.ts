@@ -25,6 +25,7 @@ import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { Spool } from './spool.ts';
 import { Terminals } from './terminal.ts';
+import { Ingest } from './usage/ingest.ts';
 
 /** An events batch not acknowledged within this is sent again (the server stores by id). */
 const ACK_TIMEOUT_MS = 60_000;
@@ -85,6 +86,7 @@ class Daemon {
   private readonly fleet: Fleet;
   private readonly runs: SkillRuns;
   private readonly terminals: Terminals;
+  private readonly ingest: Ingest;
 
   constructor(
     private readonly config: RunnerConfig & { server: string; runnerId: string; token: string },
@@ -94,7 +96,8 @@ class Daemon {
     this.projects = config.projects;
     this.spool = new Spool(spoolDir(env), config.runnerId, (name, reason) => log.error('spool file unreadable; moved to spool/corrupt', { name, reason }));
     this.terminals = new Terminals(env, (frame) => this.send(frame));
-    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals };
+    this.ingest = new Ingest({ env, config, spool: this.spool, projects: () => this.projects, onSpooled: () => this.pump() });
+    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals, ingest: this.ingest };
     this.fleet = new Fleet(this.spool, config, env, () => this.projects);
     this.runs = new SkillRuns(this.spool, config, env, () => this.pump());
     this.conn = new Connection({
@@ -129,6 +132,7 @@ class Daemon {
     log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
     this.watchSpool();
     this.fleet.start();
+    void this.ingest.start().catch((e) => log.error('session ingest could not start', { error: errorText(e) }));
     void this.runs.start().catch((e) => log.error('skill runs could not be picked up', { error: errorText(e) }));
     this.conn.start();
     return finished;
@@ -142,6 +146,7 @@ class Daemon {
     this.watcher?.close();
     this.fleet.stop();
     this.runs.stop();
+    void this.ingest.stop();
     this.done(code);
   }
 
@@ -213,6 +218,7 @@ class Daemon {
     if (JSON.stringify(projects) === JSON.stringify(this.projects)) return;
     this.projects = projects;
     this.fleet.update();
+    this.ingest.projectsChanged();
     try {
       updateConfig(this.path, (raw) => void (raw.projects = projects));
       log.info('project watch list updated', { projects: projects.length });

@@ -8,6 +8,7 @@ import { lockHolder } from './lock.ts';
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { spoolCount } from './spool.ts';
+import { describeIngest } from './usage/ingest.ts';
 
 type Out = { write: (s: string) => unknown };
 
@@ -45,6 +46,7 @@ export async function status(env: Env, out: Out, err: Out): Promise<number> {
   out.write(`projects: ${c.projects.length}\n`);
   out.write(`spool: ${waiting} event(s) waiting for the server (${spoolDir(env)})\n`);
   out.write(`daemon: ${daemon ? `running (pid ${daemon})` : 'not running'}\n`);
+  out.write(`sessions: ${describeIngest(env, daemon, c)}\n`);
   if (!isPaired(c) || !c.server) {
     out.write('reach: unknown (not paired)\n');
     return 1;

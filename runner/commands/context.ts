@@ -2,6 +2,7 @@
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import type { Env } from '../paths.ts';
 import type { Terminals } from '../terminal.ts';
+import type { Ingest } from '../usage/ingest.ts';
 
 export interface CommandContext {
   config: RunnerConfig;
@@ -11,6 +12,8 @@ export interface CommandContext {
   startedAt: number;
   /** Open terminals (terminal.attach); absent where no daemon connection relays them. */
   terminals?: Terminals;
+  /** The transcript ingest (session.backfill); absent outside the daemon. */
+  ingest?: Ingest;
 }
 
 /** A command failure with its own code (for example `path_not_allowed`), answered as `ok: false`. */

@@ -14,6 +14,7 @@ import { runnerPing } from './ping.ts';
 import { projectInspect, projectRefresh } from './project.ts';
 import { prApprove, prRequestChanges, prVoidApproval } from './pr.ts';
 import { skillCancel, skillInspect, skillInstall, skillList, skillRun, skillSearch, skillUninstall } from './skill.ts';
+import { sessionBackfill } from './session.ts';
 import { slotMessage, slotStop } from './slot.ts';
 import { terminalAttach } from './terminal.ts';
 
@@ -29,6 +30,7 @@ export const HANDLERS: Handlers = {
   'runner.describe': runnerDescribe,
   'project.inspect': projectInspect,
   'project.refresh': projectRefresh,
+  'session.backfill': sessionBackfill,
   'orchestrator.start': orchestratorStart,
   'orchestrator.stop': orchestratorStop,
   'orchestrator.status': orchestratorStatus,
