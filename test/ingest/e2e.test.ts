@@ -1,0 +1,110 @@
+// Ingest end to end with the REAL server (PGlite or PostgreSQL per SVC_TEST_DB) and the real runner
+// bundle paired with it: the generated transcripts with every counting trap (test/usage/_fixtures.ts)
+// are ingested, and the llm.request events the server stored for the runner (runner_events; the
+// latest event per request key, as the server applies them) sum, per day, runtime and model, to exactly
+// what `svc-runner usage daily --json` reports for the same files. A restart in the middle sends nothing again.
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { openPglite } from '../../functions/lib/db/pglite.ts';
+import { openPostgres } from '../../functions/lib/db/postgres.ts';
+import { sql } from '../../functions/lib/db/port.ts';
+import { serverDbEnv } from '../helpers/db.ts';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+import { writeFixtures } from '../usage/_fixtures.ts';
+import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import type { Sandbox } from '../runner/_harness.ts';
+
+let dbEnv: { env: Record<string, string>; cleanup: () => Promise<void> };
+let server: RunningServer;
+let sb: Sandbox;
+
+test.before(async () => {
+  dbEnv = await serverDbEnv();
+  server = await startServer({ admin: true, dbEnv: dbEnv.env });
+  sb = sandbox();
+});
+test.after(async () => {
+  await killDaemons();
+  await server?.cleanup();
+  await dbEnv?.cleanup();
+  sb?.cleanup();
+});
+
+interface Row { date: string; runtime: string; model: string; inputTokens: number; outputTokens: number; cacheCreationTokens: number; cacheReadTokens: number }
+
+test('runner_events hold exactly the requests `usage daily --json` reports, after ingest and a restart', async () => {
+  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'ingest-e2e' } })).json();
+  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
+  assert.is(paired.status, 0, paired.stderr);
+  assert.ok(sb.readConfig().sessions?.ingestSince, 'pair sets sessions.ingestSince');
+  // Written after pairing, so none is older than ingestSince.
+  const fx = writeFixtures(join(sb.dir, 'fx'));
+  const env = { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome, SVC_INGEST_NO_WATCHER: '1', SVC_INGEST_POLL_MS: '200', SVC_INGEST_HOLD_MS: '300' };
+  const offsets = () => {
+    try {
+      return JSON.parse(readFileSync(join(sb.env.XDG_STATE_HOME, 'svc', 'offsets.json'), 'utf8'));
+    } catch {
+      return null;
+    }
+  };
+  const allRead = () => {
+    const o = offsets();
+    if (!o) return false;
+    const files = Object.entries(o.files) as [string, any][];
+    return files.length >= 8 && files.every(([p, r]) => r.offset === statSync(p).size);
+  };
+  let daemon = startDaemon(sb, env);
+  await waitUntil(allRead, 30_000, () => `every transcript read\n${daemon.output().slice(-2000)}`);
+  await waitUntil(() => sb.spoolFiles().length === 0, 30_000, 'the spool drained');
+  assert.is((await daemon.kill()).code, 0);
+  daemon = startDaemon(sb, env);
+  await daemon.waitFor(/session ingest: /);
+  await waitUntil(allRead, 30_000, 'offsets after the restart');
+  await waitUntil(() => sb.spoolFiles().length === 0, 30_000, 'the spool drained');
+  assert.is((await daemon.kill()).code, 0);
+
+  const local = await runCli(sb, ['usage', 'daily', '--json'], { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome });
+  assert.is(local.status, 0, local.stderr);
+  const days: Row[] = JSON.parse(local.stdout).days.map(({ costUSD: _c, ...r }: Row & { costUSD: unknown }) => r);
+
+  await server.stop('SIGTERM');
+  const db = dbEnv.env.DATABASE_URL ? await openPostgres(dbEnv.env.DATABASE_URL, 2) : await openPglite(dbEnv.env.PGLITE_DATA_DIR);
+  let events: { event_id: string; kind: string; payload: any }[];
+  try {
+    events = await db.query(sql`select event_id, kind, payload from runner_events where runner_id = ${made.runner.id} and kind in ('llm.request', 'session.meta') order by received_at, event_id`);
+  } finally {
+    await db.close();
+  }
+  const latest = new Map<string, any>();
+  // A key sent twice is a dedup replacement: the server applies them in spool order (one batch in
+  // flight), and a replacement is always the better line — more tokens (docs/cost.md) — so take that.
+  const total = (p: any) => p.inputTokens + p.outputTokens + p.cacheWrite5mTokens + p.cacheWrite1hTokens + p.cacheReadTokens;
+  for (const e of events.filter((x) => x.kind === 'llm.request')) {
+    const k = `${e.payload.runtime}\u0000${e.payload.key}`;
+    if (!latest.has(k) || total(e.payload) > total(latest.get(k))) latest.set(k, e.payload);
+  }
+  const rows = new Map<string, Row>();
+  for (const p of latest.values()) {
+    const model = p.runtime === 'claude' && p.speed === 'fast' ? `${p.model}-fast` : p.model;
+    const date = p.at.slice(0, 10);
+    const k = `${date}\u0000${p.runtime}\u0000${model}`;
+    const r = rows.get(k) ?? { date, runtime: p.runtime, model, inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0 };
+    r.inputTokens += p.inputTokens;
+    r.outputTokens += p.outputTokens;
+    r.cacheCreationTokens += p.cacheWrite5mTokens + p.cacheWrite1hTokens;
+    r.cacheReadTokens += p.cacheReadTokens;
+    rows.set(k, r);
+  }
+  const cmp = (a: Row, b: Row) => `${a.date}\u0000${a.runtime}\u0000${a.model}`.localeCompare(`${b.date}\u0000${b.runtime}\u0000${b.model}`);
+  assert.equal([...rows.values()].sort(cmp), [...days].sort(cmp));
+  // Sessions arrived too, with their models, and nothing private.
+  const metas = events.filter((e) => e.kind === 'session.meta').map((e) => e.payload);
+  assert.ok(metas.some((m) => m.runtime === 'codex' && m.branch === 'feature-x'));
+  assert.ok(metas.some((m) => m.runtime === 'claude' && m.models.includes('claude-opus-4-5-20251101')));
+  assert.not.ok(JSON.stringify(events).includes('answer 1'), 'no response text is sent');
+});
+
+test.run();
