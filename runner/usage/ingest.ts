@@ -21,8 +21,8 @@ import { basename, dirname, join, relative, sep } from 'node:path';
 import * as z from 'zod';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
-import { LLM_REQUEST, SESSION_META } from '../../protocol/usage.ts';
 import type { LlmRequest, SessionMeta } from '../../protocol/usage.ts';
+import type * as usage from '../../protocol/usage.ts';
 import { writeFileAtomic } from '../config.ts';
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import { errorText, log } from '../log.ts';
@@ -36,6 +36,11 @@ import type { CodexFileState } from './codex.ts';
 import { readLines } from './lines.ts';
 import { claudeFiles, claudeRequest, codexFiles, codexRequest, SessionTracker, usageDirs } from './scan.ts';
 import type { UsageDirs } from './scan.ts';
+
+// The event kinds, typed against protocol/usage.ts without importing its schemas (and all of zod with
+// them) into the single-file runner.
+const LLM_REQUEST: typeof usage.LLM_REQUEST = 'llm.request';
+const SESSION_META: typeof usage.SESSION_META = 'session.meta';
 
 export const offsetsPath = (env: Env) => join(stateDir(env), 'offsets.json');
 

@@ -186,8 +186,9 @@ test('sessions.enabled=false sends nothing and status says so', async () => {
 test('a transcript deleted while it is read is no crash; other files go on being read', async () => {
   config();
   const big = sb.claudeFile('-work-app', S1);
-  const chunk = Array.from({ length: 2000 }, (_, i) => claudeLine({ session: S1, msg: `big${i}`, req: `r${i}`, output: 1000 })).join('');
-  for (let i = 0; i < 10; i++) append(big, chunk);
+  // ~20 MB, mostly lines without usage (cheap to skip, no events), so the read takes a while.
+  const pad = JSON.stringify({ type: 'user', sessionId: S1, message: { role: 'user', content: 'x'.repeat(500) } }) + '\n';
+  for (let i = 0; i < 10; i++) append(big, pad.repeat(4000) + claudeLine({ session: S1, msg: `big${i}`, req: `r${i}` }));
   const d = startDaemon(sb, POLL);
   await d.waitFor(/session ingest: /);
   unlinkSync(big);
