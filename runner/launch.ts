@@ -63,7 +63,7 @@ export function telemetry(profile: Profile, config: RunnerConfig, meta: Meta): {
         CLAUDE_CODE_ENABLE_TELEMETRY: '1',
         OTEL_METRICS_EXPORTER: 'otlp',
         OTEL_LOGS_EXPORTER: 'otlp',
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
         OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
         OTEL_RESOURCE_ATTRIBUTES: attrs,
       },
@@ -75,7 +75,7 @@ export function telemetry(profile: Profile, config: RunnerConfig, meta: Meta): {
   if (!config.otlp?.codexExperimental) return { env: {}, args: [] };
   return {
     env: { OTEL_RESOURCE_ATTRIBUTES: attrs },
-    args: ['-c', `otel.exporter={otlp-http={endpoint="${endpoint}/v1/logs",protocol="json"}}`, '-c', 'otel.log_user_prompt=false'],
+    args: ['-c', `otel.exporter={otlp-http={endpoint="${endpoint}/v1/logs",protocol="binary"}}`, '-c', 'otel.log_user_prompt=false'],
   };
 }
 

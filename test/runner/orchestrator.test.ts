@@ -31,7 +31,7 @@ test('orchestrator.start runs the profile in svc-<project>-orch in the project r
   assert.is(run.env.CLAUDE_CODE_ENABLE_TELEMETRY, '1');
   assert.is(run.env.OTEL_LOGS_EXPORTER, 'otlp');
   assert.is(run.env.OTEL_METRICS_EXPORTER, 'otlp');
-  assert.is(run.env.OTEL_EXPORTER_OTLP_PROTOCOL, 'http/json');
+  assert.is(run.env.OTEL_EXPORTER_OTLP_PROTOCOL, 'http/protobuf');
   assert.is(run.env.OTEL_EXPORTER_OTLP_ENDPOINT, 'http://127.0.0.1:4999');
   assert.is(run.env.OTEL_RESOURCE_ATTRIBUTES, 'svc.project=p1');
   assert.is(run.env.SVC_PROJECT_ID, 'p1');
@@ -202,7 +202,7 @@ test('a codex orchestrator gets its telemetry as -c overrides when otlp.codexExp
   assert.is((await conn.command('orchestrator.start', { projectId: 'p1' })).ok, true);
   await waitUntil(() => agentRuns(f.agentDir).length === 1, 5000, 'codex to start');
   const [run] = agentRuns(f.agentDir);
-  assert.equal(run.argv.slice(0, 5), ['--full-auto', '-c', 'otel.exporter={otlp-http={endpoint="http://127.0.0.1:4318/v1/logs",protocol="json"}}', '-c', 'otel.log_user_prompt=false']);
+  assert.equal(run.argv.slice(0, 5), ['--full-auto', '-c', 'otel.exporter={otlp-http={endpoint="http://127.0.0.1:4318/v1/logs",protocol="binary"}}', '-c', 'otel.log_user_prompt=false']);
   assert.is(run.env.CLAUDE_CODE_ENABLE_TELEMETRY, undefined);
   await waitPane(f, 'svc-p1-orch', /Ask Codex to do anything/);
   const s = await conn.command('orchestrator.status', { projectId: 'p1' });
