@@ -193,6 +193,9 @@ export async function recordUsage(db: Db, runnerId: string, events: RunnerEvent[
       if (project) touched.add(project);
     }
   });
-  for (const project of touched) await checkBudget(db, project);
+  if (touched.size === 0) return { sessions: metas.length, requests: requests.length };
+  const budgeted = await db.query<{ id: string }>(sql`
+    select id from projects where budget_usd is not null and id in (select jsonb_array_elements_text(${sql.json([...touched])}))`);
+  for (const { id } of budgeted) await checkBudget(db, id);
   return { sessions: metas.length, requests: requests.length };
 }
