@@ -14,6 +14,8 @@ alter table model_prices
   alter column cache_write_5m_usd_per_mtok type numeric(16, 6),
   add column cache_write_1h_usd_per_mtok numeric(16, 6) not null default 0 check (cache_write_1h_usd_per_mtok >= 0),
   add column above_200k jsonb,            -- {input?, output?, cacheWrite5m?, cacheWrite1h?, cacheRead?} USD per million
+  add column long_context jsonb,          -- {above, input, output, cacheWrite5m, cacheWrite1h, cacheRead}: a request whose whole
+                                          -- input (cached included) is over `above` tokens is priced at these instead
   add column fast_multiplier numeric(8, 4) check (fast_multiplier is null or fast_multiplier > 0),
   add column effective_from timestamptz not null default now(),
   add column created_by text;

@@ -17,6 +17,7 @@ export interface PriceRow {
   cache_write_5m_usd_per_mtok: string;
   cache_write_1h_usd_per_mtok: string;
   above_200k: Tier | null;
+  long_context: ModelPrice['longContext'] | null;
   fast_multiplier: string | null;
   effective_from: Date;
   created_by: string | null;
@@ -35,6 +36,7 @@ export const toVersion = (r: PriceRow): PriceVersion => ({
   cacheWrite1h: Number(r.cache_write_1h_usd_per_mtok),
   cacheRead: Number(r.cache_read_usd_per_mtok),
   ...(r.above_200k ? { above200k: r.above_200k } : {}),
+  ...(r.long_context ? { longContext: r.long_context } : {}),
   ...(r.fast_multiplier === null ? {} : { fastMultiplier: Number(r.fast_multiplier) }),
   effectiveFrom: new Date(r.effective_from),
 });
@@ -73,14 +75,15 @@ export async function seedPrices(q: Queryable): Promise<number> {
     cache_5m: p.cacheWrite5m,
     cache_1h: p.cacheWrite1h,
     above: p.above200k ?? null,
+    long: p.longContext ?? null,
     fast: p.fastMultiplier ?? null,
   }));
   const added = await q.query(sql`
     insert into model_prices (model, input_usd_per_mtok, output_usd_per_mtok, cache_read_usd_per_mtok, cache_write_5m_usd_per_mtok,
-                              cache_write_1h_usd_per_mtok, above_200k, fast_multiplier, effective_from)
-    select x.model, x.input, x.output, x.cache_read, x.cache_5m, x.cache_1h, x.above, x.fast, timestamptz '1970-01-01 00:00:00+00'
+                              cache_write_1h_usd_per_mtok, above_200k, long_context, fast_multiplier, effective_from)
+    select x.model, x.input, x.output, x.cache_read, x.cache_5m, x.cache_1h, x.above, x.long, x.fast, timestamptz '1970-01-01 00:00:00+00'
       from jsonb_to_recordset(${sql.json(rows)}) as x(model text, input numeric, output numeric, cache_read numeric, cache_5m numeric,
-                                                      cache_1h numeric, above jsonb, fast numeric)
+                                                      cache_1h numeric, above jsonb, long jsonb, fast numeric)
      where not exists (select 1 from model_prices)
     returning 1`);
   return added.length;

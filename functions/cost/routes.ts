@@ -29,7 +29,12 @@ export const priceBody = z.strictObject({
     .nullable()
     .default(null)
     .describe("Prices of each term's tokens beyond 200,000 in one request"),
-  fastMultiplier: z.number().finite().positive().max(100).nullable().default(null).describe('Multiplier for fast-mode requests (2 when null)'),
+  longContext: z
+    .strictObject({ above: z.number().int().positive(), input: price, output: price, cacheWrite5m: price, cacheWrite1h: price, cacheRead: price })
+    .nullable()
+    .default(null)
+    .describe("Prices for a whole request whose input (cached included) is over `above` tokens (OpenAI's long context)"),
+  fastMultiplier: z.number().finite().positive().max(100).nullable().default(null).describe('Multiplier for fast-mode requests (1 when null, as ccusage)'),
   effectiveFrom: z.iso.datetime({ offset: true }).optional().describe('When this version takes effect; default now. Earlier requests keep their cost.'),
 });
 const modelName = z.string().regex(/^[A-Za-z0-9._:@-]{1,100}$/, { message: 'must be 1-100 letters, digits or ._:@-' });
@@ -49,6 +54,7 @@ const toPrice = (r: PriceRow) => {
     cacheWrite5mUsdPerMTok: v.cacheWrite5m,
     cacheWrite1hUsdPerMTok: v.cacheWrite1h,
     above200k: v.above200k ?? null,
+    longContext: v.longContext ?? null,
     fastMultiplier: v.fastMultiplier ?? null,
     effectiveFrom: v.effectiveFrom.toISOString(),
     updatedAt: iso(r.updated_at)!,
@@ -260,14 +266,14 @@ export const routes: Route[] = [
           const before = current(await versionsOf(tx, model));
           const [row] = await tx.query<PriceRow>(sql`
             insert into model_prices (model, input_usd_per_mtok, output_usd_per_mtok, cache_read_usd_per_mtok, cache_write_5m_usd_per_mtok,
-                                      cache_write_1h_usd_per_mtok, above_200k, fast_multiplier, effective_from, created_by)
+                                      cache_write_1h_usd_per_mtok, above_200k, long_context, fast_multiplier, effective_from, created_by)
             values (${model}, ${p.inputUsdPerMTok}, ${p.outputUsdPerMTok}, ${p.cacheReadUsdPerMTok}, ${p.cacheWrite5mUsdPerMTok},
-                    ${p.cacheWrite1hUsdPerMTok}, ${sql.json(p.above200k)}, ${p.fastMultiplier}, coalesce(${from}::timestamptz, now()), ${principal!.user.id})
+                    ${p.cacheWrite1hUsdPerMTok}, ${sql.json(p.above200k)}, ${sql.json(p.longContext)}, ${p.fastMultiplier}, coalesce(${from}::timestamptz, now()), ${principal!.user.id})
             on conflict (model, effective_from) do update set
               input_usd_per_mtok = excluded.input_usd_per_mtok, output_usd_per_mtok = excluded.output_usd_per_mtok,
               cache_read_usd_per_mtok = excluded.cache_read_usd_per_mtok, cache_write_5m_usd_per_mtok = excluded.cache_write_5m_usd_per_mtok,
               cache_write_1h_usd_per_mtok = excluded.cache_write_1h_usd_per_mtok, above_200k = excluded.above_200k,
-              fast_multiplier = excluded.fast_multiplier, created_by = excluded.created_by, updated_at = now()
+              long_context = excluded.long_context, fast_multiplier = excluded.fast_multiplier, created_by = excluded.created_by, updated_at = now()
             returning *`);
           return { before: before && toPrice(before), after: toPrice(row) };
         },

@@ -150,6 +150,28 @@ test('session.meta and llm.request: a session with its requests and cost; the sa
   assert.equal([grown.projectId, grown.issue], [p1, '17'], 'a later meta without them keeps project and issue');
 });
 
+test('the seeded table prices as protocol/prices.ts does: long context (gpt-5.4 over 272k input), tiers above 200k (sonnet-4-5), fast mode (opus-4-6)', async () => {
+  const sid = `s-${uid()}`;
+  const cases: [string, Tokens, 'fast' | null][] = [
+    ['gpt-5.4', tok(250_000, 1_000, 0, 0, 40_000), null],
+    ['claude-sonnet-4-5', tok(250_000, 1_000, 210_000, 0, 300_000), null],
+    ['claude-opus-4-6', tok(1_000, 2_000, 3_000, 4_000, 5_000), 'fast'],
+  ];
+  await send(wsA, [meta(sid, { project: p1 }), ...cases.map(([model, t, speed]) => transcriptReq(sid, `req_${uid()}`, t, { model, ...(speed ? { speed } : {}) }))]);
+  const reqs = await requestsOf(sid);
+  assert.is(reqs.length, cases.length);
+  for (const [model, t, speed] of cases) {
+    const row = reqs.find((r) => r.model === model)!;
+    close(row.costUsd, costUsd(t, findPrice(model, DEFAULT_PRICES)!, speed), model);
+  }
+  // Each case differs from the plain per-token price, so the special rule was applied.
+  const plain = (model: string, t: Tokens) => {
+    const p = findPrice(model, DEFAULT_PRICES)!;
+    return (t.inputTokens * p.input + t.outputTokens * p.output + t.cacheWrite5mTokens * p.cacheWrite5m + t.cacheWrite1hTokens * p.cacheWrite1h + t.cacheReadTokens * p.cacheRead) / 1e6;
+  };
+  for (const [model, t] of cases) assert.ok(Math.abs(reqs.find((r) => r.model === model)!.costUsd - plain(model, t)) > 1e-6, `${model}: a special price applies`);
+});
+
 test('transcript line and OTel record of one request, in either order → one row: transcript counts, OTel duration and reported cost', async () => {
   for (const order of ['transcript first', 'otel first'] as const) {
     const sid = `s-${uid()}`;
