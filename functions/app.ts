@@ -9,6 +9,7 @@ import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
 import { routes as costRoutes } from './cost/routes.ts';
+import { routes as sessionRoutes } from './cost/sessions.ts';
 import { routes as healthRoutes } from './health/routes.ts';
 import { routes as jobRoutes } from './jobs/routes.ts';
 import type { AppContext, Route, RouteInput } from './lib/context.ts';
@@ -35,6 +36,7 @@ export const allRoutes: Route[] = [
   ...auditRoutes,
   ...jobRoutes,
   ...costRoutes,
+  ...sessionRoutes,
   ...webhookRoutes,
   ...triggerRoutes,
   ...openapiRoutes,

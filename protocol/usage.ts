@@ -18,7 +18,7 @@
 // cache reads (Codex: cached), `outputTokens` includes reasoning, cache writes split by TTL (5 m / 1 h;
 // a count without the split is 5 m). Prompts, responses, tool input or output, e-mail and account ids
 // never appear here.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const RUNTIMES = ['claude', 'codex'] as const;
 export type Runtime = (typeof RUNTIMES)[number];

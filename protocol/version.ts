@@ -6,3 +6,20 @@ export const VERSION: string = typeof __SVC_VERSION__ === 'string' ? __SVC_VERSI
 
 /** Runner ↔ API protocol version; a mismatch closes the connection with 4400. */
 export const PROTOCOL_VERSION = 1;
+
+/**
+ * Legacy names with the former product prefix (environment variables, trigger and webhook headers)
+ * are accepted or sent until this runner version (spec: Versioning).
+ */
+export const LEGACY_UNTIL = '0.16.0';
+
+/** Compare dotted versions numerically: -1, 0 or 1. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  const pb = b.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) < (pb[i] ?? 0) ? -1 : 1;
+  return 0;
+}
+
+/** Whether this version still accepts and sends the legacy names. */
+export const legacyNamesLive = (version = VERSION) => compareVersions(version, LEGACY_UNTIL) < 0;

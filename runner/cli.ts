@@ -11,6 +11,7 @@ import { doctor } from './doctor.ts';
 import { execRun } from './runs/exec.ts';
 import { EMIT_FLAGS, emitCommand, UsageError } from './emit.ts';
 import { target } from './host.ts';
+import { applyLegacyEnv } from './legacy-env.ts';
 import { errorText, log } from './log.ts';
 import { normalizeCode, pair } from './pair.ts';
 import { configPath, spoolDir } from './paths.ts';
@@ -202,6 +203,8 @@ export async function main(argv: string[], env: Env = process.env, out: Out = pr
   }
   if (command === undefined) return usageError(err, 'a command is required');
   if (!Object.hasOwn(OPTIONS, command)) return usageError(err, `unknown command '${command}'`);
+  applyLegacyEnv(env);
+  log.debug(`svc-runner ${VERSION} ${target()}: ${command}`, { pid: process.pid });
   try {
     return await dispatch(command, args, env, out, err);
   } catch (e) {

@@ -15,6 +15,8 @@ import type { CommandContext, CommandResult } from './commands/registry.ts';
 import { ConfigError, isPaired, loadConfig, updateConfig } from './config.ts';
 import type { ProjectEntry, RunnerConfig } from './config.ts';
 import { Connection } from './connection.ts';
+import { DEFAULT_OTLP_PORT, OtlpReceiver, RecentIds, spoolEvents } from './otlp.ts';
+import { writeOtlpState } from './otlp/state.ts';
 import { Fleet } from './fleet.ts';
 import { SkillRuns } from './runs/manager.ts';
 import { target } from './host.ts';
@@ -87,6 +89,9 @@ class Daemon {
   private readonly runs: SkillRuns;
   private readonly terminals: Terminals;
   private readonly ingest: Ingest;
+  private otlp?: OtlpReceiver;
+  private stopped = false;
+  private readonly otlpSpooled = new RecentIds();
 
   constructor(
     private readonly config: RunnerConfig & { server: string; runnerId: string; token: string },
@@ -131,6 +136,7 @@ class Daemon {
     this.spool.append([{ source: 'runner', kind: 'runner.started', payload: { version: VERSION, target: target(), hostname: hostname(), pid: process.pid, waiting: this.spool.waiting } }]);
     log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
     this.watchSpool();
+    void this.startOtlp();
     this.fleet.start();
     void this.ingest.start().catch((e) => log.error('session ingest could not start', { error: errorText(e) }));
     void this.runs.start().catch((e) => log.error('skill runs could not be picked up', { error: errorText(e) }));
@@ -139,6 +145,7 @@ class Daemon {
   }
 
   private finish(code: number): void {
+    this.stopped = true;
     this.terminals.closeAll();
     this.conn.stop();
     clearTimeout(this.ackTimer);
@@ -147,7 +154,50 @@ class Daemon {
     this.fleet.stop();
     this.runs.stop();
     void this.ingest.stop();
+    void this.otlp?.close();
     this.done(code);
+  }
+
+  /** The local OTLP receiver (spec: Runner local OTLP receiver). A port that cannot be bound is logged
+   *  and the daemon goes on without it (spec: Other behaviours). */
+  private async startOtlp(): Promise<void> {
+    const o = this.config.otlp;
+    const saveState = (s: Parameters<typeof writeOtlpState>[1]) => {
+      try {
+        writeOtlpState(this.env, s);
+      } catch (e) {
+        log.warn('could not record the OTLP receiver state for `status`', { error: errorText(e) });
+      }
+    };
+    if (o && !o.enabled) {
+      log.info('OTLP receiver disabled (otlp.enabled is false)');
+      return saveState({ state: 'disabled', port: null, reason: null });
+    }
+    const port = o?.http ?? DEFAULT_OTLP_PORT;
+    const prefix = this.config.runnerId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 12).replace(/[-_]+$/, '') || 'r';
+    const receiver = new OtlpReceiver({
+      port,
+      codexExperimental: o?.codexExperimental ?? false,
+      onRequests: (requests) => {
+        const events = spoolEvents(requests, prefix).filter((e) => !this.otlpSpooled.has(e.id));
+        if (events.length === 0) return;
+        this.spool.append(events);
+        for (const e of events) this.otlpSpooled.add(e.id);
+        this.pump();
+      },
+    });
+    try {
+      const bound = await receiver.listen();
+      if (this.stopped) return void receiver.close();
+      this.otlp = receiver;
+      log.info(`OTLP receiver listening on 127.0.0.1:${bound}`, { codexExperimental: o?.codexExperimental ?? false });
+      saveState({ state: 'listening', port: bound, reason: null });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const reason = code === 'EADDRINUSE' ? `127.0.0.1:${port} is in use by another program` : `127.0.0.1:${port} cannot be bound (${code ?? errorText(e)})`;
+      log.error(`OTLP receiver not started: ${reason}; the runner goes on without it (set otlp.http to a free port, or otlp.enabled to false)`);
+      saveState({ state: 'failed', port, reason });
+    }
   }
 
   private onReady(welcome: Extract<ServerFrame, { type: 'welcome' }>): void {

@@ -63,7 +63,7 @@ export function telemetry(profile: Profile, config: RunnerConfig, meta: Meta): {
         CLAUDE_CODE_ENABLE_TELEMETRY: '1',
         OTEL_METRICS_EXPORTER: 'otlp',
         OTEL_LOGS_EXPORTER: 'otlp',
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
         OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
         OTEL_RESOURCE_ATTRIBUTES: attrs,
       },
@@ -75,7 +75,7 @@ export function telemetry(profile: Profile, config: RunnerConfig, meta: Meta): {
   if (!config.otlp?.codexExperimental) return { env: {}, args: [] };
   return {
     env: { OTEL_RESOURCE_ATTRIBUTES: attrs },
-    args: ['-c', `otel.exporter={otlp-http={endpoint="${endpoint}/v1/logs",protocol="json"}}`, '-c', 'otel.log_user_prompt=false'],
+    args: ['-c', `otel.exporter={otlp-http={endpoint="${endpoint}/v1/logs",protocol="binary"}}`, '-c', 'otel.log_user_prompt=false'],
   };
 }
 
@@ -124,7 +124,7 @@ export function agentArgv(chosen: Chosen, config: RunnerConfig, meta: Meta, prom
 }
 
 /** Start the session; refuses when it exists. Checks it is still there a moment later. */
-export async function launchAgent(opts: { session: string; cwd: string; chosen: Chosen; config: RunnerConfig; meta: Meta; prompt: string; env: Env }): Promise<void> {
+export async function launchAgent(opts: { session: string; cwd: string; chosen: Chosen; config: RunnerConfig; meta: Meta; prompt: string; env: Env; options?: Record<string, string> }): Promise<void> {
   await requireTmux(opts.env);
   if (await hasSession(opts.env, opts.session)) throw new CommandError('already_running', `the tmux session ${opts.session} is already running`);
   await newSession(opts.env, {
@@ -136,6 +136,7 @@ export async function launchAgent(opts: { session: string; cwd: string; chosen: 
       '@svc_runtime': opts.chosen.profile.runtime,
       '@svc_profile': opts.chosen.profile.id,
       ...(opts.meta.issue ? { '@svc_issue': String(opts.meta.issue) } : {}),
+      ...opts.options,
     },
   });
   await new Promise((r) => setTimeout(r, 300));

@@ -4,7 +4,9 @@
 //   pane.prompt     when a prompt only a person can answer appears (once per occurrence),
 //   pane.quota_hit  when a provider usage-limit message appears (once per occurrence),
 //   pane.cleared    (internal) when such a prompt or message is gone again,
-//   orchestrator.stopped / slot.stopped  when a session ended without a stop command,
+//   orchestrator.stopped / slot.stopped  when a session ended without a stop command; an orchestrator's
+//     session keeps its pane when the agent exits (remain-on-exit), so the report carries the agent's
+//     exit code (`reason: "exited"`, `exitCode`), and then the watcher ends the session,
 //   orchestrator.started  when an orchestrator session appeared that no command started.
 // Commands that start or stop sessions tell the watcher (expectSession), so nothing is reported twice.
 import type { ProjectEntry } from './config.ts';
@@ -12,8 +14,8 @@ import { errorText, log } from './log.ts';
 import { readPane } from './pane-text.ts';
 import type { PaneReading } from './pane-text.ts';
 import type { Env } from './paths.ts';
-import { capturePanes, listSessions, sessionName } from './tmux.ts';
-import type { SessionInfo } from './tmux.ts';
+import { capturePanes, killSession, listSessions, paneEnd, sessionName } from './tmux.ts';
+import type { PaneEnd, SessionInfo } from './tmux.ts';
 
 export interface FleetEvent {
   projectId: string;
@@ -49,6 +51,27 @@ export function ownerOf(name: string, projects: readonly ProjectEntry[]): Owned 
 /** Sessions a command just started or stopped: the watcher adopts or forgets them silently. */
 const expected = new Map<string, 'started' | 'stopped'>();
 export const expectSession = (name: string, what: 'started' | 'stopped') => void expected.set(name, what);
+
+/** tmux options of an orchestrator's session: its pane stays after the agent exits, so its exit code can be read. */
+export const ORCHESTRATOR_OPTIONS = { 'remain-on-exit': 'on' } as const;
+
+/**
+ * End a session whose pane is dead and say how its agent ended; null when the pane is alive or the
+ * session is gone, or when someone else ended it first (then they report it, never both).
+ */
+export async function reapDead(env: Env, name: string, waitMs?: number): Promise<PaneEnd | null> {
+  const end = await paneEnd(env, name, waitMs);
+  if (!end) return null;
+  return (await killSession(env, name)) ? end : null;
+}
+
+/** The data of `orchestrator.stopped` for an agent that exited: the exit code (or signal) when known. */
+export const exitedData = (session: string, end: PaneEnd): Record<string, unknown> => ({
+  reason: 'exited',
+  session,
+  ...(end.exitCode !== null ? { exitCode: end.exitCode } : {}),
+  ...(end.signal !== null ? { signal: end.signal } : {}),
+});
 
 interface Tracked extends Owned {
   runtime: string;
@@ -117,6 +140,14 @@ export class PaneWatcher {
     const now = Math.floor(Date.now() / 1000);
     const toCapture: string[] = [];
     for (const [name, { info, owner }] of present) {
+      if (info.paneDead && owner.role === 'orchestrator') {
+        // The agent exited and remain-on-exit kept its pane: report how, then end the session.
+        this.tracked.delete(name);
+        expected.delete(name);
+        const end = await reapDead(this.env, name);
+        if (end) this.report({ projectId: owner.projectId, type: 'orchestrator.stopped', data: exitedData(name, end) });
+        continue;
+      }
       let t = this.tracked.get(name);
       if (!t) {
         t = { ...owner, runtime: info.runtime, issue: Number(info.issue) || undefined, promptKey: null, quotaKey: null, capturedAt: 0 };

@@ -62,13 +62,14 @@ export function systemdUnit(t: ServiceTarget): string {
 
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** The launchd wrapper: runs the daemon, forwards TERM/INT, turns exit 78 into 0. A trapped signal
- *  makes `wait` return early (status > 128) before the child has exited: then it waits again, so the
- *  wrapper always ends with the child's own code (the shell keeps a reaped child's status for `wait`). */
-export function launchdWrapper(t: ServiceTarget): string {
+/** The 78 → 0 wrapper of the service managers that restart on an unsuccessful exit (launchd here, a
+ *  package manager's service in runner/packaging/): runs the daemon, forwards TERM/INT, turns exit 78
+ *  into 0. A trapped signal makes `wait` return early (status > 128) before the child has exited: then
+ *  it waits again, so the wrapper always ends with the child's own code (the shell keeps a reaped
+ *  child's status for `wait`). `header` is its comment lines, after the `#!` line. */
+export function exitWrapper(t: ServiceTarget, header: string[]): string {
   return `#!/bin/sh
-# Written by \`svc-runner install-service\`. launchd restarts the runner when it exits unsuccessfully;
-# exit 78 (the server closed the connection for good) must not restart it, so it becomes 0 here.
+${header.map((l) => `# ${l}`.trimEnd()).join('\n')}
 child=
 woken=
 trap 'woken=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM INT
@@ -85,6 +86,13 @@ if [ "$code" -eq 78 ]; then exit 0; fi
 exit "$code"
 `;
 }
+
+/** The launchd wrapper (see exitWrapper). */
+export const launchdWrapper = (t: ServiceTarget): string =>
+  exitWrapper(t, [
+    'Written by `svc-runner install-service`. launchd restarts the runner when it exits unsuccessfully;',
+    'exit 78 (the server closed the connection for good) must not restart it, so it becomes 0 here.',
+  ]);
 
 const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 

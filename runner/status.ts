@@ -1,10 +1,13 @@
 // `svc-runner status` (spec: Runner command line, Health checks): config path, paired or not and as
-// which id, the server, number of profiles, spool state, whether the daemon runs, whether the server
+// which id, the server, number of profiles, spool state, whether the daemon runs and what its OTLP
+// receiver does (listening on a port, disabled, failed with the reason), whether the server
 // answers (GET <server>/health), whether it still accepts the token (GET <server>/runners/self). Exit 1
 // when the server is unreachable, when the token is revoked or replaced, when the machine is not paired
 // (there is no server to ask) or when runner.json is invalid.
 import { ConfigError, isPaired, loadConfig } from './config.ts';
 import { lockHolder } from './lock.ts';
+import { DEFAULT_OTLP_PORT } from './otlp.ts';
+import { describeOtlp, readOtlpState } from './otlp/state.ts';
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { spoolCount } from './spool.ts';
@@ -47,6 +50,7 @@ export async function status(env: Env, out: Out, err: Out): Promise<number> {
   out.write(`spool: ${waiting} event(s) waiting for the server (${spoolDir(env)})\n`);
   out.write(`daemon: ${daemon ? `running (pid ${daemon})` : 'not running'}\n`);
   out.write(`sessions: ${describeIngest(env, daemon, c)}\n`);
+  out.write(`otlp: ${describeOtlp(readOtlpState(env), daemon, { enabled: c.otlp?.enabled ?? true, port: c.otlp?.http ?? DEFAULT_OTLP_PORT })}\n`);
   if (!isPaired(c) || !c.server) {
     out.write('reach: unknown (not paired)\n');
     return 1;

@@ -148,6 +148,31 @@ export async function killSession(env: Env, name: string): Promise<boolean> {
   throw new CommandError('failed', `tmux kill-session failed: ${r.stderr.trim().slice(0, 200)}`);
 }
 
+/** How the process of a dead pane ended: its exit status, or the signal that killed it. */
+export interface PaneEnd {
+  exitCode: number | null;
+  signal: number | null;
+}
+
+/**
+ * How a session's pane ended when it is dead (kept by `remain-on-exit`), else null (alive or gone).
+ * tmux may mark a pane dead when its terminal closes, a moment before it has the exit status: then
+ * this asks again every 100 ms for up to `waitMs`, and without a status by then the code is null.
+ */
+export async function paneEnd(env: Env, name: string, waitMs = 2000): Promise<PaneEnd | null> {
+  const deadline = Date.now() + waitMs;
+  const num = (s: string | undefined) => (s && /^\d{1,3}$/.test(s) ? Number(s) : null);
+  for (;;) {
+    const r = await tmux(env, ['display-message', '-p', '-t', `=${name}:`, '#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}']);
+    if (r.code !== 0) return null;
+    const [dead, status, signal] = r.stdout.trim().split('|');
+    if (dead !== '1') return null;
+    const end = { exitCode: num(status), signal: num(signal) };
+    if (end.exitCode !== null || end.signal !== null || Date.now() >= deadline) return end;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
 /** The visible text of a session's current pane, or null when the session is gone. */
 export async function capturePane(env: Env, name: string): Promise<string | null> {
   const r = await tmux(env, ['capture-pane', '-p', '-t', `=${name}:`]);

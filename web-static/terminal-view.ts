@@ -29,7 +29,15 @@ export function mountTerminal(el: HTMLElement, url: string, onEnd: (why: string)
     else if (msg.type === 'error') end(msg.message ?? 'the terminal could not be opened');
   };
   ws.onclose = () => end('the connection closed');
-  const send = (msg: unknown) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(msg));
+  // Typed before the socket is open (right after Attach): kept and sent, in order, once it is.
+  const pending: string[] = [];
+  const send = (msg: unknown) => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+    else if (ws.readyState === WebSocket.CONNECTING && pending.length < 1000) pending.push(JSON.stringify(msg));
+  };
+  ws.onopen = () => {
+    for (const m of pending.splice(0)) ws.send(m);
+  };
   const typed = term.onData((data) => send({ type: 'input', data }));
   const resized = term.onResize(({ cols, rows }) => send({ type: 'resize', cols, rows }));
   const onWindow = () => fit.fit();

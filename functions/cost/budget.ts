@@ -1,13 +1,97 @@
-// Project budgets as the rest of the service reads them: ONE function, so the cost area can fill in how
-// spend is counted without touching its callers (inbound triggers skip a delivery with
-// `budget_exceeded` when it says so — spec: Inbound delivery states).
-import type { Queryable } from '../lib/db/index.ts';
+// Project budgets (docs/cost.md, "Budgets"): a monthly amount in USD and an action, warn or stop.
+// Spend is the month-to-date cost of the project's LLM requests (calendar month in UTC, by the time
+// each request ran; requests of a model without a price add nothing and are listed as unpriced).
+//   80 % and 100 %  → one notification per threshold and month, for the project's admins (the
+//                     notifications list; no webhook event), and an activity item
+//   stop, at 100 %  → budgetExceeded() is true: inbound triggers skip with `budget_exceeded`
+//                     (triggers/fire.ts) and orchestrator.start is refused (runners/routes.ts)
+// A budget of 0 is spent from the start.
+import { sql } from '../lib/db/index.ts';
+import type { Db, Queryable } from '../lib/db/index.ts';
+
+export const THRESHOLDS = [80, 100] as const;
+export const BUDGET_NOTIFICATION = 'budget.threshold';
+
+const MONTH_START = sql`(date_trunc('month', now() at time zone 'UTC') at time zone 'UTC')`;
+const MONTH_END = sql`((date_trunc('month', now() at time zone 'UTC') + interval '1 month') at time zone 'UTC')`;
+
+export interface BudgetState {
+  budgetUsd: number | null;
+  action: 'warn' | 'stop';
+  /** The current month, YYYY-MM (UTC). */
+  month: string;
+  monthToDateUsd: number;
+  unpricedRequests: number;
+  /** Spend over budget in percent; null without a budget (or a budget of 0). */
+  percent: number | null;
+  exceeded: boolean;
+  /** The budget stops triggers and new orchestrator rounds now. */
+  stopped: boolean;
+}
+
+/** The project's budget and this month's spend so far; null when there is no such project. */
+export async function budgetState(q: Queryable, projectId: string): Promise<BudgetState | null> {
+  const [row] = await q.query<{ budget_usd: string | null; budget_action: 'warn' | 'stop'; month: string; spent: string; unpriced: number }>(sql`
+    select p.budget_usd, p.budget_action, to_char(now() at time zone 'UTC', 'YYYY-MM') as month,
+           coalesce((select sum(r.cost_usd) from llm_requests r
+                      where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END}), 0) as spent,
+           (select count(*)::int from llm_requests r
+             where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END} and r.cost_usd is null) as unpriced
+      from projects p where p.id = ${projectId}`);
+  if (!row) return null;
+  const budget = row.budget_usd === null ? null : Number(row.budget_usd);
+  const spent = Number(row.spent);
+  const exceeded = budget !== null && spent >= budget;
+  return {
+    budgetUsd: budget,
+    action: row.budget_action,
+    month: row.month,
+    monthToDateUsd: spent,
+    unpricedRequests: row.unpriced,
+    percent: budget ? (spent / budget) * 100 : null,
+    exceeded,
+    stopped: exceeded && row.budget_action === 'stop',
+  };
+}
+
+/** True when the project's budget is set to stop and this month's spend has reached it. */
+export async function budgetExceeded(db: Queryable, projectId: string): Promise<boolean> {
+  return (await budgetState(db, projectId))?.stopped ?? false;
+}
 
 /**
- * True when the project's budget is set to stop and is exceeded. Spend is not counted yet (the cost
- * issue defines the period and the sources), so until then this answers false: nothing is ever
- * skipped for budget. docs/triggers.md says so.
+ * Tell the project's admins about each threshold this month's spend has reached and nobody was told
+ * of yet (once per project, month and threshold, across replicas: the notice row is the claim).
+ * Returns the thresholds newly notified.
  */
-export async function budgetExceeded(_db: Queryable, _projectId: string): Promise<boolean> {
-  return false;
+export async function checkBudget(db: Db, projectId: string): Promise<number[]> {
+  return db.transaction(async (tx) => {
+    const state = await budgetState(tx, projectId);
+    if (!state || state.budgetUsd === null) return [];
+    const reached = THRESHOLDS.filter((t) => state.monthToDateUsd >= (state.budgetUsd! * t) / 100);
+    if (reached.length === 0) return [];
+    const added = await tx.query<{ threshold: number }>(sql`
+      insert into budget_notices (project_id, month, threshold, budget_usd, cost_usd)
+      select ${projectId}, (date_trunc('month', now() at time zone 'UTC'))::date, x.t::int, ${state.budgetUsd}, ${state.monthToDateUsd}
+        from jsonb_array_elements_text(${sql.json(reached)}) as x(t)
+      on conflict do nothing
+      returning threshold`);
+    if (added.length === 0) return [];
+    const [p] = await tx.query<{ name: string }>(sql`select name from projects where id = ${projectId}`);
+    for (const { threshold } of added) {
+      const data = {
+        projectId,
+        projectName: p.name,
+        month: state.month,
+        threshold,
+        budgetUsd: state.budgetUsd,
+        costUsd: state.monthToDateUsd,
+        action: state.action,
+        stopped: threshold === 100 && state.action === 'stop',
+      };
+      await tx.query(sql`insert into notifications (kind, project_id, data) values (${BUDGET_NOTIFICATION}, ${projectId}, ${sql.json(data)})`);
+      await tx.query(sql`insert into activity_items (project_id, kind, data) values (${projectId}, 'budget.threshold', ${sql.json(data)})`);
+    }
+    return added.map((a) => a.threshold).sort((a, b) => a - b);
+  });
 }

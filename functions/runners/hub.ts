@@ -18,6 +18,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
+import { recordUsage } from '../cost/ingest.ts';
 import { recordSkillRuns } from '../runs/ingest.ts';
 
 const CTL = 'svc_runner_ctl';
@@ -211,6 +212,8 @@ export class Hub {
       on conflict (runner_id, event_id) do nothing`);
     // Skill run records (docs/skill-runs.md): idempotent too, so a re-sent batch changes nothing.
     await recordSkillRuns(this.db, runnerId, events);
+    // Sessions and LLM requests (docs/cost.md, "Server"): idempotent as well.
+    await recordUsage(this.db, runnerId, events);
   }
 
   private lastTouch = new Map<string, number>();

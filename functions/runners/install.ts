@@ -3,7 +3,8 @@
 // `sha256sum` format) and a POSIX shell installer (GET /install-runner.sh) that the Runners page shows
 // as `curl -fsSL <base>/install-runner.sh | sh`. The installer, in order:
 //   1. checks that Node.js 20 or newer is on PATH;
-//   2. creates the install directory (SVC_RUNNER_DIR, default ~/.local/bin);
+//   2. creates the install directory (SVC_RUNNER_DIR, default ~/.local/bin; its legacy name
+//      AGENT_FLEET_RUNNER_DIR is taken with a warning, protocol/legacy-env.ts);
 //   3. downloads the bundle to a temporary file beside the target and its published SHA-256;
 //   4. verifies the checksum (sha256sum, shasum -a 256, or node as a last resort) and refuses a mismatch;
 //   5. moves the file into place (atomic rename), makes it executable, prints its version;
@@ -16,6 +17,8 @@ import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import type { Config } from '../lib/config.ts';
 import { HttpError } from '../lib/errors.ts';
+import { USER_ENV, deprecationWarning, legacyEnvName } from '../../protocol/legacy-env.ts';
+import { legacyNamesLive } from '../../protocol/version.ts';
 import { publicBase } from '../lib/urls.ts';
 import { webDir } from '../static.ts';
 
@@ -34,13 +37,30 @@ export async function bundleSha256(config: Config): Promise<string> {
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-export function installScript(base: string): string {
+/** The installer's legacy names (the table's `installer` rows): taken over unless the svc name is set,
+ *  with one warning on stderr either way. Empty from runner version 0.16.0 on. */
+function legacyLines(version?: string): string {
+  if (!legacyNamesLive(version)) return '';
+  return USER_ENV.filter((v) => v.readBy === 'installer')
+    .map((v) => {
+      const legacy = legacyEnvName(v.name);
+      const warn = (used: boolean) => `echo ${shellQuote(`svc-runner install: warning: ${deprecationWarning({ legacy, name: v.name, used })}`)} >&2`;
+      return `if [ -n "\${${legacy}:-}" ]; then
+  if [ -n "\${${v.name}:-}" ]; then ${warn(false)}
+  else ${v.name}="\$${legacy}"; ${warn(true)}; fi
+fi
+`;
+    })
+    .join('');
+}
+
+export function installScript(base: string, version?: string): string {
   return `#!/bin/sh
 # svc runner installer, served by ${base}
 # Installs ONE file: \${SVC_RUNNER_DIR:-$HOME/.local/bin}/svc-runner (Node.js 20 or newer runs it).
 set -eu
 BASE=${shellQuote(base)}
-DIR="\${SVC_RUNNER_DIR:-$HOME/.local/bin}"
+${legacyLines(version)}DIR="\${SVC_RUNNER_DIR:-$HOME/.local/bin}"
 fail() { echo "svc-runner install: $*" >&2; exit 1; }
 
 command -v node >/dev/null 2>&1 || fail "Node.js is not installed (need 20 or newer): https://nodejs.org/"

@@ -6,6 +6,7 @@ import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, pairRequest } from '../../protocol/frames.ts';
 import { appendAudit, audited } from '../audit/audit.ts';
 import { forbidden, requireProjectRole } from '../auth/auth.ts';
+import { budgetExceeded } from '../cost/budget.ts';
 import { checkSignInAllowed, recordSignInFailure } from '../auth/ratelimit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Principal, Route } from '../lib/context.ts';
@@ -100,6 +101,10 @@ async function authorizeCommand(ctx: AppContext, principal: Principal, runner: s
 async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<Response> {
   await authorizeCommand(ctx, principal, runner, name, rawArgs);
   const args = parseWith(COMMANDS[name].args, rawArgs, 'invalid_args');
+  // A project whose budget is set to stop and spent starts no new orchestrator round (docs/cost.md).
+  if (name === 'orchestrator.start' && (await budgetExceeded(ctx.db, (args as { projectId: string }).projectId))) {
+    throw new HttpError(409, 'budget_exceeded', "the project's monthly budget is spent and set to stop: no new orchestrator round starts until next month or a higher budget");
+  }
   const outcome = await ctx.hub.command(runner, name, args, principal.user.id);
   switch (outcome.status) {
     case 'done':
@@ -288,14 +293,20 @@ export const routes: Route[] = [
   route({
     method: 'GET',
     path: '/api/notifications',
-    summary: 'Notifications for admins (runner.offline …), newest first',
+    summary: "Notifications, newest first: instance admins see all (runner.offline …); a project's admins see its own (budget.threshold)",
     tag: 'runners',
-    access: 'instanceAdmin',
+    access: 'user',
     query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
-    async handler({ query }, ctx) {
-      const rows = await ctx.db.query<{ id: number; kind: string; runner_id: string | null; data: unknown; created_at: Date }>(sql`
-        select * from notifications order by id desc limit ${query.limit}`);
-      return json({ notifications: rows.map((n) => ({ id: n.id, kind: n.kind, runnerId: n.runner_id, data: n.data, createdAt: iso(n.created_at) })) });
+    async handler({ principal, query }, ctx) {
+      const user = principal!.user;
+      const mine = user.instanceAdmin
+        ? sql`true`
+        : sql`n.project_id in (select m.project_id from project_members m where m.user_id = ${user.id} and m.role = 'admin')`;
+      const rows = await ctx.db.query<{ id: number; kind: string; runner_id: string | null; project_id: string | null; data: unknown; created_at: Date }>(sql`
+        select n.* from notifications n where ${mine} order by n.id desc limit ${query.limit}`);
+      return json({
+        notifications: rows.map((n) => ({ id: n.id, kind: n.kind, runnerId: n.runner_id, projectId: n.project_id, data: n.data, createdAt: iso(n.created_at) })),
+      });
     },
   }),
 ];

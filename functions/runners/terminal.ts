@@ -62,6 +62,25 @@ export class TerminalRelay {
   }
 
   private async accept(ws: WebSocket, req: IncomingMessage): Promise<void> {
+    // Listen at once: a message that arrives while this checks the caller (the awaits below) would
+    // otherwise be emitted with no listener and lost. Keys typed before the runner has attached are kept
+    // (at most 1000 messages) and sent, in order, once it has.
+    let forward: ((msg: z.infer<typeof browserMessage>) => void) | null = null;
+    const early: z.infer<typeof browserMessage>[] = [];
+    const bucket = tokenBucket(INPUT_RATE, INPUT_RATE);
+    ws.on('message', (data, isBinary) => {
+      if (!bucket.take()) return;
+      let msg: z.infer<typeof browserMessage>;
+      try {
+        const r = browserMessage.safeParse(isBinary ? null : JSON.parse(data.toString()));
+        if (!r.success) return;
+        msg = r.data;
+      } catch {
+        return;
+      }
+      if (forward) forward(msg);
+      else if (early.length < 1000) early.push(msg);
+    });
     const host = req.headers.host ?? '';
     const origin = req.headers.origin;
     const allowedOrigins = new Set([`http://${host}`, `https://${host}`]);
@@ -90,26 +109,10 @@ export class TerminalRelay {
       }
     });
     let attached = false;
-    // Keys typed while the runner attaches are kept and sent once it has.
-    const early: z.infer<typeof browserMessage>[] = [];
-    const forward = (msg: z.infer<typeof browserMessage>) => {
+    const send = (msg: z.infer<typeof browserMessage>) => {
       if (msg.type === 'input') this.ctx.hub.sendToRunner(runnerId, { type: 'term.input', channel, data: msg.data });
       else this.ctx.hub.sendToRunner(runnerId, { type: 'term.resize', channel, cols: msg.cols, rows: msg.rows });
     };
-    const bucket = tokenBucket(INPUT_RATE, INPUT_RATE);
-    ws.on('message', (data, isBinary) => {
-      if (!bucket.take()) return;
-      let msg: z.infer<typeof browserMessage>;
-      try {
-        const r = browserMessage.safeParse(isBinary ? null : JSON.parse(data.toString()));
-        if (!r.success) return;
-        msg = r.data;
-      } catch {
-        return;
-      }
-      if (attached) forward(msg);
-      else if (early.length < 1000) early.push(msg);
-    });
     ws.on('close', () => {
       close();
       if (attached) this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
@@ -125,6 +128,7 @@ export class TerminalRelay {
     }
     attached = true;
     if (ws.readyState !== ws.OPEN) return void this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
-    for (const msg of early.splice(0)) forward(msg);
+    for (const msg of early.splice(0)) send(msg);
+    forward = send;
   }
 }

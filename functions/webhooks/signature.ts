@@ -1,7 +1,9 @@
 // Outbound webhook signature and delivery headers (spec: Events → Delivery headers; Versioning).
 //   X-Svc-Signature: t=<unix seconds>,v1=<hex>, hex = HMAC-SHA256(key = secret as UTF-8, `<t>.<raw body>`)
 import { createHmac } from 'node:crypto';
-import { VERSION } from '../../protocol/version.ts';
+import { VERSION, legacyNamesLive } from '../../protocol/version.ts';
+
+export { LEGACY_UNTIL, compareVersions } from '../../protocol/version.ts';
 
 export const SIGNATURE_SCHEME = 'v1';
 
@@ -10,8 +12,6 @@ export const SIGNATURE_SCHEME = 'v1';
  * svc sends (docs/webhooks.md), so receivers written against the old names keep working.
  */
 export const LEGACY_PREFIX = 'X-Agent-Fleet-';
-/** Legacy names are sent until runner version 0.16.0 (spec: Versioning). */
-export const LEGACY_UNTIL = '0.16.0';
 
 /**
  * HMAC-SHA256 keyed with a secret exactly as shown (its text as UTF-8 bytes) over the parts in order.
@@ -28,15 +28,8 @@ export function signature(secret: string, timestamp: number, body: string | Uint
   return `t=${timestamp},${SIGNATURE_SCHEME}=${hmacSha256(secret, `${timestamp}.`, body).toString('hex')}`;
 }
 
-/** Compare dotted versions numerically: -1, 0 or 1. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
-  const pb = b.split(/[.+-]/).map((x) => Number.parseInt(x, 10) || 0);
-  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) < (pb[i] ?? 0) ? -1 : 1;
-  return 0;
-}
-
-export const sendsLegacyHeaders = (version = VERSION) => compareVersions(version, LEGACY_UNTIL) < 0;
+/** Legacy names are sent until runner version 0.16.0 (spec: Versioning). */
+export const sendsLegacyHeaders = (version = VERSION) => legacyNamesLive(version);
 
 export interface DeliveryHeaderInput {
   eventType: string;

@@ -8,8 +8,8 @@ import { reportFleetEvent } from '../fleet.ts';
 import { projectOf } from '../fleet-paths.ts';
 import { chooseProfile, ensureExcluded, launchAgent, PROMPTS } from '../launch.ts';
 import { readPane } from '../pane-text.ts';
-import { expectSession, ownerOf } from '../panes.ts';
-import { capturePanes, hasSession, killSession, listSessions, requireTmux, sendKeys, sessionName } from '../tmux.ts';
+import { ORCHESTRATOR_OPTIONS, exitedData, expectSession, ownerOf, reapDead } from '../panes.ts';
+import { capturePanes, hasSession, killSession, listSessions, paneEnd, requireTmux, sendKeys, sessionName } from '../tmux.ts';
 import type { SessionInfo } from '../tmux.ts';
 import { CommandError } from './context.ts';
 import type { CommandContext } from './context.ts';
@@ -18,6 +18,13 @@ export async function orchestratorStart(args: CommandArgs<'orchestrator.start'>,
   const project = await projectOf(ctx, args.projectId);
   const session = sessionName.orchestrator(project.id);
   await requireTmux(ctx.env);
+  // A session whose agent exited (its pane kept, see panes.ts) is not running: report how it ended
+  // (unless the watcher got there first) and start afresh.
+  const dead = await reapDead(ctx.env, session);
+  if (dead) {
+    expectSession(session, 'stopped');
+    reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'orchestrator.stopped', data: exitedData(session, dead) });
+  }
   if (await hasSession(ctx.env, session)) {
     if (!args.next) throw new CommandError('already_running', `the orchestrator of project ${project.id} is already running (tmux session ${session})`);
     const text = (await capturePanes(ctx.env, [session])).get(session);
@@ -37,7 +44,15 @@ export async function orchestratorStart(args: CommandArgs<'orchestrator.start'>,
     meta: { projectId: project.id, root: project.root, role: 'orchestrator' },
     prompt: PROMPTS.orchestrator,
     env: ctx.env,
+    options: ORCHESTRATOR_OPTIONS,
   });
+  // launchAgent's check sees the session; with remain-on-exit it stays even when the agent exited.
+  const early = await reapDead(ctx.env, session, 1000);
+  if (early) {
+    expectSession(session, 'stopped');
+    const how = early.exitCode !== null ? `with code ${early.exitCode}` : early.signal !== null ? `on signal ${early.signal}` : '';
+    throw new CommandError('agent_exited', `${chosen.binaryPath} (profile ${chosen.profile.id}) exited right after it started in ${session}${how ? ` ${how}` : ''}`);
+  }
   const data = { profile: chosen.profile.id, runtime: chosen.profile.runtime, session, origin: 'command' };
   reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'orchestrator.started', data });
   return { action: 'started', session, profileId: chosen.profile.id, runtime: chosen.profile.runtime };
@@ -47,8 +62,10 @@ export async function orchestratorStop(args: CommandArgs<'orchestrator.stop'>, c
   const project = await projectOf(ctx, args.projectId);
   const session = sessionName.orchestrator(project.id);
   expectSession(session, 'stopped');
+  const end = await paneEnd(ctx.env, session, 0);
   const stopped = await killSession(ctx.env, session);
-  if (stopped) reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'orchestrator.stopped', data: { reason: 'stopped', session, origin: 'command' } });
+  const code = end?.exitCode != null ? { exitCode: end.exitCode } : {};
+  if (stopped) reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'orchestrator.stopped', data: { reason: 'stopped', session, origin: 'command', ...code } });
   return { stopped, session };
 }
 

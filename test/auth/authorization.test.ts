@@ -23,6 +23,7 @@ let runnerB = ''; // another team's runner, serving project B
 let projectA = '';
 let projectB = '';
 let runB = ''; // a skill run of project B
+let sessionB = ''; // an agent session of project B
 let webhookId = '';
 let triggerB = ''; // a trigger of project B
 let triggerBPublic = '';
@@ -46,10 +47,18 @@ test.before(async () => {
   await ws.next('welcome');
   const now = new Date().toISOString();
   const payload = { runId: runB, project: projectB, skill: 'review', args: [], output: 'report', profile: 'cc', runtime: 'claude', model: 'm', timeoutSec: 600, createdAt: now, branch: 'b', state: 'queued', at: now };
-  ws.send({ type: 'events', events: [{ id: `run.${runB}.queued`, source: `project:${projectB}`, kind: 'skill_run.state', ts: now, payload }] });
+  const session = { runtime: 'claude', sessionId: `s-${runB}`, source: 'transcript', models: ['claude-sonnet-4-5'], firstAt: now, lastAt: now, project: projectB };
+  ws.send({
+    type: 'events',
+    events: [
+      { id: `run.${runB}.queued`, source: `project:${projectB}`, kind: 'skill_run.state', ts: now, payload },
+      { id: `session.${runB}`, source: `project:${projectB}`, kind: 'session.meta', ts: now, payload: session },
+    ],
+  });
   await ws.next('ack');
   ws.ws.close();
   assert.is((await call(`/api/runs/${runB}`)).status, 200, 'the run exists');
+  sessionB = (await call(`/api/sessions?projectId=${projectB}`)).body.sessions[0].id;
   const hook = await call('/api/webhooks', { method: 'POST', json: { url: 'https://receiver.example.com/hook', events: ['pr.opened'] } });
   assert.is(hook.status, 201);
   webhookId = hook.body.id;
@@ -149,7 +158,7 @@ function probes(): Record<string, Probe> {
     'GET /runners/self': { as: 'anonymous', path: '/runners/self', expect: 401 },
     'GET /svc-runner.mjs.sha256': { as: 'anonymous', path: '/svc-runner.mjs.sha256', expect: 200 },
     'GET /install-runner.sh': { as: 'anonymous', path: '/install-runner.sh', expect: 200 },
-    'GET /api/notifications': { path: '/api/notifications', expect: 403 },
+    'GET /api/notifications': { path: '/api/notifications', expect: 200, check: (a) => assert.ok(a.body.notifications.every((n: { projectId: string }) => n.projectId === projectA)) },
     'GET /api/runs': { path: `/api/runs?projectId=${projectB}`, expect: 404 },
     'GET /api/runs/{runId}': { path: `/api/runs/${runB}`, expect: 404 },
     'GET /api/settings': { path: '/api/settings', expect: 403 },
@@ -165,6 +174,13 @@ function probes(): Record<string, Probe> {
     'GET /api/prices': { path: '/api/prices', expect: 200 },
     'GET /api/prices/{model}': { path: '/api/prices/claude-opus-4-5', expect: [200, 404] },
     'PUT /api/prices/{model}': { path: '/api/prices/claude-opus-4-5', json: {}, expect: 403 },
+    'GET /api/cost': { path: `/api/cost?groupBy=project&projectId=${projectB}`, expect: 404 },
+    'GET /api/cost/unknown-models': { path: '/api/cost/unknown-models', expect: 200 },
+    'GET /api/sessions': { path: `/api/sessions?projectId=${projectB}`, expect: 404 },
+    'GET /api/sessions/{sessionId}': { path: `/api/sessions/${sessionB}`, expect: 404 },
+    'GET /api/activity': { path: `/api/activity?projectId=${projectB}`, expect: 404 },
+    'GET /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, expect: 404 },
+    'PUT /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, json: { budgetUsd: 0, action: 'stop' }, expect: 404 },
     'GET /api/webhooks/catalogue': { path: '/api/webhooks/catalogue', expect: 403 },
     'GET /api/webhooks/allowlist': { path: '/api/webhooks/allowlist', expect: 403 },
     'PUT /api/webhooks/allowlist': { path: '/api/webhooks/allowlist', json: { text: '0.0.0.0/0' }, expect: 403 },
@@ -212,6 +228,8 @@ async function snapshot() {
     allowlist: await get('/api/webhooks/allowlist'),
     run: await get(`/api/runs/${runB}`),
     triggersB: await get(`/api/projects/${projectB}/triggers`),
+    budgetB: await get(`/api/projects/${projectB}/budget`),
+    sessionB: await get(`/api/sessions/${sessionB}`),
   };
 }
 

@@ -31,7 +31,7 @@ test('orchestrator.start runs the profile in svc-<project>-orch in the project r
   assert.is(run.env.CLAUDE_CODE_ENABLE_TELEMETRY, '1');
   assert.is(run.env.OTEL_LOGS_EXPORTER, 'otlp');
   assert.is(run.env.OTEL_METRICS_EXPORTER, 'otlp');
-  assert.is(run.env.OTEL_EXPORTER_OTLP_PROTOCOL, 'http/json');
+  assert.is(run.env.OTEL_EXPORTER_OTLP_PROTOCOL, 'http/protobuf');
   assert.is(run.env.OTEL_EXPORTER_OTLP_ENDPOINT, 'http://127.0.0.1:4999');
   assert.is(run.env.OTEL_RESOURCE_ATTRIBUTES, 'svc.project=p1');
   assert.is(run.env.SVC_PROJECT_ID, 'p1');
@@ -93,6 +93,48 @@ test('orchestrator.stop kills only the orchestrator session; stopping again answ
   assert.equal(f.events('orchestrator.stopped')[0].payload.data, { reason: 'stopped', session: 'svc-p1-orch', origin: 'command' });
   const again = await conn.command('orchestrator.stop', { projectId: 'p1' });
   assert.equal(again.data, { stopped: false, session: 'svc-p1-orch' });
+});
+
+const stoppedData = () => f.events('orchestrator.stopped').map((e) => e.payload.data);
+
+test('the orchestrator exits with a code → orchestrator.stopped carries exitCode (3, 0), the session is ended, and it can be started again', async () => {
+  const conn = await f.start({}, { SVC_PANES_POLL_MS: '300' });
+  for (const [round, code] of [[1, 3], [2, 0]]) {
+    const r = await conn.command('orchestrator.start', { projectId: 'p1' });
+    assert.equal([r.ok, r.data?.action], [true, 'started'], JSON.stringify(r));
+    await waitPane(f, 'svc-p1-orch', /\? for shortcuts/);
+    type(f, 'svc-p1-orch', `exit ${code}`);
+    await waitUntil(() => f.events('orchestrator.stopped').length === round, 10_000, () => `orchestrator.stopped #${round}; sessions ${f.sessions()}`);
+    assert.equal(stoppedData()[round - 1], { reason: 'exited', session: 'svc-p1-orch', exitCode: code });
+    await waitUntil(() => f.sessions().length === 0, 5000, 'the dead session to be ended');
+    const status = await conn.command('orchestrator.status', { projectId: 'p1' });
+    assert.equal([status.data.present, status.data.state], [false, 'absent']);
+  }
+  assert.is(f.events('orchestrator.started').length, 2);
+  assert.is(f.events('orchestrator.stopped').length, 2, 'each exit reported once');
+});
+
+test('a start finds the orchestrator exited before the watcher looked: it reports the exit code once and starts afresh; next round too', async () => {
+  const conn = await f.start(); // fleet.pollSeconds 15: the watcher is not quick enough to see it first
+  assert.is((await conn.command('orchestrator.start', { projectId: 'p1' })).ok, true);
+  await waitPane(f, 'svc-p1-orch', /\? for shortcuts/);
+  type(f, 'svc-p1-orch', 'exit 7');
+  await waitUntil(() => /1/.test(f.tmux('display-message', '-p', '-t', '=svc-p1-orch:', '#{pane_dead}').stdout), 5000, 'the pane to be dead');
+  const again = await conn.command('orchestrator.start', { projectId: 'p1', next: true });
+  assert.equal([again.ok, again.data?.action], [true, 'started'], JSON.stringify(again));
+  await waitUntil(() => f.events('orchestrator.stopped').length === 1 && f.events('orchestrator.started').length === 2, 5000, 'stopped, then started');
+  assert.equal(stoppedData(), [{ reason: 'exited', session: 'svc-p1-orch', exitCode: 7 }]);
+  await waitUntil(() => agentRuns(f.agentDir).length === 2, 5000, 'a new agent');
+  assert.equal(f.sessions(), ['svc-p1-orch']);
+});
+
+test('an agent that exits right after it starts → agent_exited naming its exit code, no session left behind', async () => {
+  const conn = await f.start({ profiles: [{ id: 'cc', runtime: 'claude', env: { FAKE_AGENT_DIR: f.agentDir, FAKE_EXIT_AT_START: '5' }, args: [] }] });
+  const r = await conn.command('orchestrator.start', { projectId: 'p1' });
+  assert.equal([r.ok, r.error?.code], [false, 'agent_exited'], JSON.stringify(r));
+  assert.match(r.error.message, /exited right after it started in svc-p1-orch with code 5$/);
+  assert.equal(f.sessions(), []);
+  assert.is(f.events('orchestrator.started').length, 0);
 });
 
 test('bad input: unknown project, unknown profile, missing agent binary, missing tmux — each a clear error and no session', async () => {
@@ -202,7 +244,7 @@ test('a codex orchestrator gets its telemetry as -c overrides when otlp.codexExp
   assert.is((await conn.command('orchestrator.start', { projectId: 'p1' })).ok, true);
   await waitUntil(() => agentRuns(f.agentDir).length === 1, 5000, 'codex to start');
   const [run] = agentRuns(f.agentDir);
-  assert.equal(run.argv.slice(0, 5), ['--full-auto', '-c', 'otel.exporter={otlp-http={endpoint="http://127.0.0.1:4318/v1/logs",protocol="json"}}', '-c', 'otel.log_user_prompt=false']);
+  assert.equal(run.argv.slice(0, 5), ['--full-auto', '-c', 'otel.exporter={otlp-http={endpoint="http://127.0.0.1:4318/v1/logs",protocol="binary"}}', '-c', 'otel.log_user_prompt=false']);
   assert.is(run.env.CLAUDE_CODE_ENABLE_TELEMETRY, undefined);
   await waitPane(f, 'svc-p1-orch', /Ask Codex to do anything/);
   const s = await conn.command('orchestrator.status', { projectId: 'p1' });

@@ -62,6 +62,15 @@ test('attach: the screen, typed input, resize, detach leaves the session; the at
   assert.is(audit.records[0].diff.session, session);
 });
 
+test('keys typed the moment the socket opens (while the server still checks the caller and the runner attaches) are kept and run in order', async () => {
+  const t = openTerminal(`projectId=${projectId}&session=${session}&cols=80&rows=24`);
+  await new Promise<void>((resolve) => t.ws.once('open', () => resolve()));
+  for (const ch of 'echo early-$((20+3))\r') t.ws.send(JSON.stringify({ type: 'input', data: ch }));
+  await waitUntil(() => t.text().includes('early-23'), 15_000, () => `the early keys' output; got ${JSON.stringify(t.text()).slice(-500)}`);
+  t.ws.close();
+  await t.closed;
+});
+
 test('refused: not signed in (4401), a foreign Origin (4403), a viewer (4403), a session outside the project (4409)', async () => {
   const anonymous = openTerminal(`projectId=${projectId}&session=${session}`, {});
   assert.is(await anonymous.closed, 4401);

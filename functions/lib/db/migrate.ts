@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { seedPrices } from '../../cost/prices.ts';
 import type { Logger } from '../log.ts';
 import { sql } from './port.ts';
 import type { Db, Queryable } from './port.ts';
@@ -85,6 +86,7 @@ export async function seed(db: Db, text: string, log: Logger): Promise<void> {
   await db.transaction(async (tx) => {
     await lock(tx);
     await tx.exec(text);
+    await seedPrices(tx); // the price table from protocol/prices.ts, only when none exists
   });
   log.info('seed applied');
 }
