@@ -44,8 +44,9 @@ test('an unknown command or no command is a usage error: exit 2 with usage', () 
 });
 
 test('the bundle is one self-contained file of modest size', () => {
-  // ~400 KB with zod tree-shaken (see esbuild.config.mjs); a whole-zod import would pass 900 KB.
-  assert.ok(statSync(bundle).size < 800 * 1024, `${statSync(bundle).size} bytes`);
+  // ~830 KB with zod tree-shaken (see esbuild.config.mjs): ~400 KB of runner, ws and zod, ~200 KB of
+  // @bufbuild/protobuf for the OTLP receiver, the transcript ingest. A whole-zod import adds ~500 KB.
+  assert.ok(statSync(bundle).size < 900 * 1024, `${statSync(bundle).size} bytes`);
 });
 
 test.run();
