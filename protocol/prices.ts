@@ -53,7 +53,7 @@ const openaiLong = (above: number, input: number, cached: number, output: number
 });
 
 /**
- * The seed: the prices ccusage 20.0.24 uses with `--offline` (its embedded LiteLLM snapshot, built-in table and
+ * The seed: the prices ccusage 20.0.20 uses with `--offline` (its embedded LiteLLM snapshot, built-in table and
  * fast-multiplier overrides), measured with scripts/probe-ccusage-prices.mjs, so that `svc-runner usage` and
  * ccusage agree (docs/cost.md). Models ccusage prices oddly by fuzzy matching (o3, o4-mini) or not at all
  * (codex-mini-latest) are left out: unknown, flagged, never $0.

@@ -1,5 +1,5 @@
 // Codex rollout files (../shared/reference/agent-formats.md §3; docs/cost.md): token_count events become
-// requests, as ccusage 20.0.24 counts them. The state is per file and survives between incremental reads.
+// requests, as ccusage 20.0.20 counts them. The state is per file and survives between incremental reads.
 
 export interface CodexUsage {
   input: number;

@@ -1,5 +1,5 @@
 // Accuracy against the reference tool (issue #14 item 5, docs/cost.md): on generated transcripts of both
-// runtimes with every counting trap, the runner bundle's `usage daily --json` must give ccusage 20.0.24's
+// runtimes with every counting trap, the runner bundle's `usage daily --json` must give ccusage 20.0.20's
 // token counts exactly, per day, runtime and model, and its cost within 0.5 %.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
