@@ -70,6 +70,32 @@ test('runner_events hold exactly the requests `usage daily --json` reports, afte
   assert.is(local.status, 0, local.stderr);
   const days: Row[] = JSON.parse(local.stdout).days.map(({ costUSD: _c, ...r }: Row & { costUSD: unknown }) => r);
 
+  // The server's own tables agree with the local command (issue #14 item 5): per day in UTC, every
+  // token kind exactly and the cost to a millionth of a dollar.
+  const utc = await runCli(sb, ['usage', 'daily', '--json', '--tz', 'UTC'], { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome });
+  assert.is(utc.status, 0, utc.stderr);
+  type Day = { input: number; output: number; cacheCreation: number; cacheRead: number; cost: number };
+  const localDays = new Map<string, Day>();
+  for (const r of JSON.parse(utc.stdout).days) {
+    const d = localDays.get(r.date) ?? { input: 0, output: 0, cacheCreation: 0, cacheRead: 0, cost: 0 };
+    d.input += r.inputTokens;
+    d.output += r.outputTokens;
+    d.cacheCreation += r.cacheCreationTokens;
+    d.cacheRead += r.cacheReadTokens;
+    d.cost += r.costUSD ?? 0;
+    localDays.set(r.date, d);
+  }
+  const cost = await (await server.api('/api/cost?groupBy=day&tz=UTC')).json();
+  const serverDays = new Map<string, Day>(
+    cost.groups.map((g: any) => [g.key, { input: g.inputTokens, output: g.outputTokens, cacheCreation: g.cacheWrite5mTokens + g.cacheWrite1hTokens, cacheRead: g.cacheReadTokens, cost: g.costUsd }]),
+  );
+  assert.equal([...serverDays.keys()].sort(), [...localDays.keys()].sort(), 'the same days');
+  for (const [date, d] of localDays) {
+    const s = serverDays.get(date)!;
+    assert.equal([s.input, s.output, s.cacheCreation, s.cacheRead], [d.input, d.output, d.cacheCreation, d.cacheRead], `${date}: tokens`);
+    assert.ok(Math.abs(s.cost - d.cost) < 1e-6, `${date}: cost ${s.cost} on the server, ${d.cost} locally`);
+  }
+
   await server.stop('SIGTERM');
   const db = dbEnv.env.DATABASE_URL ? await openPostgres(dbEnv.env.DATABASE_URL, 2) : await openPglite(dbEnv.env.PGLITE_DATA_DIR);
   let events: { event_id: string; kind: string; payload: any }[];
