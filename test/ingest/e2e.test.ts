@@ -133,4 +133,54 @@ test('runner_events hold exactly the requests `usage daily --json` reports, afte
   assert.not.ok(JSON.stringify(events).includes('answer 1'), 'no response text is sent');
 });
 
+test('a runner offline while its agents work catches up from the spool once the server is back: nothing lost, nothing counted twice', async () => {
+  const db2 = await serverDbEnv();
+  const sb2 = sandbox();
+  let second: RunningServer | null = null;
+  const first = await startServer({ admin: true, dbEnv: db2.env });
+  try {
+    const made = await (await first.api('/api/runners', { method: 'POST', json: { name: 'ingest-offline' } })).json();
+    const paired = await runCli(sb2, ['pair', '--server', first.url, '--code', made.code, '--no-detect']);
+    assert.is(paired.status, 0, paired.stderr);
+    const { token } = first.admin;
+    await first.stop('SIGTERM'); // the server is gone before the daemon ever connects
+    const fx = writeFixtures(join(sb2.dir, 'fx'));
+    const env = { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome, SVC_INGEST_NO_WATCHER: '1', SVC_INGEST_POLL_MS: '200', SVC_INGEST_HOLD_MS: '300' };
+    const daemon = startDaemon(sb2, env);
+    const offsetsPath = join(sb2.env.XDG_STATE_HOME, 'svc', 'offsets.json');
+    const allRead = () => {
+      try {
+        const files = Object.entries(JSON.parse(readFileSync(offsetsPath, 'utf8')).files) as [string, any][];
+        return files.length >= 8 && files.every(([f, r]) => r.offset === statSync(f).size);
+      } catch {
+        return false;
+      }
+    };
+    await waitUntil(allRead, 30_000, () => `every transcript read while offline\n${daemon.output().slice(-2000)}`);
+    const spooled = sb2.spoolFiles().length;
+    assert.ok(spooled > 0, 'the events wait in the spool');
+    // The server comes back on the same address; the daemon reconnects and sends what waited.
+    second = await startServer({ dbEnv: db2.env, env: { PORT: String(first.port) } });
+    await waitUntil(() => sb2.spoolFiles().length === 0, 90_000, () => `the spool drained (${sb2.spoolFiles().length} of ${spooled} left)\n${daemon.output().slice(-2000)}`);
+    assert.is((await daemon.kill()).code, 0);
+    const local = await runCli(sb2, ['usage', 'daily', '--json', '--tz', 'UTC'], { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome });
+    assert.is(local.status, 0, local.stderr);
+    const sum = (rows: any[], f: (r: any) => number) => rows.reduce((a, r) => a + f(r), 0);
+    const days = JSON.parse(local.stdout).days;
+    const cost = await (await fetch(`${second.url}/api/cost?groupBy=day&tz=UTC`, { headers: { authorization: `Bearer ${token}` } })).json();
+    const t = cost.totals;
+    assert.equal(
+      [t.inputTokens, t.outputTokens, t.cacheWrite5mTokens + t.cacheWrite1hTokens, t.cacheReadTokens],
+      [sum(days, (r) => r.inputTokens), sum(days, (r) => r.outputTokens), sum(days, (r) => r.cacheCreationTokens), sum(days, (r) => r.cacheReadTokens)],
+    );
+    assert.ok(Math.abs(t.costUsd - sum(days, (r) => r.costUSD ?? 0)) < 1e-6, `cost ${t.costUsd} on the server`);
+  } finally {
+    await killDaemons();
+    await second?.cleanup();
+    await first.cleanup();
+    await db2.cleanup();
+    sb2.cleanup();
+  }
+});
+
 test.run();
