@@ -1,12 +1,12 @@
 // Shared set-up of the project schedule tests: a real server, a project served by a paired protocol
-// client (the runner), and a second project whose runner is paired but never connects (offline).
+// client (the runner), an encryption key (webhook secrets), and a second project whose runner is paired but never connects (offline).
 import { randomBytes } from 'node:crypto';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer, StartOptions } from '../helpers/server.ts';
 import { callAs } from '../helpers/users.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 import type { Client } from '../helpers/wsclient.ts';
-import { makeProject, waitFor } from '../triggers/_harness.ts';
+import { KEY, makeProject, waitFor } from '../triggers/_harness.ts';
 
 export { makeProject, waitFor };
 
@@ -20,7 +20,7 @@ export interface Setup {
 }
 
 export async function setup(opts: StartOptions = {}): Promise<Setup> {
-  const server = await startServer({ admin: true, ...opts, env: { NODE_ENV: 'test', ...opts.env } });
+  const server = await startServer({ admin: true, ...opts, env: { APP_ENCRYPTION_KEY: KEY, NODE_ENV: 'test', ...opts.env } });
   const runner = await pairRunner(server.api, server.url, `sched-${randomBytes(2).toString('hex')}`);
   const projectId = await makeProject(server, runner.runnerId);
   const off = await pairRunner(server.api, server.url, `off-${randomBytes(2).toString('hex')}`);

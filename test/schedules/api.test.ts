@@ -20,6 +20,15 @@ const call = (path: string, init: { method?: string; json?: unknown; token?: str
 const base = () => `/api/projects/${s.projectId}/schedules`;
 
 test.before(async () => {
+  try {
+    await prepare();
+  } catch (err) {
+    console.error('set-up failed:', err); // uvu reports a failed before hook only as failed tests
+    throw err;
+  }
+});
+
+async function prepare() {
   s = await setup();
   hooks = await receiver();
   assert.is((await call('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } })).status, 200);
@@ -29,7 +38,7 @@ test.before(async () => {
     users[role] = await makeUser(s.server, `sched-${role}`);
     if (role !== 'stranger') assert.is((await call(`/api/projects/${s.projectId}/members/${users[role].id}`, { method: 'PUT', json: { role } })).status, 200);
   }
-});
+}
 test.after(async () => {
   s?.ws.ws.close();
   await hooks?.close();
