@@ -29,3 +29,5 @@ create table project_schedules (
 create index project_schedules_project on project_schedules (project_id, created_at);
 create index project_schedules_due on project_schedules (next_run_at) where enabled;
 create index project_schedules_pending on project_schedules (last_run_id) where last_result = 'started';
+-- Every process looks for schedule runs whose holder died (expired lease) once a second: only running rows.
+create index job_runs_running on job_runs (lease_expires_at) where status = 'running';

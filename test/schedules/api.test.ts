@@ -10,7 +10,7 @@ import { callAs, makeUser } from '../helpers/users.ts';
 import type { TestUser } from '../helpers/users.ts';
 import { receiver } from '../webhooks/_harness.ts';
 import type { Receiver } from '../webhooks/_harness.ts';
-import { createSchedule, cronAt, daily, reportRun, setup, waitFor } from './_harness.ts';
+import { createSchedule, cronAt, daily, makeProject, reportRun, setup, waitFor } from './_harness.ts';
 import type { Setup } from './_harness.ts';
 
 let s: Setup;
@@ -224,6 +224,23 @@ test('runner offline → failed runner_offline and schedule.failed; the third fa
   // Enabling it again by hand clears the reason and the count.
   const on = (await call(`${path}/${made.id}`, { method: 'PATCH', json: { enabled: true } })).body;
   assert.equal([on.enabled, on.disabledReason, on.consecutiveFailures], [true, null, 0]);
+});
+
+test('budget: a project whose budget action is stop and which is spent skips with budget_exceeded; nothing is sent, no failure counted', async () => {
+  const projectId = await makeProject(s.server, s.runner.runnerId);
+  assert.is((await call(`/api/projects/${projectId}/budget`, { method: 'PUT', json: { budgetUsd: 0, action: 'stop' } })).status, 200);
+  const made = await createSchedule(s.server, projectId, daily({ name: 'over budget' }));
+  const commands = s.ws.frames.filter((f) => f.type === 'command').length;
+  const res = await call(`/api/projects/${projectId}/schedules/${made.id}/run`, { method: 'POST' });
+  assert.equal([res.status, res.body.result, res.body.reason], [202, 'skipped', 'budget_exceeded']);
+  const row = (await call(`/api/projects/${projectId}/schedules/${made.id}`)).body;
+  assert.equal([row.lastRun.result, row.lastRun.reason, row.consecutiveFailures, row.enabled], ['skipped', 'budget_exceeded', 0, true]);
+  assert.is(s.ws.frames.filter((f) => f.type === 'command').length, commands, 'no command sent');
+  // Set to warn, it runs.
+  assert.is((await call(`/api/projects/${projectId}/budget`, { method: 'PUT', json: { budgetUsd: 0, action: 'warn' } })).status, 200);
+  const [ran] = await Promise.all([call(`/api/projects/${projectId}/schedules/${made.id}/run`, { method: 'POST' }), answer(true, { runId: 'run-budget-1', state: 'queued' })]);
+  assert.is(ran.body.result, 'started');
+  await reportRun(s.ws, projectId, 'run-budget-1', 'succeeded');
 });
 
 test('a due schedule fires at its time in its zone, once, and its next run moves to the next day', async () => {
