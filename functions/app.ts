@@ -20,6 +20,7 @@ import { routes as projectRoutes } from './projects/routes.ts';
 import { routes as installRoutes } from './runners/install.ts';
 import { routes as runnerRoutes } from './runners/routes.ts';
 import { routes as runRoutes } from './runs/routes.ts';
+import { routes as projectScheduleRoutes } from './schedules/routes.ts';
 import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
 import { routes as triggerRoutes } from './triggers/routes.ts';
@@ -39,6 +40,7 @@ export const allRoutes: Route[] = [
   ...sessionRoutes,
   ...webhookRoutes,
   ...triggerRoutes,
+  ...projectScheduleRoutes,
   ...openapiRoutes,
 ];
 

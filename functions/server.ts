@@ -39,6 +39,7 @@ import type { Logger } from './lib/log.ts';
 import { installSafetyNet } from './lib/safety-net.ts';
 import { warnUndecryptable } from './settings/keycheck.ts';
 import { serverClock, systemClock } from './lib/clock.ts';
+import { ScheduleRunner } from './schedules/runner.ts';
 import { TriggerFirer } from './triggers/fire.ts';
 import { captureRunnerEvents } from './webhooks/capture.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
@@ -126,8 +127,12 @@ async function serve(config: Config, log: Logger): Promise<void> {
   // Inbound triggers fire on every process (functions/triggers/fire.ts); the work is shared through SQL.
   const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000 });
   firer.start();
+  // Project schedules run on replicas with JOBS_ENABLED, once across them (functions/schedules/runner.ts);
+  // run-now works on every replica.
+  const schedules = new ScheduleRunner({ db, log: log.child({ area: 'schedules' }), hub, scheduler, clock, maxFailures: config.SCHEDULE_MAX_FAILURES });
+  if (config.JOBS_ENABLED) schedules.start();
 
-  const fetch = createApp({ config, db, log, scheduler, keys, hub, clock, firer });
+  const fetch = createApp({ config, db, log, scheduler, keys, hub, clock, firer, schedules });
   const clientAddress = (req: IncomingMessage) => {
     const forwarded = config.TRUST_PROXY ? req.headers['x-forwarded-for'] : undefined;
     const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
@@ -182,7 +187,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
     clearInterval(idle);
     server.closeAllConnections();
     await hub.stop();
-    await Promise.all([scheduler.stop(graceMs), webhooks.stop(graceMs), firer.stop(graceMs), auditAnchor.stop()]);
+    await Promise.all([schedules.stop().then(() => scheduler.stop(graceMs)), webhooks.stop(graceMs), firer.stop(graceMs), auditAnchor.stop()]);
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');
     process.exit(0);

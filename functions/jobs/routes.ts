@@ -5,6 +5,8 @@ import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { notFound, json } from '../lib/errors.ts';
+import { toSchedule } from '../schedules/schedules.ts';
+import type { ScheduleRow } from '../schedules/schedules.ts';
 
 const jobParams = z.strictObject({ name: z.string().regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be a job name' }) });
 
@@ -23,10 +25,17 @@ export const routes: Route[] = [
   route({
     method: 'GET',
     path: '/api/schedules',
-    summary: 'System jobs with their schedule, next run and last result',
+    summary: "System jobs (instance admins only) and the project schedules of the caller's projects, each with its schedule, next run and last result",
     tag: 'schedules',
-    access: 'instanceAdmin',
-    async handler(_input, { db, scheduler }) {
+    access: 'user',
+    async handler({ principal }, { db, scheduler }) {
+      const user = principal!.user;
+      const projectSchedules = await db.query<ScheduleRow & { project_name: string }>(sql`
+        select s.*, p.name as project_name from project_schedules s join projects p on p.id = s.project_id
+         where ${user.instanceAdmin ? sql`true` : sql`s.project_id in (select m.project_id from project_members m where m.user_id = ${user.id})`}
+         order by p.name, s.created_at, s.id`);
+      const schedules = projectSchedules.map((r) => ({ ...toSchedule(r), kind: 'project', projectName: r.project_name }));
+      if (!user.instanceAdmin) return json({ jobs: [], schedules });
       const defs = scheduler.definitions();
       const last = await db.query<LastRun>(sql`
         select distinct on (job) job, scheduled_for, status, attempt, started_at, finished_at, result, error
@@ -55,6 +64,7 @@ export const routes: Route[] = [
               : null,
           };
         }),
+        schedules,
       });
     },
   }),

@@ -125,6 +125,25 @@ export class Scheduler {
     return true;
   }
 
+  /**
+   * Run work that is not a registered job (a project schedule's due time, functions/schedules/) under the
+   * same lease: only the replica whose (name, scheduledFor) insert wins runs it, and it renews the lease
+   * while it runs. The sweeper never takes such a run over (it is not registered); the owner of `name`
+   * decides what an expired lease means. Resolves once the run ended: true when this replica ran it, false
+   * when another replica has it.
+   */
+  async claimAndRun(name: string, scheduledFor: Date, run: JobDefinition['run']): Promise<boolean> {
+    if (this.jobs.has(name)) throw new Error(`${name} is a registered job; use fire()`);
+    const [claimed] = await this.db.query(sql`
+      insert into job_runs (job, scheduled_for, status, lease_owner, lease_expires_at)
+      values (${name}, ${scheduledFor}, 'running', ${this.owner}, now() + make_interval(secs => ${this.leaseSeconds}))
+      on conflict (job, scheduled_for) do nothing
+      returning job`);
+    if (!claimed) return false;
+    await this.execute(name, scheduledFor, 1, run);
+    return true;
+  }
+
   /** Take over running rows whose holder stopped renewing its lease (it crashed or hung). */
   async sweep(): Promise<number> {
     const names = [...this.jobs.keys()];
@@ -153,8 +172,7 @@ export class Scheduler {
     return taken.length;
   }
 
-  private execute(name: string, scheduledFor: Date, attempt: number): void {
-    const def = this.jobs.get(name)!.def;
+  private execute(name: string, scheduledFor: Date, attempt: number, run = this.jobs.get(name)!.def.run): Promise<void> {
     const controller = new AbortController();
     const log = this.log.child({ job: name });
     const renew = () => {
@@ -178,7 +196,7 @@ export class Scheduler {
     this.running.add(entry);
     entry.done = (async () => {
       try {
-        const result = await def.run({ db: this.db, log, scheduledFor, signal: controller.signal });
+        const result = await run({ db: this.db, log, scheduledFor, signal: controller.signal });
         if (controller.signal.aborted) return;
         await this.finish(name, scheduledFor, 'ok', result, null);
         log.info('job finished', { scheduledFor: scheduledFor.toISOString(), attempt, ms: this.timers.now() - started, ...result });
@@ -192,6 +210,7 @@ export class Scheduler {
         this.running.delete(entry);
       }
     })();
+    return entry.done;
   }
 
   private async finish(name: string, scheduledFor: Date, status: 'ok' | 'failed', result: unknown, error: string | null) {

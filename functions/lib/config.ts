@@ -104,6 +104,7 @@ const envShape = z.object({
     HOUSEKEEPING_CRON: cron('55 4 * * *'),
     JOBS_ENABLED: bool(true),
     JOB_LEASE_SECONDS: int(60, 2, 3600),
+    SCHEDULE_MAX_FAILURES: int(3, 1, 100),
     WEBHOOKS_WORKER_ENABLED: bool(true),
     WEBHOOKS_LEASE_SECONDS: int(30, 15, 600),
     MAX_BODY_BYTES: int(1048576, 1024, 104857600),

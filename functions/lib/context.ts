@@ -3,6 +3,7 @@
 // OpenAPI document (functions/openapi.ts) is generated from the same table, so they cannot drift.
 import type { z } from 'zod';
 import type { Scheduler } from '../jobs/scheduler.ts';
+import type { ScheduleRunner } from '../schedules/runner.ts';
 import type { Hub } from '../runners/hub.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -21,6 +22,8 @@ export interface AppContext {
   clock: Clock;
   /** Starts inbound trigger runs (functions/triggers/fire.ts); absent where nothing fires. */
   firer?: { kick(): void };
+  /** Runs project schedules (functions/schedules/runner.ts); absent where nothing runs. */
+  schedules?: Pick<ScheduleRunner, 'kick' | 'runNow'>;
 }
 
 /** Keys derived once at start: the session signing key and, when configured, the secrets key. */

@@ -202,27 +202,51 @@ export class TriggerFirer {
        where id = ${c.id} and status = 'firing' and lease_owner = ${this.owner}`);
   }
 
-  private async command(t: TriggerRow, args: string[], runnerId: string | null): Promise<{ status: 'fired' | 'failed'; reason?: string; detail?: string; runId?: string }> {
-    if (!runnerId) return { status: 'failed', reason: 'runner_offline', detail: 'the project has no runner' };
-    const name = t.action === 'skill' ? 'skill.run' : 'orchestrator.start';
-    const raw =
-      t.action === 'skill'
-        ? { projectId: t.project_id, skill: t.skill, args, output: t.output, ...(t.profile ? { profileId: t.profile } : {}), ...(t.model ? { model: t.model } : {}) }
-        : { projectId: t.project_id, next: true };
-    const parsed = COMMANDS[name].args.safeParse(raw);
-    if (!parsed.success) return { status: 'failed', reason: 'command_refused', detail: `invalid_args: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}` };
-    const outcome = await this.opts.hub.command(runnerId, name, parsed.data, t.created_by);
-    switch (outcome.status) {
-      case 'done': {
-        const runId = (outcome.data as { runId?: unknown } | null)?.runId;
-        return { status: 'fired', runId: typeof runId === 'string' ? runId : undefined };
-      }
-      case 'failed':
-        return { status: 'failed', reason: 'command_refused', detail: `${outcome.error.code}: ${outcome.error.message}` };
-      case 'offline':
-        return { status: 'failed', reason: 'runner_offline', detail: 'the runner is offline; nothing was sent' };
-      case 'timeout':
-        return { status: 'failed', reason: 'command_timeout', detail: `${name} got no answer within ${COMMANDS[name].timeoutMs / 1000} s` };
+  private async command(t: TriggerRow, args: string[], runnerId: string | null): Promise<SendOutcome> {
+    if (t.action === 'skill') {
+      return sendSkillRun(this.opts.hub, runnerId, { projectId: t.project_id, skill: t.skill ?? '', args, profile: t.profile, model: t.model, output: t.output }, t.created_by);
     }
+    return sendCommand(this.opts.hub, runnerId, 'orchestrator.start', { projectId: t.project_id, next: true }, t.created_by);
+  }
+}
+
+export interface SendOutcome {
+  status: 'fired' | 'failed';
+  reason?: 'runner_offline' | 'command_refused' | 'command_timeout';
+  detail?: string;
+  runId?: string;
+}
+
+export interface SkillRunSpec {
+  projectId: string;
+  skill: string;
+  args: string[];
+  profile: string | null;
+  model: string | null;
+  output: 'report' | 'pull_request';
+}
+
+/** `skill.run` to the project's runner on behalf of `actor` (triggers here, project schedules in functions/schedules/). */
+export function sendSkillRun(hub: Pick<Hub, 'command'>, runnerId: string | null, s: SkillRunSpec, actor: string): Promise<SendOutcome> {
+  const raw = { projectId: s.projectId, skill: s.skill, args: s.args, output: s.output, ...(s.profile ? { profileId: s.profile } : {}), ...(s.model ? { model: s.model } : {}) };
+  return sendCommand(hub, runnerId, 'skill.run', raw, actor);
+}
+
+async function sendCommand(hub: Pick<Hub, 'command'>, runnerId: string | null, name: 'skill.run' | 'orchestrator.start', raw: unknown, actor: string): Promise<SendOutcome> {
+  if (!runnerId) return { status: 'failed', reason: 'runner_offline', detail: 'the project has no runner' };
+  const parsed = COMMANDS[name].args.safeParse(raw);
+  if (!parsed.success) return { status: 'failed', reason: 'command_refused', detail: `invalid_args: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}` };
+  const outcome = await hub.command(runnerId, name, parsed.data, actor);
+  switch (outcome.status) {
+    case 'done': {
+      const runId = (outcome.data as { runId?: unknown } | null)?.runId;
+      return { status: 'fired', runId: typeof runId === 'string' ? runId : undefined };
+    }
+    case 'failed':
+      return { status: 'failed', reason: 'command_refused', detail: `${outcome.error.code}: ${outcome.error.message}` };
+    case 'offline':
+      return { status: 'failed', reason: 'runner_offline', detail: 'the runner is offline; nothing was sent' };
+    case 'timeout':
+      return { status: 'failed', reason: 'command_timeout', detail: `${name} got no answer within ${COMMANDS[name].timeoutMs / 1000} s` };
   }
 }

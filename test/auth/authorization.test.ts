@@ -27,6 +27,7 @@ let sessionB = ''; // an agent session of project B
 let webhookId = '';
 let triggerB = ''; // a trigger of project B
 let triggerBPublic = '';
+let scheduleB = ''; // a project schedule of project B
 const users: Record<'padmin' | 'operator' | 'viewer', TestUser> = {} as never;
 
 test.before(async () => {
@@ -66,6 +67,9 @@ test.before(async () => {
   assert.is(trig.status, 201);
   triggerB = trig.body.trigger.id;
   triggerBPublic = trig.body.trigger.publicId;
+  const sched = await call(`/api/projects/${projectB}/schedules`, { method: 'POST', json: { name: 'b', cron: '0 3 * * *', timezone: 'UTC', skill: 'review' } });
+  assert.is(sched.status, 201);
+  scheduleB = sched.body.id;
 });
 test.after(async () => server?.cleanup());
 
@@ -169,7 +173,14 @@ function probes(): Record<string, Probe> {
     'DELETE /api/secrets/{name}': { path: '/api/secrets/chat.bot_token', method: 'DELETE', expect: 403 },
     'GET /api/audit': { path: '/api/audit', expect: 403 },
     'GET /api/audit/verification': { path: '/api/audit/verification', expect: 403 },
-    'GET /api/schedules': { path: '/api/schedules', expect: 403 },
+    'GET /api/schedules': {
+      path: '/api/schedules',
+      expect: 200,
+      check: (a) => {
+        assert.equal(a.body.jobs, [], 'system jobs are for instance admins');
+        assert.ok(a.body.schedules.every((x: { projectId: string }) => x.projectId === projectA), "only its own projects' schedules");
+      },
+    },
     'POST /api/schedules/{name}/run': { path: '/api/schedules/audit.verify/run', expect: 403 },
     'GET /api/prices': { path: '/api/prices', expect: 200 },
     'GET /api/prices/{model}': { path: '/api/prices/claude-opus-4-5', expect: [200, 404] },
@@ -206,6 +217,13 @@ function probes(): Record<string, Probe> {
     'POST /api/projects/{projectId}/triggers/{triggerId}/rotate': { path: `/api/projects/${projectA}/triggers/${triggerB}/rotate`, expect: 404 },
     'POST /api/projects/{projectId}/triggers/{triggerId}/dry-run': { path: `/api/projects/${projectB}/triggers/${triggerB}/dry-run`, json: { payload: {} }, expect: 404 },
     'GET /api/projects/{projectId}/triggers/{triggerId}/deliveries': { path: `/api/projects/${projectA}/triggers/${triggerB}/deliveries`, expect: 404 },
+    // Project schedules: B's schedule through A's path (where the caller IS admin) and through B's own path.
+    'GET /api/projects/{projectId}/schedules': { path: `/api/projects/${projectB}/schedules`, expect: 404 },
+    'POST /api/projects/{projectId}/schedules': { path: `/api/projects/${projectB}/schedules`, json: { name: 'x', cron: '* * * * *', skill: 'x' }, expect: 404 },
+    'GET /api/projects/{projectId}/schedules/{scheduleId}': { path: `/api/projects/${projectA}/schedules/${scheduleB}`, expect: 404 },
+    'PATCH /api/projects/{projectId}/schedules/{scheduleId}': { path: `/api/projects/${projectA}/schedules/${scheduleB}`, json: { name: 'mine' }, expect: 404 },
+    'DELETE /api/projects/{projectId}/schedules/{scheduleId}': { path: `/api/projects/${projectA}/schedules/${scheduleB}`, method: 'DELETE', expect: 404 },
+    'POST /api/projects/{projectId}/schedules/{scheduleId}/run': { path: `/api/projects/${projectB}/schedules/${scheduleB}/run`, expect: 404 },
     'POST /hooks/{publicId}': { as: 'anonymous', path: `/hooks/${triggerBPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
   };
 }
@@ -228,6 +246,7 @@ async function snapshot() {
     allowlist: await get('/api/webhooks/allowlist'),
     run: await get(`/api/runs/${runB}`),
     triggersB: await get(`/api/projects/${projectB}/triggers`),
+    schedulesB: await get(`/api/projects/${projectB}/schedules`),
     budgetB: await get(`/api/projects/${projectB}/budget`),
     sessionB: await get(`/api/sessions/${sessionB}`),
   };

@@ -1,4 +1,6 @@
-// System jobs next to their next run and last result (spec: the admin Schedules page).
+// Project schedules and system jobs, each with its next run and last result (spec: the admin Schedules
+// page lists system jobs next to project schedules; docs/schedules.md). Members see their projects'
+// schedules; project admins run them now and turn them on or off; system jobs are for instance admins.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, when } from '../api.ts';
@@ -11,34 +13,95 @@ interface Job {
   lastRun: null | { scheduledFor: string; status: string; finishedAt: string | null; error: string | null };
 }
 
+interface ProjectSchedule {
+  id: string;
+  projectId: string;
+  projectName: string;
+  name: string;
+  cron: string;
+  timezone: string;
+  skill: string;
+  args: string[];
+  output: string;
+  enabled: boolean;
+  disabledReason: string | null;
+  consecutiveFailures: number;
+  nextRunAt: string | null;
+  lastRun: null | { scheduledFor: string; result: string | null; reason: string | null; detail: string | null; runId: string | null };
+}
+
+const RESULT_CLASS: Record<string, string> = { started: 'running', succeeded: 'ok', failed: 'failed', skipped: 'muted', cancelled: 'muted' };
+
 export function Schedules() {
-  const [jobs, setJobs] = useState<Job[] | null>(null);
+  const [data, setData] = useState<{ jobs: Job[]; schedules: ProjectSchedule[] } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   const [started, setStarted] = useState<string | null>(null);
   const load = () =>
-    api<{ jobs: Job[] }>('/api/schedules')
-      .then((r) => setJobs(r.jobs))
+    api<{ jobs: Job[]; schedules?: ProjectSchedule[] }>('/api/schedules')
+      .then((r) => setData({ jobs: r.jobs, schedules: r.schedules ?? [] }))
       .catch((e) => setError(e.message));
   useEffect(() => {
     void load();
     const t = setInterval(load, 5000); // a job started with Run now shows its result without a reload
     return () => clearInterval(t);
   }, []);
-  const runNow = async (j: Job) => {
+  const act = async (what: () => Promise<string | null>) => {
     try {
-      await api(`/api/schedules/${encodeURIComponent(j.name)}/run`, { method: 'POST' });
+      const message = await what();
       setActionError(null);
-      setStarted(j.name);
+      setStarted(message);
     } catch (e) {
       setActionError(e instanceof ApiError ? e.message : String(e));
     }
     await load();
   };
+  const runJob = (j: Job) =>
+    act(async () => {
+      await api(`/api/schedules/${encodeURIComponent(j.name)}/run`, { method: 'POST' });
+      return `${j.name} started; its result appears under Last run.`;
+    });
+  const path = (s: ProjectSchedule) => `/api/projects/${encodeURIComponent(s.projectId)}/schedules/${encodeURIComponent(s.id)}`;
+  const runSchedule = (s: ProjectSchedule) =>
+    act(async () => {
+      const r = await api<{ result: string; reason: string | null; detail: string | null; runId: string | null }>(`${path(s)}/run`, { method: 'POST' });
+      return r.result === 'started' ? `${s.name} started run ${r.runId ?? ''}.` : `${s.name}: ${r.result} (${r.reason}${r.detail ? `: ${r.detail}` : ''}).`;
+    });
+  const toggle = (s: ProjectSchedule) =>
+    act(async () => {
+      await api(path(s), { method: 'PATCH', body: { enabled: !s.enabled } });
+      return `${s.name} ${s.enabled ? 'disabled' : 'enabled'}.`;
+    });
   if (error) return html`<p class="failed" role="alert">Could not load schedules: ${error}</p>`;
-  if (!jobs) return html`<p class="muted">Loading…</p>`;
+  if (!data) return html`<p class="muted">Loading…</p>`;
+  const { jobs, schedules } = data;
   return html`${actionError && html`<p class="failed" role="alert">${actionError}</p>`}
-  ${started && html`<p class="ok" role="status">${started} started; its result appears under Last run.</p>`}
+  ${started && html`<p class="ok" role="status">${started}</p>`}
+  <h3>Project schedules</h3>
+  ${schedules.length === 0
+    ? html`<p class="muted">No project schedules${jobs.length ? '' : ' in your projects'}. Project admins create them with <code>POST /api/projects/&lt;id&gt;/schedules</code>.</p>`
+    : html`<div class="scroll"><table>
+    <thead><tr><th>Schedule</th><th>When</th><th>Next run</th><th>Last run</th><th></th></tr></thead>
+    <tbody>
+      ${schedules.map(
+        (s) => html`<tr data-schedule=${s.id}>
+          <td><strong>${s.name}</strong><div class="muted">${s.projectName} · skill <code>${s.skill}</code>${s.args.length ? html` <code>${s.args.join(' ')}</code>` : null} · ${s.output === 'pull_request' ? 'pull request' : 'report'}</div></td>
+          <td><code>${s.cron}</code><div class="muted">${s.timezone}</div></td>
+          <td>${s.enabled ? when(s.nextRunAt) : html`<span class="muted">disabled${s.disabledReason ? ` (${s.disabledReason.replace(/_/g, ' ')})` : ''}</span>`}</td>
+          <td>${s.lastRun
+            ? html`<span class=${RESULT_CLASS[s.lastRun.result ?? ''] ?? ''}>${s.lastRun.result}</span> ${when(s.lastRun.scheduledFor)}
+                ${s.lastRun.runId ? html` <a href=${`#/runs?run=${encodeURIComponent(s.lastRun.runId)}`}>${s.lastRun.runId}</a>` : null}
+                ${s.lastRun.reason ? html`<div class=${s.lastRun.result === 'failed' ? 'failed' : 'muted'}>${s.lastRun.reason}${s.lastRun.detail ? `: ${s.lastRun.detail}` : ''}</div>` : null}
+                ${s.consecutiveFailures ? html`<div class="muted">${s.consecutiveFailures} failed in a row</div>` : null}`
+            : html`<span class="muted">never</span>`}</td>
+          <td><button class="secondary" onClick=${() => runSchedule(s)}>Run now</button>
+            <button class="secondary" onClick=${() => toggle(s)}>${s.enabled ? 'Disable' : 'Enable'}</button></td>
+        </tr>`,
+      )}
+    </tbody>
+  </table></div>`}
+  ${jobs.length > 0 &&
+  html`<h3>System jobs</h3>
   <div class="scroll"><table>
     <thead><tr><th>Job</th><th>Schedule</th><th>Next run</th><th>Last run</th><th></th></tr></thead>
     <tbody>
@@ -51,9 +114,9 @@ export function Schedules() {
             ? html`<span class=${j.lastRun.status}>${j.lastRun.status}</span> ${when(j.lastRun.finishedAt ?? j.lastRun.scheduledFor)}
                 ${j.lastRun.error ? html`<div class="failed">${j.lastRun.error}</div>` : null}`
             : html`<span class="muted">never</span>`}</td>
-          <td><button class="secondary" onClick=${() => runNow(j)}>Run now</button></td>
+          <td><button class="secondary" onClick=${() => runJob(j)}>Run now</button></td>
         </tr>`,
       )}
     </tbody>
-  </table></div>`;
+  </table></div>`}`;
 }
