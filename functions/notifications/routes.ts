@@ -38,25 +38,43 @@ async function unreadCount(q: Queryable, user: Pick<User, 'id' | 'instanceAdmin'
 }
 
 const notificationId = z.string().regex(/^[1-9][0-9]{0,17}$/, { message: 'must be a notification id' });
-const readBody = z.union([
-  z.strictObject({ ids: z.array(notificationId).min(1, { message: 'name at least one notification' }).max(500) }),
-  z.strictObject({ all: z.literal(true) }),
-]);
+const readBody = z
+  .strictObject({
+    ids: z.array(notificationId).min(1, { message: 'name at least one notification' }).max(500).optional(),
+    all: z.literal(true).optional(),
+  })
+  .superRefine((b, ctx) => {
+    if ((b.ids === undefined) === (b.all === undefined)) ctx.addIssue({ code: 'custom', path: ['ids'], message: 'give either ids or all: true' });
+  });
 
 // Chat channels ------------------------------------------------------------------------------------
 
 const channelParams = z.strictObject({ channelId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a channel id' }) });
 const name = z.string().trim().min(1).max(100).optional();
-const channelCreate = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('slack'), name, webhookUrl }),
-  z.strictObject({
-    type: z.literal('telegram'),
+const TELEGRAM_ONLY = ['botToken', 'chatId', 'apiBaseUrl'] as const;
+const channelCreate = z
+  .strictObject({
+    type: z.enum(['slack', 'telegram'], { message: 'must be slack or telegram' }),
     name,
-    botToken: z.string().regex(/^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$/, { message: 'must be a Telegram bot token (digits:characters)' }),
-    chatId: z.string().regex(/^(-?[0-9]{1,20}|@[A-Za-z0-9_]{5,64})$/, { message: 'must be a chat id (a number) or @channelname' }),
-    apiBaseUrl: webhookUrl.default(TELEGRAM_DEFAULT_BASE_URL),
-  }),
-]);
+    /** Slack: the incoming webhook's URL. */
+    webhookUrl: webhookUrl.optional(),
+    /** Telegram: the bot's token, the chat to write to, and the Bot API's base URL. */
+    botToken: z.string().regex(/^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$/, { message: 'must be a Telegram bot token (digits:characters)' }).optional(),
+    chatId: z.string().regex(/^(-?[0-9]{1,20}|@[A-Za-z0-9_]{5,64})$/, { message: 'must be a chat id (a number) or @channelname' }).optional(),
+    apiBaseUrl: webhookUrl.optional(),
+  })
+  .superRefine((b, ctx) => {
+    const need = (field: string, present: boolean) => present || ctx.addIssue({ code: 'custom', path: [field], message: `required for a ${b.type} channel` });
+    const refuse = (field: string, present: boolean) => !present || ctx.addIssue({ code: 'custom', path: [field], message: `not used by a ${b.type} channel` });
+    if (b.type === 'slack') {
+      need('webhookUrl', b.webhookUrl !== undefined);
+      for (const f of TELEGRAM_ONLY) refuse(f, b[f] !== undefined);
+    } else {
+      need('botToken', b.botToken !== undefined);
+      need('chatId', b.chatId !== undefined);
+      refuse('webhookUrl', b.webhookUrl !== undefined);
+    }
+  });
 
 type ChannelRow = WebhookRow & { kind: ChatKind; chat_id: string | null; name: string | null };
 
@@ -119,7 +137,7 @@ export const routes: Route[] = [
     body: readBody,
     async handler({ principal, body }, ctx) {
       const user = principal!.user;
-      const which = 'all' in body ? sql`true` : sql`n.id in (select x::bigint from jsonb_array_elements_text(${sql.json(body.ids)}) as t(x))`;
+      const which = body.all ? sql`true` : sql`n.id in (select x::bigint from jsonb_array_elements_text(${sql.json(body.ids ?? [])}) as t(x))`;
       const marked = await ctx.db.query(sql`
         insert into notification_reads (notification_id, user_id)
         select n.id, ${user.id} from notifications n where ${visibleTo(user)} and ${which}
@@ -151,12 +169,14 @@ export const routes: Route[] = [
       const key = requireEncryptionKey(ctx);
       const channelId = randomUUID();
       const [url, secret, chatId] =
-        body.type === 'slack' ? [slackDisplayUrl(body.webhookUrl), body.webhookUrl, null] : [body.apiBaseUrl, body.botToken, body.chatId];
+        body.type === 'slack'
+          ? [slackDisplayUrl(body.webhookUrl!), body.webhookUrl!, null]
+          : [body.apiBaseUrl ?? TELEGRAM_DEFAULT_BASE_URL, body.botToken!, body.chatId!];
       const row = await audited(
         ctx.db,
         (r: ChannelRow) => ({ actor: principal!, action: 'notification_channel.create', target: { type: 'notification_channel', id: r.id }, diff: { after: { type: r.kind, name: r.name, url: r.url, chatId: r.chat_id } }, requestId }),
         async (tx) => {
-          await requireAllowed(tx, body.type === 'slack' ? 'webhookUrl' : 'apiBaseUrl', body.type === 'slack' ? body.webhookUrl : body.apiBaseUrl);
+          await requireAllowed(tx, body.type === 'slack' ? 'webhookUrl' : 'apiBaseUrl', body.type === 'slack' ? secret : url);
           await tx.query(sql`
             insert into webhooks (id, kind, name, url, chat_id, events, projects, secret_ciphertext, created_by)
             values (${channelId}, ${body.type}, ${body.name ?? null}, ${url}, ${chatId}, '[]', '[]',

@@ -45,6 +45,10 @@ test('chat channels: validated, guarded, stored encrypted, never shown, audited'
   const bad = await call('/api/notifications/channels', { method: 'POST', json: { type: 'telegram', botToken: 'nope', chatId: '1', apiBaseUrl: fake.url } });
   assert.is(bad.status, 400);
   assert.match(JSON.stringify(bad.body), 'botToken');
+  const missing = await call('/api/notifications/channels', { method: 'POST', json: { type: 'telegram', botToken: fake.telegramToken } });
+  assert.equal([missing.status, Object.keys(missing.body.error.fields ?? {})], [400, ['chatId']]);
+  const mixed = await call('/api/notifications/channels', { method: 'POST', json: { type: 'slack', webhookUrl: 'https://hooks.example.com/services/x', chatId: '1' } });
+  assert.equal([mixed.status, Object.keys(mixed.body.error.fields ?? {})], [400, ['chatId']]);
   const refused = await call('/api/notifications/channels', { method: 'POST', json: { type: 'slack', webhookUrl: fake.slackUrl } });
   assert.is(refused.status, 400, 'a loopback receiver is refused while the allowlist does not name it');
   assert.match(JSON.stringify(refused.body), 'webhookUrl');
@@ -101,6 +105,8 @@ test('runner events become notifications: visibility per project, read state per
   assert.equal((await call('/api/notifications/read', { method: 'POST', json: { all: true } })).body, { marked: 2, unread: 0 });
   assert.is((await list(u.a2.token)).unread, 1, "the admin's marks are the admin's");
 
+  const both = await call('/api/notifications/read', { method: 'POST', json: { ids: [idA], all: true }, token: u.a2.token });
+  assert.is(both.status, 400);
   const invalid = await call('/api/notifications/read', { method: 'POST', json: { ids: ['x'] }, token: u.a2.token });
   assert.is(invalid.status, 400);
   assert.match(JSON.stringify(invalid.body), 'ids');
