@@ -15,6 +15,7 @@ import { routes as jobRoutes } from './jobs/routes.ts';
 import type { AppContext, Route, RouteInput } from './lib/context.ts';
 import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
 import { NO_BODY_BYTES, hasBody, parseWith, readBody, readJson, refuseDeclaredLength } from './lib/http.ts';
+import { routes as notificationRoutes } from './notifications/routes.ts';
 import { routes as openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
 import { routes as installRoutes } from './runners/install.ts';
@@ -39,6 +40,7 @@ export const allRoutes: Route[] = [
   ...costRoutes,
   ...sessionRoutes,
   ...webhookRoutes,
+  ...notificationRoutes,
   ...triggerRoutes,
   ...projectScheduleRoutes,
   ...openapiRoutes,

@@ -41,6 +41,7 @@ import { warnUndecryptable } from './settings/keycheck.ts';
 import { serverClock, systemClock } from './lib/clock.ts';
 import { ScheduleRunner } from './schedules/runner.ts';
 import { TriggerFirer } from './triggers/fire.ts';
+import { captureRunnerNotifications } from './notifications/capture.ts';
 import { captureRunnerEvents } from './webhooks/capture.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 
@@ -114,7 +115,10 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
   for (const job of [...retentionJobs(config), ...auditJobs(config, auditAnchor), offlineJob]) scheduler.register(job);
   const hub = new Hub(db, log.child({ area: 'runners' }));
-  hub.beforeStore = (runnerId, events) => captureRunnerEvents(db, runnerId, events);
+  hub.beforeStore = async (runnerId, events) => {
+    await captureRunnerEvents(db, runnerId, events);
+    await captureRunnerNotifications(db, runnerId, events);
+  };
   await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
   if (config.WEBHOOKS_WORKER_ENABLED) await webhooks.start();

@@ -1,11 +1,12 @@
 // Admin pages: Preact + htm, no build-time JSX. Hash routes: #/runners (the landing page), #/runs,
-// #/integrations, #/terminal, #/schedules, #/settings, #/set-password?token=…; any other route shows "not found".
+// #/integrations, #/terminal, #/schedules, #/settings, #/notifications (from the bell), #/set-password?token=…; any other route shows "not found".
 // Anyone not signed in sees the sign-in form.
 import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, setCsrf } from './api.ts';
 import { Integrations } from './pages/integrations.ts';
+import { NotificationBell, Notifications } from './pages/notifications.ts';
 import { Runners } from './pages/runners.ts';
 import { Runs } from './pages/runs.ts';
 import { Schedules } from './pages/schedules.ts';
@@ -60,7 +61,7 @@ function App() {
   else if (me === undefined) body = html`<p class="muted">Loading…</p>`;
   else if (me === null) body = html`<${SignIn} onSignedIn=${load} />`;
   else {
-    const page = PAGES[route(hash)];
+    const page = route(hash) === 'notifications' ? { title: 'Notifications', view: Notifications } : PAGES[route(hash)];
     body = page
       ? html`<h2>${page.title}</h2><${page.view} />`
       : html`<div class="card" role="alert"><h2>Not found</h2><p>There is no page at <code>${hash}</code>. <a href="#/runners">Go to Runners</a>.</p></div>`;
@@ -74,7 +75,7 @@ function App() {
   return html`<header>
       <h1>svc</h1>
       ${me && html`<nav>${Object.entries(PAGES).map(([name, p]) => html`<a href=${`#/${name}`} aria-current=${route(hash) === name ? 'page' : undefined}>${p.title === 'Skill runs' ? 'Runs' : p.title}</a> `)}</nav>
-        <span class="spacer"></span><span class="who">${me.user.email}</span>
+        <span class="spacer"></span><${NotificationBell} /><span class="who">${me.user.email}</span>
         <button class="link" onClick=${signOut}>Sign out</button>`}
     </header>
     <main>${body}</main>`;

@@ -18,6 +18,7 @@ import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { storeCheckpoint, writeAnchorFile } from './anchor.ts';
+import { notify } from '../notifications/notify.ts';
 import { GENESIS } from './audit.ts';
 import { checkpointMac } from './mac.ts';
 import type { Checkpoint } from './mac.ts';
@@ -36,12 +37,11 @@ export const FAILED_KIND = 'audit.verification_failed';
 
 /** Tell admins, unless the run before this one failed with the same problem (no hourly repeats). */
 async function notifyAdmins(tx: Queryable, id: number, v: ChainResult, scope: Scope): Promise<void> {
-  await tx.query(sql`
-    insert into notifications (kind, data)
-    select ${FAILED_KIND}, ${sql.json({ problem: v.problem, firstBrokenSeq: v.firstBrokenSeq, scope, verificationId: id })}
-     where not exists (
-       select 1 from audit_verifications p
-        where p.id = (select max(id) from audit_verifications where id < ${id}) and not p.ok and p.problem = ${v.problem})`);
+  const [repeat] = await tx.query(sql`
+    select 1 from audit_verifications p
+     where p.id = (select max(id) from audit_verifications where id < ${id}) and not p.ok and p.problem = ${v.problem}`);
+  if (repeat) return;
+  await notify(tx, { kind: FAILED_KIND, data: { problem: v.problem, firstBrokenSeq: v.firstBrokenSeq, scope, verificationId: id } });
 }
 
 export class AuditAnchor {

@@ -8,6 +8,7 @@
 // A budget of 0 is spent from the start.
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
+import { notify } from '../notifications/notify.ts';
 
 export const THRESHOLDS = [80, 100] as const;
 export const BUDGET_NOTIFICATION = 'budget.threshold';
@@ -89,7 +90,7 @@ export async function checkBudget(db: Db, projectId: string): Promise<number[]> 
         action: state.action,
         stopped: threshold === 100 && state.action === 'stop',
       };
-      await tx.query(sql`insert into notifications (kind, project_id, data) values (${BUDGET_NOTIFICATION}, ${projectId}, ${sql.json(data)})`);
+      await notify(tx, { kind: BUDGET_NOTIFICATION, projectId, data });
       await tx.query(sql`insert into activity_items (project_id, kind, data) values (${projectId}, 'budget.threshold', ${sql.json(data)})`);
     }
     return added.map((a) => a.threshold).sort((a, b) => a - b);

@@ -3,6 +3,7 @@
 // after more than 5 minutes.
 import type { JobDefinition } from '../jobs/scheduler.ts';
 import { sql } from '../lib/db/index.ts';
+import { notify } from '../notifications/notify.ts';
 
 export const ONLINE_WITHIN_SECONDS = 60;
 export const OFFLINE_NOTIFY_MINUTES = 5;
@@ -36,9 +37,7 @@ export const offlineJob: JobDefinition = {
       update runners r set offline_notified_at = now() from gone where r.id = gone.id
       returning r.id, r.name, r.last_seen_at`);
     for (const r of rows) {
-      await db.query(sql`
-        insert into notifications (kind, runner_id, data)
-        values ('runner.offline', ${r.id}, ${sql.json({ runnerId: r.id, name: r.name, lastSeenAt: new Date(r.last_seen_at).toISOString() })})`);
+      await notify(db, { kind: 'runner.offline', runnerId: r.id, data: { runnerId: r.id, name: r.name, lastSeenAt: new Date(r.last_seen_at).toISOString() } });
     }
     return { notified: rows.length };
   },

@@ -290,23 +290,4 @@ export const routes: Route[] = [
       return runCommand(ctx, principal!, p.runner_id, name, { ...body.args, projectId: params.projectId });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/notifications',
-    summary: "Notifications, newest first: instance admins see all (runner.offline …); a project's admins see its own (budget.threshold)",
-    tag: 'runners',
-    access: 'user',
-    query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
-    async handler({ principal, query }, ctx) {
-      const user = principal!.user;
-      const mine = user.instanceAdmin
-        ? sql`true`
-        : sql`n.project_id in (select m.project_id from project_members m where m.user_id = ${user.id} and m.role = 'admin')`;
-      const rows = await ctx.db.query<{ id: number; kind: string; runner_id: string | null; project_id: string | null; data: unknown; created_at: Date }>(sql`
-        select n.* from notifications n where ${mine} order by n.id desc limit ${query.limit}`);
-      return json({
-        notifications: rows.map((n) => ({ id: n.id, kind: n.kind, runnerId: n.runner_id, projectId: n.project_id, data: n.data, createdAt: iso(n.created_at) })),
-      });
-    },
-  }),
 ];

@@ -35,7 +35,7 @@ const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message:
 const webhookParams = z.strictObject({ webhookId: id('webhook') });
 const deliveryParams = z.strictObject({ webhookId: id('webhook'), deliveryId: id('delivery') });
 
-const webhookUrl = z
+export const webhookUrl = z
   .string()
   .max(2048)
   .refine(
@@ -217,7 +217,7 @@ export const routes: Route[] = [
     tag: 'webhooks',
     access: 'instanceAdmin',
     async handler(_input, ctx) {
-      const rows = await ctx.db.query<WebhookRow>(sql`select * from webhooks order by created_at, id`);
+      const rows = await ctx.db.query<WebhookRow>(sql`select * from webhooks where kind = 'webhook' order by created_at, id`);
       return json({ webhooks: rows.map((r) => toWebhook(r, ctx.keys.encryption)) });
     },
   }),
@@ -295,7 +295,7 @@ export const routes: Route[] = [
     params: webhookParams,
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, { actor: principal!, action: 'webhook.delete', target: { type: 'webhook', id: params.webhookId }, requestId }, async (tx) => {
-        const [gone] = await tx.query(sql`delete from webhooks where id = ${params.webhookId} returning 1`);
+        const [gone] = await tx.query(sql`delete from webhooks where id = ${params.webhookId} and kind = 'webhook' returning 1`);
         if (!gone) throw notFound('no such webhook');
         await tx.query(sql`delete from outbound_deliveries where webhook_id = ${params.webhookId}`);
       });
@@ -315,7 +315,7 @@ export const routes: Route[] = [
       const row = await audited(ctx.db, { actor: principal!, action: 'webhook.rotate', target: { type: 'webhook', id: params.webhookId }, requestId }, async (tx) => {
         const [updated] = await tx.query(sql`
           update webhooks set secret_ciphertext = ${encryptWebhookSecret(key, params.webhookId, secret)}, updated_at = now()
-           where id = ${params.webhookId} returning id`);
+           where id = ${params.webhookId} and kind = 'webhook' returning id`);
         if (!updated) throw notFound('no such webhook');
         return getWebhookRow(tx, params.webhookId);
       });

@@ -56,7 +56,7 @@ export function toWebhook(r: WebhookRow, key: Buffer | null) {
 export type Webhook = ReturnType<typeof toWebhook>;
 
 export async function webhookRow(q: Queryable, id: string): Promise<WebhookRow | null> {
-  const [row] = await q.query<WebhookRow>(sql`select * from webhooks where id = ${id}`);
+  const [row] = await q.query<WebhookRow>(sql`select * from webhooks where id = ${id} and kind = 'webhook'`);
   return row ?? null;
 }
 
@@ -163,10 +163,10 @@ export async function redeliver(q: Queryable, webhookId: string, deliveryId: str
 }
 
 /** Resume deliveries (spec: admin action → closed, whatever the state). Returns the state before. */
-export async function resumeCircuit(q: Queryable, webhookId: string): Promise<CircuitState | null> {
+export async function resumeCircuit(q: Queryable, webhookId: string, kinds: string[] = ['webhook']): Promise<CircuitState | null> {
   const [row] = await q.query<{ before: CircuitState }>(sql`
     update webhooks w set circuit_state = 'closed', consecutive_failures = 0, circuit_opened_at = null, trial_delivery_id = null, updated_at = now()
-      from (select id, circuit_state as before from webhooks where id = ${webhookId} for update) old
+      from (select id, circuit_state as before from webhooks where id = ${webhookId} and kind in (select jsonb_array_elements_text(${sql.json(kinds)})) for update) old
      where w.id = old.id
     returning old.before`);
   return row?.before ?? null;

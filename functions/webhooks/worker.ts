@@ -5,6 +5,9 @@
 //   trials    open circuits whose 15-minute pause passed → half-open with one trial delivery
 //   claim     due deliveries → this process, with a lease; `attempts` counts the attempt as it starts
 //   attempt   guard → sign → POST (send.ts) → record the outcome, the next attempt and the circuit
+// Chat channels (Slack, Telegram: functions/notifications/chat.ts) are rows of `webhooks` too: their
+// pushes are deliveries made by notify(), attempted here exactly like a webhook's, only unsigned and
+// to the URL their stored secret gives.
 // A process that dies mid-attempt leaves a lease that expires; the next claim marks that attempt
 // `lease_expired` and makes the next one. Wake-ups: NOTIFY on new work, and a poll for retries.
 // Errors: an attempt's errors are its recorded outcome; anything that still escapes from the worker or
@@ -19,6 +22,8 @@ import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { runContained } from '../lib/safety-net.ts';
+import { CHAT_HEADERS, chatUrl } from '../notifications/chat.ts';
+import type { ChannelKind } from '../notifications/chat.ts';
 import { CHANNEL } from './capture.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
 import type { Circuit, CircuitState } from './circuit.ts';
@@ -58,6 +63,8 @@ interface Claimed {
   attempts_allowed: number;
   url: string;
   secret_ciphertext: string;
+  /** 'webhook', or a chat channel ('slack', 'telegram': functions/notifications/chat.ts). */
+  kind: ChannelKind;
   trial: boolean;
 }
 
@@ -284,7 +291,7 @@ export class WebhookWorker {
           from claimed c join webhooks w on w.id = c.webhook_id
         returning delivery_id
       )
-      select c.*, w.url, w.secret_ciphertext, w.circuit_state = 'half-open' as trial
+      select c.*, w.url, w.secret_ciphertext, w.kind, w.circuit_state = 'half-open' as trial
         from claimed c join webhooks w on w.id = c.webhook_id`);
   }
 
@@ -306,7 +313,11 @@ export class WebhookWorker {
   }
 
   /** Guard, sign, send: the outcome of one attempt. Never throws for a receiver's fault. */
-  async attempt(d: Pick<Claimed, 'id' | 'webhook_id' | 'event_type' | 'body' | 'url' | 'secret_ciphertext'>, allowlist: Allowlist, signal?: AbortSignal): Promise<Outcome> {
+  async attempt(
+    d: Pick<Claimed, 'id' | 'webhook_id' | 'event_type' | 'body' | 'url' | 'secret_ciphertext'> & { kind?: ChannelKind },
+    allowlist: Allowlist,
+    signal?: AbortSignal,
+  ): Promise<Outcome> {
     const fail = (error: string, detail: string): Outcome => ({ ok: false, error, detail, status: null, body: null, address: null, ms: 0 });
     let secret: string;
     try {
@@ -314,7 +325,14 @@ export class WebhookWorker {
     } catch (err) {
       return fail('secret_unavailable', err instanceof DecryptError ? err.message : 'cannot decrypt the webhook secret');
     }
-    const url = new URL(d.url);
+    const kind = d.kind ?? 'webhook';
+    // A chat channel's URL carries its credential (chat.ts): it is never logged or recorded.
+    let url: URL;
+    try {
+      url = kind === 'webhook' ? new URL(d.url) : chatUrl(kind, d.url, secret);
+    } catch {
+      return fail('invalid_url', 'the stored address is not a valid URL');
+    }
     const started = performance.now();
     const target = await Promise.race([
       checkTarget(url, allowlist, this.opts.resolve ?? systemResolver),
@@ -323,7 +341,7 @@ export class WebhookWorker {
     if (!target) return fail('timeout', `resolving ${url.hostname} took longer than ${this.timeoutMs} ms`);
     if (!target.ok) return fail(target.error, target.detail);
     const timestamp = Math.floor(this.clock.now() / 1000);
-    const headers = deliveryHeaders({ eventType: d.event_type, deliveryId: d.id, secret, timestamp, body: d.body });
+    const headers = kind === 'webhook' ? deliveryHeaders({ eventType: d.event_type, deliveryId: d.id, secret, timestamp, body: d.body }) : CHAT_HEADERS;
     const res = await send({
       url,
       address: target.address,

@@ -4,6 +4,7 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
+import { ChatChannels } from './notifications.ts';
 
 interface KeyStatus {
   set: boolean;
@@ -65,5 +66,6 @@ export function Settings() {
           </tr>`,
         )}
       </tbody>
-    </table></div>`;
+    </table></div>
+    <${ChatChannels} />`;
 }

@@ -1,0 +1,47 @@
+// The one way to make a notification (spec: Notifications). Every writer — runner.offline
+// (runners/presence.ts), budget.threshold (cost/budget.ts), audit.verification_failed
+// (audit/checkpoint.ts), pane.quota_hit and person.needed (capture.ts here) — calls notify(): it
+// stores the row (shown by GET /api/notifications, read state per user) and makes one push per chat
+// channel, an ordinary outbound delivery the webhook worker attempts (chat.ts). Run it inside the
+// writer's transaction so the notification and its pushes exist together or not at all.
+import { randomUUID } from 'node:crypto';
+import { sql } from '../lib/db/index.ts';
+import type { Queryable } from '../lib/db/index.ts';
+import { wake } from '../webhooks/webhooks.ts';
+import { chatBody, notificationText } from './chat.ts';
+import type { ChatKind } from './chat.ts';
+
+export interface NotifyInput {
+  kind: string;
+  /** The project it concerns: that project's admins see it too. Without one, instance admins only. */
+  projectId?: string | null;
+  runnerId?: string | null;
+  data: Record<string, unknown>;
+  /** A stable key (e.g. a runner event's id): the same key never makes a second notification. */
+  dedupeKey?: string;
+}
+
+/** Store one notification and queue its chat pushes. Returns its id, or null when the key was already used. */
+export async function notify(q: Queryable, n: NotifyInput): Promise<string | null> {
+  const [row] = await q.query<{ id: string | number }>(sql`
+    insert into notifications (kind, project_id, runner_id, data, dedupe_key)
+    values (${n.kind}, ${n.projectId ?? null}, ${n.runnerId ?? null}, ${sql.json(n.data)}, ${n.dedupeKey ?? null})
+    on conflict (dedupe_key) where dedupe_key is not null do nothing
+    returning id`);
+  if (!row) return null;
+  const id = String(row.id);
+  const channels = await q.query<{ id: string; kind: ChatKind; chat_id: string | null }>(sql`
+    select id, kind, chat_id from webhooks where kind in ('slack', 'telegram') order by created_at`);
+  if (channels.length) {
+    const [p] = n.projectId ? await q.query<{ name: string }>(sql`select name from projects where id = ${n.projectId}`) : [];
+    const text = notificationText({ kind: n.kind, projectName: p?.name ?? null, data: n.data });
+    const rows = channels.map((c) => ({ id: randomUUID(), webhook_id: c.id, body: chatBody(c.kind, text, c.chat_id) }));
+    await q.query(sql`
+      insert into outbound_deliveries (id, webhook_id, event_id, event_type, body, status, next_attempt_at)
+      select x.id, x.webhook_id, ${`notification:${id}`}, ${n.kind}, x.body, 'pending', now()
+        from jsonb_to_recordset(${sql.json(rows)}) as x(id text, webhook_id text, body text)
+      on conflict (webhook_id, event_id) do nothing`);
+    await wake(q);
+  }
+  return id;
+}

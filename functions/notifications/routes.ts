@@ -1,0 +1,228 @@
+// Notifications for people (spec: Notifications): the list with read state per user, marking read,
+// and the chat channels an instance admin configures (chat.ts). Who sees what: instance admins see
+// every notification; a project's admins see those of their projects (project_id set). Marking read
+// acts only on notifications the caller sees: other ids (someone else's, or none at all) are ignored
+// rather than refused, so the answer does not tell which ids exist; `marked` counts what changed.
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { audited } from '../audit/audit.ts';
+import type { User } from '../lib/context.ts';
+import { route } from '../lib/context.ts';
+import type { Route } from '../lib/context.ts';
+import { encryptSecret } from '../lib/crypto.ts';
+import { sql } from '../lib/db/index.ts';
+import type { Queryable } from '../lib/db/index.ts';
+import { badRequest, json, notFound } from '../lib/errors.ts';
+import { requireEncryptionKey } from '../settings/secrets.ts';
+import { compileAllowlist, staticRefusal } from '../webhooks/guard.ts';
+import { webhookUrl } from '../webhooks/routes.ts';
+import { loadAllowlist, resumeCircuit, secretAad, toWebhook, wake } from '../webhooks/webhooks.ts';
+import type { WebhookRow } from '../webhooks/webhooks.ts';
+import { TELEGRAM_DEFAULT_BASE_URL, slackDisplayUrl } from './chat.ts';
+import type { ChatKind } from './chat.ts';
+
+const iso = (d: Date | string) => new Date(d).toISOString();
+
+/** The notifications `user` may see (alias `n`). */
+export function visibleTo(user: Pick<User, 'id' | 'instanceAdmin'>) {
+  return user.instanceAdmin
+    ? sql`true`
+    : sql`n.project_id in (select m.project_id from project_members m where m.user_id = ${user.id} and m.role = 'admin')`;
+}
+
+async function unreadCount(q: Queryable, user: Pick<User, 'id' | 'instanceAdmin'>): Promise<number> {
+  const [r] = await q.query<{ n: number }>(sql`
+    select count(*)::int as n from notifications n
+     where ${visibleTo(user)} and not exists (select 1 from notification_reads r where r.notification_id = n.id and r.user_id = ${user.id})`);
+  return Number(r.n);
+}
+
+const notificationId = z.string().regex(/^[1-9][0-9]{0,17}$/, { message: 'must be a notification id' });
+const readBody = z
+  .strictObject({
+    ids: z.array(notificationId).min(1, { message: 'name at least one notification' }).max(500).optional(),
+    all: z.literal(true).optional(),
+  })
+  .superRefine((b, ctx) => {
+    if ((b.ids === undefined) === (b.all === undefined)) ctx.addIssue({ code: 'custom', path: ['ids'], message: 'give either ids or all: true' });
+  });
+
+// Chat channels ------------------------------------------------------------------------------------
+
+const channelParams = z.strictObject({ channelId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a channel id' }) });
+const name = z.string().trim().min(1).max(100).optional();
+const TELEGRAM_ONLY = ['botToken', 'chatId', 'apiBaseUrl'] as const;
+const channelCreate = z
+  .strictObject({
+    type: z.enum(['slack', 'telegram'], { message: 'must be slack or telegram' }),
+    name,
+    /** Slack: the incoming webhook's URL. */
+    webhookUrl: webhookUrl.optional(),
+    /** Telegram: the bot's token, the chat to write to, and the Bot API's base URL. */
+    botToken: z.string().regex(/^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$/, { message: 'must be a Telegram bot token (digits:characters)' }).optional(),
+    chatId: z.string().regex(/^(-?[0-9]{1,20}|@[A-Za-z0-9_]{5,64})$/, { message: 'must be a chat id (a number) or @channelname' }).optional(),
+    apiBaseUrl: webhookUrl.optional(),
+  })
+  .superRefine((b, ctx) => {
+    const need = (field: string, present: boolean) => present || ctx.addIssue({ code: 'custom', path: [field], message: `required for a ${b.type} channel` });
+    const refuse = (field: string, present: boolean) => !present || ctx.addIssue({ code: 'custom', path: [field], message: `not used by a ${b.type} channel` });
+    if (b.type === 'slack') {
+      need('webhookUrl', b.webhookUrl !== undefined);
+      for (const f of TELEGRAM_ONLY) refuse(f, b[f] !== undefined);
+    } else {
+      need('botToken', b.botToken !== undefined);
+      need('chatId', b.chatId !== undefined);
+      refuse('webhookUrl', b.webhookUrl !== undefined);
+    }
+  });
+
+type ChannelRow = WebhookRow & { kind: ChatKind; chat_id: string | null; name: string | null };
+
+function toChannel(r: ChannelRow, key: Buffer | null) {
+  const w = toWebhook(r, key);
+  return {
+    id: r.id,
+    type: r.kind,
+    name: r.name,
+    /** Slack: the webhook's origin only (its path is the credential); Telegram: the Bot API base URL. */
+    url: r.url,
+    chatId: r.chat_id,
+    circuit: w.circuit,
+    circuitLabel: w.circuitLabel,
+    consecutiveFailures: w.consecutiveFailures,
+    pausedUntil: w.pausedUntil,
+    secretProblem: w.secretProblem,
+    createdAt: w.createdAt,
+  };
+}
+
+async function channelRow(q: Queryable, id: string): Promise<ChannelRow> {
+  const [row] = await q.query<ChannelRow>(sql`select * from webhooks where id = ${id} and kind in ('slack', 'telegram')`);
+  if (!row) throw notFound('no such chat channel');
+  return row;
+}
+
+/** 400 naming the field when the address guard would refuse the URL at every attempt. */
+async function requireAllowed(q: Queryable, field: string, url: string): Promise<void> {
+  const why = staticRefusal(new URL(url), compileAllowlist(await loadAllowlist(q)));
+  if (why) throw badRequest('invalid_body', `${field}: ${why}`, { [field]: why });
+}
+
+export const routes: Route[] = [
+  route({
+    method: 'GET',
+    path: '/api/notifications',
+    summary: "Notifications, newest first, each with `read` for the caller, and the caller's unread count: instance admins see all; a project's admins see its own",
+    tag: 'notifications',
+    access: 'user',
+    query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
+    async handler({ principal, query }, ctx) {
+      const user = principal!.user;
+      const rows = await ctx.db.query<{ id: string | number; kind: string; runner_id: string | null; project_id: string | null; data: unknown; created_at: Date; read: boolean }>(sql`
+        select n.id, n.kind, n.runner_id, n.project_id, n.data, n.created_at,
+               exists (select 1 from notification_reads r where r.notification_id = n.id and r.user_id = ${user.id}) as read
+          from notifications n where ${visibleTo(user)} order by n.id desc limit ${query.limit}`);
+      return json({
+        notifications: rows.map((n) => ({ id: String(n.id), kind: n.kind, runnerId: n.runner_id, projectId: n.project_id, data: n.data, createdAt: iso(n.created_at), read: Boolean(n.read) })),
+        unread: await unreadCount(ctx.db, user),
+      });
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/notifications/read',
+    summary: 'Mark notifications read for the caller: `{ids}` or `{all: true}`; ids the caller cannot see are ignored',
+    tag: 'notifications',
+    access: 'user',
+    body: readBody,
+    async handler({ principal, body }, ctx) {
+      const user = principal!.user;
+      const which = body.all ? sql`true` : sql`n.id in (select x::bigint from jsonb_array_elements_text(${sql.json(body.ids ?? [])}) as t(x))`;
+      const marked = await ctx.db.query(sql`
+        insert into notification_reads (notification_id, user_id)
+        select n.id, ${user.id} from notifications n where ${visibleTo(user)} and ${which}
+        on conflict do nothing
+        returning notification_id`);
+      return json({ marked: marked.length, unread: await unreadCount(ctx.db, user) });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/notifications/channels',
+    summary: 'Chat channels notifications are pushed to (Slack, Telegram), with their circuit state; never their secrets',
+    tag: 'notifications',
+    access: 'instanceAdmin',
+    async handler(_input, ctx) {
+      const rows = await ctx.db.query<ChannelRow>(sql`select * from webhooks where kind in ('slack', 'telegram') order by created_at, id`);
+      return json({ channels: rows.map((r) => toChannel(r, ctx.keys.encryption)) });
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/notifications/channels',
+    summary: 'Add a chat channel: a Slack incoming webhook URL, or a Telegram bot token and chat id (stored encrypted)',
+    tag: 'notifications',
+    access: 'instanceAdmin',
+    status: 201,
+    body: channelCreate,
+    async handler({ principal, body, requestId }, ctx) {
+      const key = requireEncryptionKey(ctx);
+      const channelId = randomUUID();
+      const [url, secret, chatId] =
+        body.type === 'slack'
+          ? [slackDisplayUrl(body.webhookUrl!), body.webhookUrl!, null]
+          : [body.apiBaseUrl ?? TELEGRAM_DEFAULT_BASE_URL, body.botToken!, body.chatId!];
+      const row = await audited(
+        ctx.db,
+        (r: ChannelRow) => ({ actor: principal!, action: 'notification_channel.create', target: { type: 'notification_channel', id: r.id }, diff: { after: { type: r.kind, name: r.name, url: r.url, chatId: r.chat_id } }, requestId }),
+        async (tx) => {
+          await requireAllowed(tx, body.type === 'slack' ? 'webhookUrl' : 'apiBaseUrl', body.type === 'slack' ? secret : url);
+          await tx.query(sql`
+            insert into webhooks (id, kind, name, url, chat_id, events, projects, secret_ciphertext, created_by)
+            values (${channelId}, ${body.type}, ${body.name ?? null}, ${url}, ${chatId}, '[]', '[]',
+                    ${encryptSecret(key, secret, secretAad(channelId))}, ${principal!.user.id})`);
+          return channelRow(tx, channelId);
+        },
+      );
+      return json(toChannel(row, key), { status: 201 });
+    },
+  }),
+  route({
+    method: 'DELETE',
+    path: '/api/notifications/channels/:channelId',
+    summary: 'Remove a chat channel and its pending pushes',
+    tag: 'notifications',
+    access: 'instanceAdmin',
+    status: 204,
+    params: channelParams,
+    async handler({ principal, params, requestId }, ctx) {
+      await audited(ctx.db, { actor: principal!, action: 'notification_channel.delete', target: { type: 'notification_channel', id: params.channelId }, requestId }, async (tx) => {
+        const [gone] = await tx.query(sql`delete from webhooks where id = ${params.channelId} and kind in ('slack', 'telegram') returning 1`);
+        if (!gone) throw notFound('no such chat channel');
+        await tx.query(sql`delete from outbound_deliveries where webhook_id = ${params.channelId}`);
+      });
+      return new Response(null, { status: 204 });
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/notifications/channels/:channelId/resume',
+    summary: "Resume pushes: close the chat channel's circuit by hand",
+    tag: 'notifications',
+    access: 'instanceAdmin',
+    params: channelParams,
+    async handler({ principal, params, requestId }, ctx) {
+      await audited(
+        ctx.db,
+        (before: string) => ({ actor: principal!, action: 'notification_channel.resume', target: { type: 'notification_channel', id: params.channelId }, diff: { before, after: 'closed' }, requestId }),
+        async (tx) => {
+          const before = await resumeCircuit(tx, params.channelId, ['slack', 'telegram']);
+          if (!before) throw notFound('no such chat channel');
+          return before;
+        },
+      );
+      await wake(ctx.db);
+      return json(toChannel(await channelRow(ctx.db, params.channelId), ctx.keys.encryption));
+    },
+  }),
+];

@@ -1,0 +1,154 @@
+// Notifications in the pages (spec: Notifications): the bell in the header with the caller's unread
+// count, and the list it opens (#/notifications): newest first, mark one or all read. Read state is the
+// caller's own (GET /api/notifications, POST /api/notifications/read). The chat channels an instance
+// admin configures are a section of the Settings page (ChatChannels below).
+import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, errorText, when } from '../api.ts';
+import { notificationText } from '../../functions/notifications/chat.ts';
+import { FieldError } from '../components.ts';
+
+interface Notification {
+  id: string;
+  kind: string;
+  projectId: string | null;
+  runnerId: string | null;
+  data: Record<string, unknown>;
+  createdAt: string;
+  read: boolean;
+}
+interface NotificationList {
+  notifications: Notification[];
+  unread: number;
+}
+
+/** Fired after marking read, so the bell updates at once. */
+const CHANGED = 'svc-notifications-changed';
+const POLL_MS = 30_000;
+
+export function NotificationBell() {
+  const [unread, setUnread] = useState<number | null>(null);
+  useEffect(() => {
+    const load = () => api<NotificationList>('/api/notifications?limit=1').then((l) => setUnread(l.unread), () => {});
+    load();
+    const timer = setInterval(load, POLL_MS);
+    addEventListener(CHANGED, load);
+    return () => (clearInterval(timer), removeEventListener(CHANGED, load));
+  }, []);
+  const label = unread ? `Notifications, ${unread} unread` : 'Notifications';
+  return html`<a class="bell" href="#/notifications" aria-label=${label} title=${label}>
+    <span aria-hidden="true">🔔</span>${unread ? html`<span class="badge" data-unread=${unread}>${unread > 99 ? '99+' : unread}</span>` : null}
+  </a>`;
+}
+
+export function Notifications() {
+  const [list, setList] = useState<NotificationList | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = () =>
+    api<NotificationList>('/api/notifications?limit=200')
+      .then((l) => (setList(l), setError(null)))
+      .catch((e) => setError(errorText(e)));
+  useEffect(() => void load(), []);
+  const mark = async (body: { ids: string[] } | { all: true }) => {
+    try {
+      await api('/api/notifications/read', { method: 'POST', body });
+      dispatchEvent(new Event(CHANGED));
+      await load();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  if (error) return html`<p class="failed" role="alert">Could not load the notifications: ${error}</p>`;
+  if (!list) return html`<p class="muted">Loading…</p>`;
+  return html`<p class="notifications-summary">
+      <span class="unread-count">${list.unread} unread</span>
+      ${list.unread > 0 && html` <button type="button" class="secondary mark-all" onClick=${() => mark({ all: true })}>Mark all read</button>`}
+    </p>
+    ${list.notifications.length === 0
+      ? html`<p class="muted">No notifications.</p>`
+      : html`<ul class="notifications">
+          ${list.notifications.map(
+            (n) => html`<li class=${n.read ? 'read' : 'unread'} data-notification=${n.id} data-kind=${n.kind}>
+              <span class="when">${when(n.createdAt)}</span>
+              <span class="text">${notificationText({ kind: n.kind, projectName: (n.data.projectName as string) ?? null, data: n.data })}</span>
+              ${n.read ? html`<span class="muted">Read</span>` : html`<button type="button" class="link mark-one" onClick=${() => mark({ ids: [n.id] })}>Mark read</button>`}
+            </li>`,
+          )}
+        </ul>`}`;
+}
+
+// Chat channels (Settings) -------------------------------------------------------------------------
+
+interface Channel {
+  id: string;
+  type: 'slack' | 'telegram';
+  name: string | null;
+  url: string;
+  chatId: string | null;
+  circuit: string;
+  circuitLabel: string;
+  secretProblem: string | null;
+  createdAt: string;
+}
+
+export function ChatChannels() {
+  const [channels, setChannels] = useState<Channel[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [fields, setFields] = useState<Record<string, string> | null>(null);
+  const [type, setType] = useState<'slack' | 'telegram'>('slack');
+  const load = () =>
+    api<{ channels: Channel[] }>('/api/notifications/channels')
+      .then((r) => (setChannels(r.channels), setError(null)))
+      .catch((e) => setError(errorText(e)));
+  useEffect(() => void load(), []);
+  const add = async (ev: Event) => {
+    ev.preventDefault();
+    const form = new FormData(ev.target as HTMLFormElement);
+    const v = (k: string) => String(form.get(k) ?? '').trim();
+    const body =
+      type === 'slack'
+        ? { type, webhookUrl: v('webhookUrl'), ...(v('name') ? { name: v('name') } : {}) }
+        : { type, botToken: v('botToken'), chatId: v('chatId'), ...(v('apiBaseUrl') ? { apiBaseUrl: v('apiBaseUrl') } : {}), ...(v('name') ? { name: v('name') } : {}) };
+    try {
+      await api('/api/notifications/channels', { method: 'POST', body });
+      (ev.target as HTMLFormElement).reset();
+      setFields(null);
+      await load();
+    } catch (e) {
+      setFields((e as { fields?: Record<string, string> }).fields ?? null);
+      setError(errorText(e));
+    }
+  };
+  const remove = async (c: Channel) => {
+    if (!confirm(`Remove the ${c.type} channel${c.name ? ` ${c.name}` : ''}?`)) return;
+    await api(`/api/notifications/channels/${c.id}`, { method: 'DELETE' }).catch((e) => setError(errorText(e)));
+    await load();
+  };
+  return html`<h3>Chat channels</h3>
+    <p class="muted">Every notification is also pushed to these channels, through the same address guard, retries and circuit as outbound webhooks. Tokens and webhook URLs are stored encrypted and never shown again.</p>
+    ${error && html`<p class="failed" role="alert">${error}</p>`}
+    ${channels &&
+    (channels.length === 0
+      ? html`<p class="muted">No chat channels.</p>`
+      : html`<div class="scroll"><table class="chat-channels">
+          <thead><tr><th>Channel</th><th>Where</th><th>State</th><th></th></tr></thead>
+          <tbody>${channels.map(
+            (c) => html`<tr data-channel=${c.id}>
+              <td>${c.type === 'slack' ? 'Slack' : 'Telegram'}${c.name ? html` — ${c.name}` : ''}</td>
+              <td><code>${c.url}</code>${c.chatId && html` chat <code>${c.chatId}</code>`}</td>
+              <td>${c.secretProblem ? html`<span class="failed">${c.secretProblem}</span>` : c.circuitLabel}</td>
+              <td><button type="button" class="secondary" onClick=${() => remove(c)}>Remove</button></td>
+            </tr>`,
+          )}</tbody></table></div>`)}
+    <form class="card add-channel" onSubmit=${add}>
+      <label>Type <select name="type" value=${type} onChange=${(e: Event) => setType((e.target as HTMLSelectElement).value as 'slack' | 'telegram')}>
+        <option value="slack">Slack incoming webhook</option><option value="telegram">Telegram bot</option></select></label>
+      <label>Name <input name="name" maxlength="100" /></label>
+      ${type === 'slack'
+        ? html`<label>Webhook URL <input name="webhookUrl" type="url" required autocomplete="off" /></label><${FieldError} fields=${fields} name="webhookUrl" />`
+        : html`<label>Bot token <input name="botToken" type="password" required autocomplete="off" /></label><${FieldError} fields=${fields} name="botToken" />
+            <label>Chat id <input name="chatId" required /></label><${FieldError} fields=${fields} name="chatId" />
+            <label>Bot API base URL <input name="apiBaseUrl" type="url" placeholder="https://api.telegram.org" /></label><${FieldError} fields=${fields} name="apiBaseUrl" />`}
+      <button type="submit">Add channel</button>
+    </form>`;
+}
