@@ -17,6 +17,7 @@
 // emits `schedule.disabled`, notifies the project's admins and writes an audit record. A process that
 // dies while sending leaves a running job_runs row whose lease expires: the run is failed `interrupted`
 // and never sent again.
+import { notify } from '../notifications/notify.ts';
 import { appendAudit } from '../audit/audit.ts';
 import { budgetExceeded } from '../cost/budget.ts';
 import type { Scheduler } from '../jobs/scheduler.ts';
@@ -193,9 +194,7 @@ export class ScheduleRunner {
     if (!off) return;
     const reason = `${row.consecutive_failures} runs failed in a row (SCHEDULE_MAX_FAILURES=${this.opts.maxFailures}); the last: ${error}`;
     await emitEvent(tx, { type: 'schedule.disabled', origin, ts, projectId: row.project_id, data: { schedule: row.name, reason } });
-    await tx.query(sql`
-      insert into notifications (kind, project_id, data)
-      values ('schedule.disabled', ${row.project_id}, ${sql.json({ scheduleId: row.id, schedule: row.name, reason })})`);
+    await notify(tx, { kind: 'schedule.disabled', projectId: row.project_id, data: { scheduleId: row.id, schedule: row.name, reason }, dedupeKey: `schedule.disabled:${row.id}:${scheduledFor.toISOString()}` });
     await appendAudit(tx, { actor: 'system', action: 'schedule.disable', target: { type: 'schedule', id: row.id }, diff: { reason: 'too_many_failures', failures: row.consecutive_failures, projectId: row.project_id } });
     this.opts.log.warn('schedule disabled itself after repeated failures', { scheduleId: row.id, projectId: row.project_id, failures: row.consecutive_failures });
   }

@@ -50,6 +50,7 @@ test('the bell shows the unread count; the list is newest first; mark one, then 
   assert.is(await page.getAttribute('header .bell', 'aria-label'), 'Notifications, 2 unread');
   await page.click('header .bell');
   await page.waitForSelector('h2:has-text("Notifications")');
+  await page.waitForFunction(() => document.querySelectorAll('ul.notifications li').length === 2); // the list loads after the heading
   const items = await page.$$eval('ul.notifications li', (lis) => lis.map((li) => [li.getAttribute('data-kind'), li.className]));
   assert.equal(items, [['pane.quota_hit', 'unread'], ['person.needed', 'unread']], 'newest first, both unread');
   assert.match((await page.textContent('ul.notifications li[data-kind="person.needed"] .text')) ?? '', 'First question?');
