@@ -499,14 +499,15 @@ export function httpRequestBytes(method, path, port, headers, body) {
  * Runs a command to its end and measures it: wall time from spawn to exit, and the peak RSS of the
  * process (of the largest process, when it starts others and waits for them): `/usr/bin/time -f %M`
  * when it exists (Debian package `time`), else the VmHWM of /proc/<pid>/status sampled every 5 ms
- * (its last reading before the exit; `peakFrom` says which). The child is tracked (killed on Ctrl-C).
- * Resolves with { seconds, maxRssKiB, peakFrom, code, stdout, stderr }.
+ * (its last reading before the exit; `peakFrom` says which). With `time`, also the CPU seconds (user +
+ * system, all threads and waited-for children; NaN without it). The child is tracked (killed on Ctrl-C).
+ * Resolves with { seconds, cpuSeconds, maxRssKiB, peakFrom, code, stdout, stderr }.
  */
 export async function runMeasured(command, args, options = {}, timeoutMs = 600_000) {
   const useTime = existsSync('/usr/bin/time');
   const dir = useTime ? tempDir('svc-bench-time-') : null;
   const out = dir ? join(dir, 'time.txt') : null;
-  const [cmd, argv] = useTime ? ['/usr/bin/time', ['-f', '%M', '-o', out, command, ...args]] : [command, args];
+  const [cmd, argv] = useTime ? ['/usr/bin/time', ['-f', '%M %U %S', '-o', out, command, ...args]] : [command, args];
   const started = process.hrtime.bigint();
   const child = spawnTracked(cmd, argv, options);
   let stdout = '';
@@ -528,13 +529,16 @@ export async function runMeasured(command, args, options = {}, timeoutMs = 600_0
   clearTimeout(timer);
   if (poll) clearInterval(poll);
   let maxRssKiB = hwm || NaN;
+  let cpuSeconds = NaN;
   if (out) {
-    // `time` prints the child's "Command exited with non-zero status" line before the figure.
+    // `time` prints the child's "Command exited with non-zero status" line before the figures.
     const lines = (existsSync(out) ? readFileSync(out, 'utf8') : '').trim().split('\n');
-    maxRssKiB = Number(lines.at(-1));
+    const [rss, user, sys] = (lines.at(-1) ?? '').split(' ').map(Number);
+    maxRssKiB = rss;
+    cpuSeconds = user + sys;
     removeTempDir(dir);
   }
-  return { seconds, maxRssKiB, peakFrom: useTime ? '/usr/bin/time' : '/proc VmHWM', code, stdout, stderr };
+  return { seconds, cpuSeconds, maxRssKiB, peakFrom: useTime ? '/usr/bin/time' : '/proc VmHWM', code, stdout, stderr };
 }
 
 // ---- CPU profiles -----------------------------------------------------------------------------------

@@ -417,13 +417,15 @@ async function scanBench() {
     const row = {
       round: r,
       order,
-      ours: { seconds: round(got.ours.seconds, 3), mbPerSecond: round(mbytes / got.ours.seconds, 1), maxRssMiB: round(got.ours.maxRssKiB / 1024, 1) },
-      ccusage: { seconds: round(got.ccusage.seconds, 3), mbPerSecond: round(mbytes / got.ccusage.seconds, 1), maxRssMiB: round(got.ccusage.maxRssKiB / 1024, 1) },
+      ours: { seconds: round(got.ours.seconds, 3), cpuSeconds: round(got.ours.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ours.seconds, 1), maxRssMiB: round(got.ours.maxRssKiB / 1024, 1) },
+      ccusage: { seconds: round(got.ccusage.seconds, 3), cpuSeconds: round(got.ccusage.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ccusage.seconds, 1), maxRssMiB: round(got.ccusage.maxRssKiB / 1024, 1) },
       loadavg1: round(os.loadavg()[0], 2),
     };
     row.ratio = round(row.ours.mbPerSecond / row.ccusage.mbPerSecond, 3);
+    // MB per CPU second, ours ÷ ccusage: the work each does, less sensitive to the machine's other load.
+    row.cpuRatio = round(got.ccusage.cpuSeconds / got.ours.cpuSeconds, 3);
     rounds.push(row);
-    log(`round ${r}: svc-runner ${row.ours.seconds} s (${row.ours.mbPerSecond} MB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s (${row.ccusage.mbPerSecond} MB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}; load ${row.loadavg1}`);
+    log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; load ${row.loadavg1}`);
   }
 
   let profile = null;
@@ -455,9 +457,10 @@ async function scanBench() {
     sanity,
     rounds,
     summary: {
-      ours: { mbPerSecond: stat((r) => r.ours.mbPerSecond), maxRssMiB: stat((r) => r.ours.maxRssMiB), seconds: stat((r) => r.ours.seconds) },
-      ccusage: { mbPerSecond: stat((r) => r.ccusage.mbPerSecond), maxRssMiB: stat((r) => r.ccusage.maxRssMiB), seconds: stat((r) => r.ccusage.seconds) },
+      ours: { mbPerSecond: stat((r) => r.ours.mbPerSecond), maxRssMiB: stat((r) => r.ours.maxRssMiB), seconds: stat((r) => r.ours.seconds), cpuSeconds: stat((r) => r.ours.cpuSeconds) },
+      ccusage: { mbPerSecond: stat((r) => r.ccusage.mbPerSecond), maxRssMiB: stat((r) => r.ccusage.maxRssMiB), seconds: stat((r) => r.ccusage.seconds), cpuSeconds: stat((r) => r.ccusage.cpuSeconds) },
       ratio: stat((r) => r.ratio),
+      cpuRatio: stat((r) => r.cpuRatio),
       rssRatio: stat((r) => r.ours.maxRssMiB / r.ccusage.maxRssMiB),
     },
     profile,
@@ -716,10 +719,10 @@ async function main() {
     console.log(`\ntranscript scan: ${g.mb} MB in ${g.files} files (${g.claudeFiles} Claude sessions + ${g.subagentFiles} subagent files, ${g.codexFiles} Codex rollouts; ${g.lines} lines, ${g.claudeRequests} Claude API calls, ${g.codexTokenCounts} Codex token counts); ${ROUNDS} round(s), median (range); peak RSS from ${scan.peakFrom}`);
     console.log(
       table([
-        ['command', 'MB/s', 'seconds', 'peak RSS MiB'],
-        ['svc-runner usage daily --json', cell(scan.summary.ours.mbPerSecond, 1), cell(scan.summary.ours.seconds, 2), cell(scan.summary.ours.maxRssMiB, 1)],
-        [`ccusage ${scan.ccusage.version} daily --json --offline`, cell(scan.summary.ccusage.mbPerSecond, 1), cell(scan.summary.ccusage.seconds, 2), cell(scan.summary.ccusage.maxRssMiB, 1)],
-        ['svc-runner ÷ ccusage (MB/s; goal ≥ 1)', cell(scan.summary.ratio, 3), '', cell(scan.summary.rssRatio, 2)],
+        ['command', 'MB/s', 'seconds', 'CPU seconds', 'peak RSS MiB'],
+        ['svc-runner usage daily --json', cell(scan.summary.ours.mbPerSecond, 1), cell(scan.summary.ours.seconds, 2), cell(scan.summary.ours.cpuSeconds, 2), cell(scan.summary.ours.maxRssMiB, 1)],
+        [`ccusage ${scan.ccusage.version} daily --json --offline`, cell(scan.summary.ccusage.mbPerSecond, 1), cell(scan.summary.ccusage.seconds, 2), cell(scan.summary.ccusage.cpuSeconds, 2), cell(scan.summary.ccusage.maxRssMiB, 1)],
+        ['svc-runner ÷ ccusage (MB/s, MB per CPU s; goal ≥ 1)', cell(scan.summary.ratio, 3), '', cell(scan.summary.cpuRatio, 3), cell(scan.summary.rssRatio, 2)],
       ]),
     );
     const s = scan.sanity;

@@ -223,10 +223,21 @@ export function fileContext(file: string): FileContext {
 
 export const totalTokens = (e: ClaudeEntry) => e.inputTokens + e.outputTokens + e.cacheWrite5mTokens + e.cacheWrite1hTokens + e.cacheReadTokens;
 
+const priceMemo = new WeakMap<readonly ModelPrice[], Map<string, ModelPrice | null>>();
+
+/** findPrice remembered per table and model: a scan prices every request and every duplicate it weighs. */
+export function memoPrice(model: string, prices: readonly ModelPrice[]): ModelPrice | null {
+  let byModel = priceMemo.get(prices);
+  if (!byModel) priceMemo.set(prices, (byModel = new Map()));
+  let p = byModel.get(model);
+  if (p === undefined) byModel.set(model, (p = findPrice(model, prices)));
+  return p;
+}
+
 /** Cost as ccusage's default mode sees it: the recorded costUSD when present, else from tokens (0 unpriced). */
 export function ccusageCost(e: ClaudeEntry, prices: readonly ModelPrice[]): number {
   if (e.recordedCostUsd !== null) return e.recordedCostUsd;
-  const p = e.priceModel === null ? null : findPrice(e.priceModel, prices);
+  const p = e.priceModel === null ? null : memoPrice(e.priceModel, prices);
   return p ? costUsd(e, p, e.speed) : 0;
 }
 

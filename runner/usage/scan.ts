@@ -3,13 +3,13 @@
 // ingest builds on; scanAll is the one-shot read `svc-runner usage` does with the same pieces.
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { findPrice, costUsd } from '../../protocol/prices.ts';
+import { costUsd } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
 import type { LlmRequest, SessionMeta } from '../../protocol/usage.ts';
 import type { Profile } from '../config.ts';
 import { homeDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
-import { ClaudeDedup, fileContext, parseClaudeLine } from './claude.ts';
+import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from './claude.ts';
 import type { ClaudeEntry } from './claude.ts';
 import { codexEventKey, codexFileSession, newCodexFileState, parseCodexLine } from './codex.ts';
 import type { CodexEvent, CodexFileState } from './codex.ts';
@@ -276,16 +276,6 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     }
   }
   return { requests, sessions: [...tracker.sessions.values()], files, corrupt };
-}
-
-/** findPrice per table and model, remembered (a scan prices every request; the table does not change). */
-const priceMemo = new WeakMap<readonly ModelPrice[], Map<string, ModelPrice | null>>();
-function memoPrice(model: string, prices: readonly ModelPrice[]): ModelPrice | null {
-  let byModel = priceMemo.get(prices);
-  if (!byModel) priceMemo.set(prices, (byModel = new Map()));
-  let p = byModel.get(model);
-  if (p === undefined) byModel.set(model, (p = findPrice(model, prices)));
-  return p;
 }
 
 /** USD for a request at the table's price; null when the model has none. */
