@@ -19,6 +19,8 @@
 //   node --import tsx bench/usage.mjs [--only all|scan|otlp] [--mb 200] [--rounds 3] [--profile yes|no]
 //                                     [--profile-dir DIR] [--seconds 10] [--warmup 3] [--connections 4]
 //                                     [--keep-files DIR (generate there and keep them)]
+//                                     [--also BUNDLE (another svc-runner.mjs, e.g. built at an earlier
+//                                      commit, measured in the same rounds: before/after in one run)]
 // Loopback only; bounded in time; every process and temp dir it makes is removed at the end, also on
 // error or Ctrl-C. Output: progress on stderr, tables on stdout, then one JSON line.
 import { execFileSync } from 'node:child_process';
@@ -62,6 +64,7 @@ const { values: opts } = parseArgs({
     warmup: { type: 'string', default: '3' },
     connections: { type: 'string', default: '4' },
     'keep-files': { type: 'string' },
+    also: { type: 'string' },
     spool: { type: 'string' },
   },
   strict: true,
@@ -396,7 +399,8 @@ async function scanBench() {
   const mbytes = stats.bytes / 1024 / 1024;
   log(`generated ${fmt(mbytes, 1)} MB in ${stats.files} files (${stats.claudeFiles} Claude sessions, ${stats.subagentFiles} subagent files, ${stats.codexFiles} Codex rollouts) in ${fmt((performance.now() - t0) / 1000, 1)} s`);
 
-  const runOurs = () => runMeasured(process.execPath, [RUNNER, 'usage', 'daily', '--json'], { env, cwd: root });
+  const runBundle = (bundle) => runMeasured(process.execPath, [bundle, 'usage', 'daily', '--json'], { env, cwd: root });
+  const runOurs = () => runBundle(RUNNER);
   const runTheirs = () => runMeasured(ccu.bin, ['daily', '--json', '--offline'], { env, cwd: root });
   const check = (name, r) => {
     if (r.code !== 0) throw new Error(`${name} exited with ${r.code}:\n${r.stderr.slice(0, 2000)}`);
@@ -408,23 +412,31 @@ async function scanBench() {
   const wTheirs = check('ccusage', await runTheirs());
   const sanity = compare(ourRows(wOurs.stdout), ccusageRows(wTheirs.stdout));
   log(`sanity: ${sanity.rows} day×model rows (ccusage ${sanity.ccusageRows}), ${sanity.differingRows} differ; cost ${sanity.costUSD} vs ${sanity.ccusageCostUSD}`);
+  const also = opts.also ? check(`svc-runner (${opts.also})`, await runBundle(opts.also)) : null;
+  if (also && also.stdout !== wOurs.stdout) log(`WARNING: ${opts.also} does not print what dist/svc-runner.mjs prints`);
   const rounds = [];
   for (let r = 1; r <= ROUNDS; r++) {
     // Alternate which goes first, so drift and cache state favour neither.
-    const order = r % 2 ? ['ours', 'ccusage'] : ['ccusage', 'ours'];
+    const order = r % 2 ? ['ours', 'ccusage', 'also'] : ['also', 'ccusage', 'ours'];
     const got = {};
-    for (const who of order) got[who] = check(who, who === 'ours' ? await runOurs() : await runTheirs());
+    for (const who of order) {
+      if (who === 'also' && !also) continue;
+      got[who] = check(who, who === 'ours' ? await runOurs() : who === 'also' ? await runBundle(opts.also) : await runTheirs());
+    }
     const row = {
       round: r,
       order,
       ours: { seconds: round(got.ours.seconds, 3), cpuSeconds: round(got.ours.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ours.seconds, 1), maxRssMiB: round(got.ours.maxRssKiB / 1024, 1) },
       ccusage: { seconds: round(got.ccusage.seconds, 3), cpuSeconds: round(got.ccusage.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ccusage.seconds, 1), maxRssMiB: round(got.ccusage.maxRssKiB / 1024, 1) },
+      ...(got.also ? { also: { seconds: round(got.also.seconds, 3), cpuSeconds: round(got.also.cpuSeconds, 2), mbPerSecond: round(mbytes / got.also.seconds, 1), maxRssMiB: round(got.also.maxRssKiB / 1024, 1) } } : {}),
       loadavg1: round(os.loadavg()[0], 2),
     };
+    if (row.also) Object.assign(row.also, { ratio: round(row.also.mbPerSecond / row.ccusage.mbPerSecond, 3), cpuRatio: round(got.ccusage.cpuSeconds / got.also.cpuSeconds, 3) });
     row.ratio = round(row.ours.mbPerSecond / row.ccusage.mbPerSecond, 3);
     // MB per CPU second, ours ÷ ccusage: the work each does, less sensitive to the machine's other load.
     row.cpuRatio = round(got.ccusage.cpuSeconds / got.ours.cpuSeconds, 3);
     rounds.push(row);
+    if (row.also) log(`round ${r}: ${opts.also} ${row.also.seconds} s, ${row.also.cpuSeconds} CPU s (${row.also.mbPerSecond} MB/s, ${row.also.maxRssMiB} MiB); ratio ${row.also.ratio}, per CPU s ${row.also.cpuRatio}`);
     log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; load ${row.loadavg1}`);
   }
 
@@ -461,6 +473,13 @@ async function scanBench() {
       ccusage: { mbPerSecond: stat((r) => r.ccusage.mbPerSecond), maxRssMiB: stat((r) => r.ccusage.maxRssMiB), seconds: stat((r) => r.ccusage.seconds), cpuSeconds: stat((r) => r.ccusage.cpuSeconds) },
       ratio: stat((r) => r.ratio),
       cpuRatio: stat((r) => r.cpuRatio),
+      ...(also
+        ? {
+            also: { bundle: opts.also, mbPerSecond: stat((r) => r.also.mbPerSecond), maxRssMiB: stat((r) => r.also.maxRssMiB), seconds: stat((r) => r.also.seconds), cpuSeconds: stat((r) => r.also.cpuSeconds) },
+            alsoRatio: stat((r) => r.also.ratio),
+            alsoCpuRatio: stat((r) => r.also.cpuRatio),
+          }
+        : {}),
       rssRatio: stat((r) => r.ours.maxRssMiB / r.ccusage.maxRssMiB),
     },
     profile,
@@ -723,6 +742,12 @@ async function main() {
         ['svc-runner usage daily --json', cell(scan.summary.ours.mbPerSecond, 1), cell(scan.summary.ours.seconds, 2), cell(scan.summary.ours.cpuSeconds, 2), cell(scan.summary.ours.maxRssMiB, 1)],
         [`ccusage ${scan.ccusage.version} daily --json --offline`, cell(scan.summary.ccusage.mbPerSecond, 1), cell(scan.summary.ccusage.seconds, 2), cell(scan.summary.ccusage.cpuSeconds, 2), cell(scan.summary.ccusage.maxRssMiB, 1)],
         ['svc-runner ÷ ccusage (MB/s, MB per CPU s; goal ≥ 1)', cell(scan.summary.ratio, 3), '', cell(scan.summary.cpuRatio, 3), cell(scan.summary.rssRatio, 2)],
+        ...(scan.summary.also
+          ? [
+              [`${scan.summary.also.bundle} usage daily --json`, cell(scan.summary.also.mbPerSecond, 1), cell(scan.summary.also.seconds, 2), cell(scan.summary.also.cpuSeconds, 2), cell(scan.summary.also.maxRssMiB, 1)],
+              [`  ÷ ccusage`, cell(scan.summary.alsoRatio, 3), '', cell(scan.summary.alsoCpuRatio, 3), ''],
+            ]
+          : []),
       ]),
     );
     const s = scan.sanity;
