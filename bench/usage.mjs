@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // Usage figures (docs/performance.md, "Usage: transcript scan and OTLP receiver"; issue #14 "Figures"),
 // each beside a baseline measured in the same run:
-//   scan   `svc-runner usage daily --json` (the real dist/svc-runner.mjs) over ~200 MB of generated
+//   scan   `svc-runner usage daily --json` (the real dist/svc-runner.mjs) over ~200 MiB of generated
 //          Claude Code transcripts (subagent files, progress lines, streaming duplicates, resumed
 //          sessions) and Codex rollouts, against `ccusage daily --json --offline` (the pinned dev
 //          dependency's native binary, which node_modules/ccusage/src/cli.js execs) on the same files:
-//          MB/s and peak RSS of each, run in turns; both must report the same tokens (checked).
+//          MiB/s and peak RSS of each, run in turns; both must report the same tokens (checked).
 //          Then one run of a source-mapped build of the same bundle under `node --cpu-prof`: the top
 //          self-time functions.
 //   otlp   log records/s on POST /v1/logs of the runner's receiver (runner/otlp.ts, with the daemon's
@@ -56,7 +56,7 @@ const { values: opts } = parseArgs({
   options: {
     role: { type: 'string', default: 'main' },
     only: { type: 'string', default: 'all' },
-    mb: { type: 'string', default: '200' },
+    mb: { type: 'string', default: '200' }, // MiB
     rounds: { type: 'string', default: '3' },
     profile: { type: 'string', default: 'yes' },
     'profile-dir': { type: 'string' },
@@ -393,11 +393,11 @@ async function scanBench() {
   const ccu = ccusageBinary();
   const root = opts['keep-files'] ?? tempDir('svc-bench-usage-');
   mkdirSync(root, { recursive: true });
-  log(`generating ~${MB} MB of transcripts in ${root}…`);
+  log(`generating ~${MB} MiB of transcripts in ${root}…`);
   const t0 = performance.now();
   const { env, stats } = generate(root, MB);
   const mbytes = stats.bytes / 1024 / 1024;
-  log(`generated ${fmt(mbytes, 1)} MB in ${stats.files} files (${stats.claudeFiles} Claude sessions, ${stats.subagentFiles} subagent files, ${stats.codexFiles} Codex rollouts) in ${fmt((performance.now() - t0) / 1000, 1)} s`);
+  log(`generated ${fmt(mbytes, 1)} MiB in ${stats.files} files (${stats.claudeFiles} Claude sessions, ${stats.subagentFiles} subagent files, ${stats.codexFiles} Codex rollouts) in ${fmt((performance.now() - t0) / 1000, 1)} s`);
 
   const runBundle = (bundle) => runMeasured(process.execPath, [bundle, 'usage', 'daily', '--json'], { env, cwd: root });
   const runOurs = () => runBundle(RUNNER);
@@ -436,8 +436,8 @@ async function scanBench() {
     // MB per CPU second, ours ÷ ccusage: the work each does, less sensitive to the machine's other load.
     row.cpuRatio = round(got.ccusage.cpuSeconds / got.ours.cpuSeconds, 3);
     rounds.push(row);
-    if (row.also) log(`round ${r}: ${opts.also} ${row.also.seconds} s, ${row.also.cpuSeconds} CPU s (${row.also.mbPerSecond} MB/s, ${row.also.maxRssMiB} MiB); ratio ${row.also.ratio}, per CPU s ${row.also.cpuRatio}`);
-    log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; load ${row.loadavg1}`);
+    if (row.also) log(`round ${r}: ${opts.also} ${row.also.seconds} s, ${row.also.cpuSeconds} CPU s (${row.also.mbPerSecond} MiB/s, ${row.also.maxRssMiB} MiB); ratio ${row.also.ratio}, per CPU s ${row.also.cpuRatio}`);
+    log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MiB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MiB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; load ${row.loadavg1}`);
   }
 
   let profile = null;
@@ -735,13 +735,13 @@ async function main() {
   console.log(`usage: commit ${m.commit}, dist/svc-runner.mjs ${runnerHash}; nproc=${m.nproc} node=${m.node} ${m.cpu}; load average ${m.loadavg1} at start, ${loadEnd} at end`);
   if (scan) {
     const g = scan.generated;
-    console.log(`\ntranscript scan: ${g.mb} MB in ${g.files} files (${g.claudeFiles} Claude sessions + ${g.subagentFiles} subagent files, ${g.codexFiles} Codex rollouts; ${g.lines} lines, ${g.claudeRequests} Claude API calls, ${g.codexTokenCounts} Codex token counts); ${ROUNDS} round(s), median (range); peak RSS from ${scan.peakFrom}`);
+    console.log(`\ntranscript scan: ${g.mb} MiB (${g.bytes} bytes) in ${g.files} files (${g.claudeFiles} Claude sessions + ${g.subagentFiles} subagent files, ${g.codexFiles} Codex rollouts; ${g.lines} lines, ${g.claudeRequests} Claude API calls, ${g.codexTokenCounts} Codex token counts); ${ROUNDS} round(s), median (range); peak RSS from ${scan.peakFrom}`);
     console.log(
       table([
-        ['command', 'MB/s', 'seconds', 'CPU seconds', 'peak RSS MiB'],
+        ['command', 'MiB/s', 'seconds', 'CPU seconds', 'peak RSS MiB'],
         ['svc-runner usage daily --json', cell(scan.summary.ours.mbPerSecond, 1), cell(scan.summary.ours.seconds, 2), cell(scan.summary.ours.cpuSeconds, 2), cell(scan.summary.ours.maxRssMiB, 1)],
         [`ccusage ${scan.ccusage.version} daily --json --offline`, cell(scan.summary.ccusage.mbPerSecond, 1), cell(scan.summary.ccusage.seconds, 2), cell(scan.summary.ccusage.cpuSeconds, 2), cell(scan.summary.ccusage.maxRssMiB, 1)],
-        ['svc-runner ÷ ccusage (MB/s, MB per CPU s; goal ≥ 1)', cell(scan.summary.ratio, 3), '', cell(scan.summary.cpuRatio, 3), cell(scan.summary.rssRatio, 2)],
+        ['svc-runner ÷ ccusage (MiB/s, MiB per CPU s; goal ≥ 1)', cell(scan.summary.ratio, 3), '', cell(scan.summary.cpuRatio, 3), cell(scan.summary.rssRatio, 2)],
         ...(scan.summary.also
           ? [
               [`${scan.summary.also.bundle} usage daily --json`, cell(scan.summary.also.mbPerSecond, 1), cell(scan.summary.also.seconds, 2), cell(scan.summary.also.cpuSeconds, 2), cell(scan.summary.also.maxRssMiB, 1)],
