@@ -3,7 +3,7 @@
 //   session.meta  upsert the session of (runner, runtime, session id); first/last time only widen,
 //                 models accumulate, slot/issue/run/branch/project take the newest known value
 //   llm.request   ONE row per (runner, runtime, merge key), merge key = `request:<request id>` when the
-//                 event has one, else the source's own dedup key. Transcript and OTel record of the same
+//                 event has one (a transcript line also needs a message id), else the source's own dedup key. Transcript and OTel record of the same
 //                 request land on one row in either order: the transcript's model, time and token counts
 //                 win; the OTel record gives duration and the runtime's reported cost; a request seen
 //                 only through OTel keeps its own counts. Cost is computed from the price in force at
@@ -24,8 +24,13 @@ import type { PriceVersion } from './prices.ts';
 // PostgreSQL text cannot hold NUL (the hub refuses such frames already; this keeps the hook safe alone).
 const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));
 
-/** The merge key of a request (docs/cost.md): its request id when it has one, else the source's key. */
-export const mergeKey = (p: Pick<LlmRequest, 'key' | 'requestId'>) => (p.requestId ? `request:${p.requestId}` : p.key);
+/**
+ * The merge key of a request (docs/cost.md): its request id when it has one, else the source's key. A
+ * transcript line without a message id is never deduplicated (ccusage counts each such line), so it
+ * keeps its own key even when it names a request id.
+ */
+export const mergeKey = (p: Pick<LlmRequest, 'key' | 'requestId' | 'messageId' | 'source'>) =>
+  p.requestId && (p.source === 'otlp' || p.messageId) ? `request:${p.requestId}` : p.key;
 
 async function upsertSession(q: Queryable, runnerId: string, m: SessionMeta, served: ReadonlySet<string>): Promise<string | null> {
   const project = m.project && served.has(m.project) ? m.project : null;

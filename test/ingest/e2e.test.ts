@@ -70,6 +70,32 @@ test('runner_events hold exactly the requests `usage daily --json` reports, afte
   assert.is(local.status, 0, local.stderr);
   const days: Row[] = JSON.parse(local.stdout).days.map(({ costUSD: _c, ...r }: Row & { costUSD: unknown }) => r);
 
+  // The server's own tables agree with the local command (issue #14 item 5): per day in UTC, every
+  // token kind exactly and the cost to a millionth of a dollar.
+  const utc = await runCli(sb, ['usage', 'daily', '--json', '--tz', 'UTC'], { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome });
+  assert.is(utc.status, 0, utc.stderr);
+  type Day = { input: number; output: number; cacheCreation: number; cacheRead: number; cost: number };
+  const localDays = new Map<string, Day>();
+  for (const r of JSON.parse(utc.stdout).days) {
+    const d = localDays.get(r.date) ?? { input: 0, output: 0, cacheCreation: 0, cacheRead: 0, cost: 0 };
+    d.input += r.inputTokens;
+    d.output += r.outputTokens;
+    d.cacheCreation += r.cacheCreationTokens;
+    d.cacheRead += r.cacheReadTokens;
+    d.cost += r.costUSD ?? 0;
+    localDays.set(r.date, d);
+  }
+  const cost = await (await server.api('/api/cost?groupBy=day&tz=UTC')).json();
+  const serverDays = new Map<string, Day>(
+    cost.groups.map((g: any) => [g.key, { input: g.inputTokens, output: g.outputTokens, cacheCreation: g.cacheWrite5mTokens + g.cacheWrite1hTokens, cacheRead: g.cacheReadTokens, cost: g.costUsd }]),
+  );
+  assert.equal([...serverDays.keys()].sort(), [...localDays.keys()].sort(), 'the same days');
+  for (const [date, d] of localDays) {
+    const s = serverDays.get(date)!;
+    assert.equal([s.input, s.output, s.cacheCreation, s.cacheRead], [d.input, d.output, d.cacheCreation, d.cacheRead], `${date}: tokens`);
+    assert.ok(Math.abs(s.cost - d.cost) < 1e-6, `${date}: cost ${s.cost} on the server, ${d.cost} locally`);
+  }
+
   await server.stop('SIGTERM');
   const db = dbEnv.env.DATABASE_URL ? await openPostgres(dbEnv.env.DATABASE_URL, 2) : await openPglite(dbEnv.env.PGLITE_DATA_DIR);
   let events: { event_id: string; kind: string; payload: any }[];
@@ -105,6 +131,59 @@ test('runner_events hold exactly the requests `usage daily --json` reports, afte
   assert.ok(metas.some((m) => m.runtime === 'codex' && m.branch === 'feature-x'));
   assert.ok(metas.some((m) => m.runtime === 'claude' && m.models.includes('claude-opus-4-5-20251101')));
   assert.not.ok(JSON.stringify(events).includes('answer 1'), 'no response text is sent');
+});
+
+test('a runner offline while its agents work catches up from the spool once the server is back: nothing lost, nothing counted twice', async () => {
+  const db2 = await serverDbEnv();
+  const sb2 = sandbox();
+  let second: RunningServer | null = null;
+  const first = await startServer({ admin: true, dbEnv: db2.env });
+  try {
+    const made = await (await first.api('/api/runners', { method: 'POST', json: { name: 'ingest-offline' } })).json();
+    const paired = await runCli(sb2, ['pair', '--server', first.url, '--code', made.code, '--no-detect']);
+    assert.is(paired.status, 0, paired.stderr);
+    const { token } = first.admin;
+    await first.stop('SIGTERM'); // the server is gone before the daemon ever connects
+    const fx = writeFixtures(join(sb2.dir, 'fx'));
+    const env = { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome, SVC_INGEST_NO_WATCHER: '1', SVC_INGEST_POLL_MS: '200', SVC_INGEST_HOLD_MS: '300' };
+    let daemon = startDaemon(sb2, env);
+    const offsetsPath = join(sb2.env.XDG_STATE_HOME, 'svc', 'offsets.json');
+    const allRead = () => {
+      try {
+        const files = Object.entries(JSON.parse(readFileSync(offsetsPath, 'utf8')).files) as [string, any][];
+        return files.length >= 8 && files.every(([f, r]) => r.offset === statSync(f).size);
+      } catch {
+        return false;
+      }
+    };
+    await waitUntil(allRead, 30_000, () => `every transcript read while offline\n${daemon.output().slice(-2000)}`);
+    const spooled = sb2.spoolFiles().length;
+    assert.ok(spooled > 0, 'the events wait in the spool');
+    // The machine restarts the runner (its reconnect backoff may by now be up to a minute), and the
+    // server is back on the same address: what waited in the spool is sent, and only once.
+    assert.is((await daemon.kill()).code, 0);
+    second = await startServer({ dbEnv: db2.env, env: { PORT: String(first.port) } });
+    daemon = startDaemon(sb2, env);
+    await waitUntil(() => sb2.spoolFiles().length === 0, 60_000, () => `the spool drained (${sb2.spoolFiles().length} of ${spooled} left)\n${daemon.output().slice(-2000)}`);
+    assert.is((await daemon.kill()).code, 0);
+    const local = await runCli(sb2, ['usage', 'daily', '--json', '--tz', 'UTC'], { CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome });
+    assert.is(local.status, 0, local.stderr);
+    const sum = (rows: any[], f: (r: any) => number) => rows.reduce((a, r) => a + f(r), 0);
+    const days = JSON.parse(local.stdout).days;
+    const cost = await (await fetch(`${second.url}/api/cost?groupBy=day&tz=UTC`, { headers: { authorization: `Bearer ${token}` } })).json();
+    const t = cost.totals;
+    assert.equal(
+      [t.inputTokens, t.outputTokens, t.cacheWrite5mTokens + t.cacheWrite1hTokens, t.cacheReadTokens],
+      [sum(days, (r) => r.inputTokens), sum(days, (r) => r.outputTokens), sum(days, (r) => r.cacheCreationTokens), sum(days, (r) => r.cacheReadTokens)],
+    );
+    assert.ok(Math.abs(t.costUsd - sum(days, (r) => r.costUSD ?? 0)) < 1e-6, `cost ${t.costUsd} on the server`);
+  } finally {
+    await killDaemons();
+    await second?.cleanup();
+    await first.cleanup();
+    await db2.cleanup();
+    sb2.cleanup();
+  }
 });
 
 test.run();
