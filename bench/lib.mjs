@@ -493,6 +493,54 @@ export function httpRequestBytes(method, path, port, headers, body) {
   return Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1'), bytes]);
 }
 
+// ---- a child's wall time and peak RSS ------------------------------------------------------------------
+
+/**
+ * Runs a command to its end and measures it: wall time from spawn to exit, and the peak RSS of the
+ * process (of the largest process, when it starts others and waits for them): `/usr/bin/time -f %M`
+ * when it exists (Debian package `time`), else the VmHWM of /proc/<pid>/status sampled every 5 ms
+ * (its last reading before the exit; `peakFrom` says which). With `time`, also the CPU seconds (user +
+ * system, all threads and waited-for children; NaN without it). The child is tracked (killed on Ctrl-C).
+ * Resolves with { seconds, cpuSeconds, maxRssKiB, peakFrom, code, stdout, stderr }.
+ */
+export async function runMeasured(command, args, options = {}, timeoutMs = 600_000) {
+  const useTime = existsSync('/usr/bin/time');
+  const dir = useTime ? tempDir('svc-bench-time-') : null;
+  const out = dir ? join(dir, 'time.txt') : null;
+  const [cmd, argv] = useTime ? ['/usr/bin/time', ['-f', '%M %U %S', '-o', out, command, ...args]] : [command, args];
+  const started = process.hrtime.bigint();
+  const child = spawnTracked(cmd, argv, options);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d) => (stdout += d));
+  child.stderr?.on('data', (d) => (stderr += d));
+  let hwm = 0;
+  const poll = useTime
+    ? null
+    : setInterval(() => {
+        try {
+          const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+          if (m) hwm = Math.max(hwm, Number(m[1]));
+        } catch {}
+      }, 5);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await child.exited;
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  clearTimeout(timer);
+  if (poll) clearInterval(poll);
+  let maxRssKiB = hwm || NaN;
+  let cpuSeconds = NaN;
+  if (out) {
+    // `time` prints the child's "Command exited with non-zero status" line before the figures.
+    const lines = (existsSync(out) ? readFileSync(out, 'utf8') : '').trim().split('\n');
+    const [rss, user, sys] = (lines.at(-1) ?? '').split(' ').map(Number);
+    maxRssKiB = rss;
+    cpuSeconds = user + sys;
+    removeTempDir(dir);
+  }
+  return { seconds, cpuSeconds, maxRssKiB, peakFrom: useTime ? '/usr/bin/time' : '/proc VmHWM', code, stdout, stderr };
+}
+
 // ---- CPU profiles -----------------------------------------------------------------------------------
 
 /**
@@ -519,7 +567,7 @@ export async function cpuProfileTop(profilePath, count = 15) {
   const where = ({ url, lineNumber, columnNumber }) => {
     if (!url) return '';
     const entry = mapFor(url)?.findEntry(lineNumber, columnNumber);
-    if (entry?.originalSource) return `${entry.originalSource.replace(/^.*?\/(functions|node_modules|protocol)\//, '$1/')}:${entry.originalLine + 1}`;
+    if (entry?.originalSource) return `${entry.originalSource.replace(/^.*?\/(functions|node_modules|protocol|runner)\//, '$1/')}:${entry.originalLine + 1}`;
     return `${url.replace(/^.*\/(node_modules\/|dist\/)/, '$1').replace(/^node:/, 'node:')}:${lineNumber + 1}`;
   };
   // Self time per node: its samples × the time between samples.

@@ -34,12 +34,30 @@ function dateFlag(args: mri.Argv, name: string): string | undefined {
   return v;
 }
 
-/** A formatter giving YYYY-MM-DD in the zone. */
+const HOUR_MS = 3_600_000;
+
+/**
+ * A formatter giving YYYY-MM-DD in the zone. Formatting is slow next to reading a line, so the day is
+ * kept per UTC hour when the hour's first and last millisecond fall on the same day there (then every
+ * instant between does: leaving a day and coming back would take two clock changes within the hour);
+ * otherwise (zones whose midnight falls inside a UTC hour, a change of clocks) each instant is formatted.
+ */
 function dayIn(tz: string | undefined): (ms: number) => string {
   const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
-  return (ms) => {
+  const format = (ms: number) => {
     const p = Object.fromEntries(f.formatToParts(ms).map((x) => [x.type, x.value]));
     return `${p.year}-${p.month}-${p.day}`;
+  };
+  const hours = new Map<number, string | null>();
+  return (ms) => {
+    const hour = Math.floor(ms / HOUR_MS);
+    let day = hours.get(hour);
+    if (day === undefined) {
+      const first = format(hour * HOUR_MS);
+      day = first === format(hour * HOUR_MS + HOUR_MS - 1) ? first : null;
+      hours.set(hour, day);
+    }
+    return day ?? format(ms);
   };
 }
 

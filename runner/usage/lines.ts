@@ -2,6 +2,10 @@
 // callback and return the offset after the last complete line. A partial last line (an agent still writing
 // it) is not consumed: the next read starts at it. Memory stays bounded by the chunk size plus the longest
 // line; a line longer than MAX_LINE_BYTES is skipped whole (counted as corrupt), never buffered.
+// readLines (the daemon's ingest) reads with fs promises and never blocks the event loop for long;
+// readLinesSync (a one-shot scan: `svc-runner usage`) reads the same way with synchronous calls and one
+// reused buffer, which on a loaded machine saves a thread-pool round trip per open, read and close.
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 
 export const CHUNK_BYTES = 1 << 20;
@@ -17,62 +21,109 @@ export interface ReadResult {
   oversized: number;
 }
 
+type OnLine = (line: Buffer, lineOffset: number) => void;
+
+/** Splits the chunks of one read into complete lines; a line across chunks is joined, up to MAX_LINE_BYTES. */
+class LineSplitter {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private skipping = false; // inside an oversized line: drop bytes until its newline
+  private lineStart: number; // file offset where the current (pending) line began
+
+  constructor(
+    readonly result: ReadResult,
+    private readonly onLine: OnLine,
+  ) {
+    this.lineStart = result.offset;
+  }
+
+  /** The first `bytes` of `chunk`, read at file position `pos`. */
+  feed(chunk: Buffer, bytes: number, pos: number): void {
+    const result = this.result;
+    let start = 0;
+    while (start < bytes) {
+      const nl = chunk.indexOf(10, start);
+      if (nl === -1 || nl >= bytes) {
+        if (!this.skipping) {
+          const rest = bytes - start;
+          if (this.pendingBytes + rest > MAX_LINE_BYTES) {
+            this.skipping = true;
+            this.pending = [];
+            this.pendingBytes = 0;
+          } else {
+            this.pending.push(Buffer.from(chunk.subarray(start, bytes)));
+            this.pendingBytes += rest;
+          }
+        }
+        return;
+      }
+      if (this.skipping) {
+        this.skipping = false;
+        result.oversized++;
+      } else {
+        const line = this.pendingBytes ? Buffer.concat([...this.pending, chunk.subarray(start, nl)]) : chunk.subarray(start, nl);
+        if (this.pendingBytes) {
+          this.pending = [];
+          this.pendingBytes = 0;
+        }
+        if (line.length > 0) {
+          result.lines++;
+          this.onLine(line, this.lineStart);
+        }
+      }
+      start = nl + 1;
+      this.lineStart = pos + start;
+      result.offset = this.lineStart;
+    }
+  }
+}
+
 /**
  * Calls `onLine(line, lineOffset)` for each complete line (without its `\n`; a trailing `\r` is kept, JSON
  * ignores it) from `offset` on. The buffer passed to onLine is only valid during the call.
  */
-export async function readLines(path: string, offset: number, onLine: (line: Buffer, lineOffset: number) => void): Promise<ReadResult> {
+export async function readLines(path: string, offset: number, onLine: OnLine): Promise<ReadResult> {
   const fh = await open(path, 'r');
   try {
     const size = (await fh.stat()).size;
     const result: ReadResult = { offset, size, lines: 0, oversized: 0 };
     if (offset >= size) return result;
-    const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    let skipping = false; // inside an oversized line: drop bytes until its newline
-    let pos = offset; // file position of chunk[0]
-    let lineStart = offset; // file offset where the current (pending) line began
-    while (pos < size) {
-      const { bytesRead } = await fh.read(chunk, 0, Math.min(CHUNK_BYTES, size - pos), pos);
+    const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size - offset));
+    const splitter = new LineSplitter(result, onLine);
+    for (let pos = offset; pos < size; ) {
+      const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, size - pos), pos);
       if (bytesRead === 0) break;
-      let start = 0;
-      while (start < bytesRead) {
-        const nl = chunk.indexOf(10, start);
-        if (nl === -1 || nl >= bytesRead) {
-          if (!skipping) {
-            const rest = bytesRead - start;
-            if (pendingBytes + rest > MAX_LINE_BYTES) {
-              skipping = true;
-              pending = [];
-              pendingBytes = 0;
-            } else {
-              pending.push(Buffer.from(chunk.subarray(start, bytesRead)));
-              pendingBytes += rest;
-            }
-          }
-          break;
-        }
-        if (skipping) {
-          skipping = false;
-          result.oversized++;
-        } else {
-          const line = pendingBytes ? Buffer.concat([...pending, chunk.subarray(start, nl)]) : chunk.subarray(start, nl);
-          pending = [];
-          pendingBytes = 0;
-          if (line.length > 0) {
-            result.lines++;
-            onLine(line, lineStart);
-          }
-        }
-        start = nl + 1;
-        lineStart = pos + start;
-        result.offset = lineStart;
-      }
+      splitter.feed(chunk, bytesRead, pos);
       pos += bytesRead;
     }
     return result;
   } finally {
     await fh.close();
+  }
+}
+
+let shared: Buffer | null = null;
+
+/** readLines with synchronous reads into one reused buffer (for one-shot scans, not the daemon). */
+export function readLinesSync(path: string, offset: number, onLine: OnLine): ReadResult {
+  const fd = openSync(path, 'r');
+  // A callback that reads another file meanwhile gets a buffer of its own.
+  const chunk = shared ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+  shared = null;
+  try {
+    const size = fstatSync(fd).size;
+    const result: ReadResult = { offset, size, lines: 0, oversized: 0 };
+    if (offset >= size) return result;
+    const splitter = new LineSplitter(result, onLine);
+    for (let pos = offset; pos < size; ) {
+      const bytesRead = readSync(fd, chunk, 0, Math.min(chunk.length, size - pos), pos);
+      if (bytesRead === 0) break;
+      splitter.feed(chunk, bytesRead, pos);
+      pos += bytesRead;
+    }
+    return result;
+  } finally {
+    shared = chunk;
+    closeSync(fd);
   }
 }

@@ -3,17 +3,17 @@
 // ingest builds on; scanAll is the one-shot read `svc-runner usage` does with the same pieces.
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { findPrice, costUsd } from '../../protocol/prices.ts';
+import { costUsd } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
 import type { LlmRequest, SessionMeta } from '../../protocol/usage.ts';
 import type { Profile } from '../config.ts';
 import { homeDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
-import { ClaudeDedup, fileContext, parseClaudeLine } from './claude.ts';
+import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from './claude.ts';
 import type { ClaudeEntry } from './claude.ts';
 import { codexEventKey, codexFileSession, newCodexFileState, parseCodexLine } from './codex.ts';
 import type { CodexEvent, CodexFileState } from './codex.ts';
-import { readLines } from './lines.ts';
+import { readLines, readLinesSync } from './lines.ts';
 
 export interface UsageDirs {
   /** Claude config dirs (each has projects/). */
@@ -119,46 +119,57 @@ export interface ReadStats {
 /** Sessions seen so far, keyed by runtime and session id. */
 export class SessionTracker {
   readonly sessions = new Map<string, SessionMeta & { project: string }>();
+  /** firstAt and lastAt in ms, so a touch inside the known span makes no date string. */
+  private readonly span = new Map<string, { first: number; last: number }>();
   touch(runtime: 'claude' | 'codex', sessionId: string, project: string, ms: number, model: string | null, cwd: string | null, branch: string | null): void {
     const key = `${runtime}\u0000${sessionId}`;
-    const at = new Date(ms).toISOString();
     let s = this.sessions.get(key);
-    if (!s) {
+    let span = this.span.get(key);
+    if (!s || !span) {
+      const at = new Date(ms).toISOString();
       s = { runtime, sessionId, source: 'transcript', cwd: null, branch: null, models: [], firstAt: at, lastAt: at, project };
       this.sessions.set(key, s);
+      this.span.set(key, (span = { first: ms, last: ms }));
     }
-    if (at < s.firstAt) s.firstAt = at;
-    if (at > s.lastAt) s.lastAt = at;
+    if (ms < span.first) s.firstAt = new Date((span.first = ms)).toISOString();
+    if (ms > span.last) s.lastAt = new Date((span.last = ms)).toISOString();
     if (cwd && !s.cwd) s.cwd = cwd;
     if (branch && !s.branch) s.branch = branch;
     if (model && !s.models.includes(model) && s.models.length < 64) s.models.push(model);
   }
 }
 
+export interface ReadOptions {
+  /** Read with synchronous calls (a one-shot scan such as `svc-runner usage`; never the daemon). */
+  sync?: boolean;
+}
+
 /** Reads one Claude transcript from `offset`; counted lines go through the shared dedup. */
-export async function readClaudeFile(file: string, offset: number, dedup: ClaudeDedup, onResult?: (r: ReturnType<ClaudeDedup['add']>, e: ClaudeEntry) => void): Promise<ReadStats & { offset: number; size: number }> {
+export async function readClaudeFile(file: string, offset: number, dedup: ClaudeDedup, onResult?: (r: ReturnType<ClaudeDedup['add']>, e: ClaudeEntry) => void, opts: ReadOptions = {}): Promise<ReadStats & { offset: number; size: number }> {
   const ctx = fileContext(file);
   let corrupt = 0;
-  const r = await readLines(file, offset, (line, at) => {
+  const onLine = (line: Buffer, at: number) => {
     const v = parseClaudeLine(line, at, ctx);
     if ('corrupt' in v) corrupt++;
     else if ('entry' in v) {
       const res = dedup.add(v.entry);
       onResult?.(res, v.entry);
     }
-  });
+  };
+  const r = opts.sync ? readLinesSync(file, offset, onLine) : await readLines(file, offset, onLine);
   return { offset: r.offset, size: r.size, lines: r.lines, corrupt: corrupt + r.oversized };
 }
 
 /** Reads one Codex rollout from `offset` with the file's state (keep it with the offset between calls). */
-export async function readCodexFile(file: string, offset: number, state: CodexFileState, onEvent: (e: CodexEvent) => void): Promise<ReadStats & { offset: number; size: number }> {
+export async function readCodexFile(file: string, offset: number, state: CodexFileState, onEvent: (e: CodexEvent) => void, opts: ReadOptions = {}): Promise<ReadStats & { offset: number; size: number }> {
   const fileSession = codexFileSession(file);
   let corrupt = 0;
-  const r = await readLines(file, offset, (line, at) => {
+  const onLine = (line: Buffer, at: number) => {
     const v = parseCodexLine(line, at, file, state, fileSession);
     if ('corrupt' in v) corrupt++;
     else if ('event' in v) onEvent(v.event);
-  });
+  };
+  const r = opts.sync ? readLinesSync(file, offset, onLine) : await readLines(file, offset, onLine);
   return { offset: r.offset, size: r.size, lines: r.lines, corrupt: corrupt + r.oversized };
 }
 
@@ -224,7 +235,7 @@ export interface ScanResult {
   corrupt: number;
 }
 
-/** Reads every transcript of the runtimes asked for, from the start. */
+/** Reads every transcript of the runtimes asked for, from the start (synchronously: a one-shot command). */
 export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], runtimes: ReadonlySet<'claude' | 'codex'>): Promise<ScanResult> {
   const tracker = new SessionTracker();
   const requests: ScannedRequest[] = [];
@@ -234,7 +245,7 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     for (const f of claudeFiles(dirs.claude)) {
       files++;
       try {
-        corrupt += (await readClaudeFile(f, 0, dedup)).corrupt;
+        corrupt += (await readClaudeFile(f, 0, dedup, undefined, { sync: true })).corrupt;
       } catch {
         // Deleted or unreadable between listing and reading: nothing to count.
       }
@@ -257,7 +268,7 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
           seen.add(k);
           requests.push({ request: codexRequest(e), reportModel: e.model, fallbackModel: e.fallbackModel, session: e.sessionId, ms: e.ms });
           tracker.touch('codex', e.sessionId, state.cwd ?? e.sessionId, e.ms, e.model, state.cwd, state.branch);
-        });
+        }, { sync: true });
         corrupt += r.corrupt;
       } catch {
         // as above
@@ -269,6 +280,6 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
 
 /** USD for a request at the table's price; null when the model has none. */
 export function requestCost(r: LlmRequest, prices: readonly ModelPrice[]): number | null {
-  const p = findPrice(r.model, prices);
+  const p = memoPrice(r.model, prices);
   return p ? costUsd(r, p, r.speed) : null;
 }
