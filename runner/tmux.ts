@@ -157,9 +157,10 @@ export interface PaneEnd {
 /**
  * How a session's pane ended when it is dead (kept by `remain-on-exit`), else null (alive or gone).
  * tmux may mark a pane dead when its terminal closes, a moment before it has the exit status: then
- * this asks again every 100 ms for up to `waitMs`, and without a status by then the code is null.
+ * this asks again every 100 ms for up to `waitMs` (10 s by default: a loaded machine was seen to take over
+ * 2 s), and without a status by then the code is null.
  */
-export async function paneEnd(env: Env, name: string, waitMs = 2000): Promise<PaneEnd | null> {
+export async function paneEnd(env: Env, name: string, waitMs = 10_000): Promise<PaneEnd | null> {
   const deadline = Date.now() + waitMs;
   const num = (s: string | undefined) => (s && /^\d{1,3}$/.test(s) ? Number(s) : null);
   for (;;) {

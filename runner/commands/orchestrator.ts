@@ -47,7 +47,7 @@ export async function orchestratorStart(args: CommandArgs<'orchestrator.start'>,
     options: ORCHESTRATOR_OPTIONS,
   });
   // launchAgent's check sees the session; with remain-on-exit it stays even when the agent exited.
-  const early = await reapDead(ctx.env, session, 1000);
+  const early = await reapDead(ctx.env, session);
   if (early) {
     expectSession(session, 'stopped');
     const how = early.exitCode !== null ? `with code ${early.exitCode}` : early.signal !== null ? `on signal ${early.signal}` : '';

@@ -104,7 +104,7 @@ test('the orchestrator exits with a code → orchestrator.stopped carries exitCo
     assert.equal([r.ok, r.data?.action], [true, 'started'], JSON.stringify(r));
     await waitPane(f, 'svc-p1-orch', /\? for shortcuts/);
     type(f, 'svc-p1-orch', `exit ${code}`);
-    await waitUntil(() => f.events('orchestrator.stopped').length === round, 10_000, () => `orchestrator.stopped #${round}; sessions ${f.sessions()}`);
+    await waitUntil(() => f.events('orchestrator.stopped').length === round, 25_000, () => `orchestrator.stopped #${round}; sessions ${f.sessions()}`);
     assert.equal(stoppedData()[round - 1], { reason: 'exited', session: 'svc-p1-orch', exitCode: code });
     await waitUntil(() => f.sessions().length === 0, 5000, 'the dead session to be ended');
     const status = await conn.command('orchestrator.status', { projectId: 'p1' });
