@@ -194,10 +194,10 @@ test('bad input: unknown fields named; malformed bearer; no auth → 401; non-ad
   assert.equal((await extra.json()).error.fields, { remember: 'unknown field' });
   const bad = await fetch(`${server.url}/api/me`, { headers: { authorization: 'Basic abc' } });
   assert.is(bad.status, 401);
-  assert.is((await fetch(`${server.url}/api/schedules`)).status, 401);
+  assert.is((await fetch(`${server.url}/api/users`)).status, 401);
   await makeUser('plain@example.test', 'plain password 1');
   const s = await signIn('plain@example.test', 'plain password 1');
-  const res = await fetch(`${server.url}/api/schedules`, { headers: { cookie: s.cookie } });
+  const res = await fetch(`${server.url}/api/users`, { headers: { cookie: s.cookie } });
   assert.is(res.status, 403);
   assert.match((await res.json()).error.message, /instance admin/);
   const weak = await post('/api/password', { token: 'x'.repeat(20), password: 'short' });
