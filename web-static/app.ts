@@ -1,15 +1,17 @@
 // Admin pages: Preact + htm, no build-time JSX. Hash routes: #/runners (the landing page), #/runs,
-// #/integrations, #/terminal, #/schedules, #/settings, #/notifications (from the bell), #/set-password?token=…; any other route shows "not found".
+// #/sessions, #/cost, #/integrations, #/terminal, #/schedules, #/settings, #/notifications (from the bell), #/set-password?token=…; any other route shows "not found".
 // Anyone not signed in sees the sign-in form.
 import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, setCsrf } from './api.ts';
+import { Cost } from './pages/cost.ts';
 import { Integrations } from './pages/integrations.ts';
 import { NotificationBell, Notifications } from './pages/notifications.ts';
 import { Runners } from './pages/runners.ts';
 import { Runs } from './pages/runs.ts';
 import { Schedules } from './pages/schedules.ts';
+import { Sessions } from './pages/sessions.ts';
 import { Settings } from './pages/settings.ts';
 import { TerminalPage } from './pages/terminal.ts';
 import { SetPassword, SignIn } from './pages/signin.ts';
@@ -32,6 +34,8 @@ function useHash() {
 const PAGES: Record<string, { title: string; view: () => unknown }> = {
   runners: { title: 'Runners', view: Runners },
   runs: { title: 'Skill runs', view: Runs },
+  sessions: { title: 'Sessions', view: Sessions },
+  cost: { title: 'Cost', view: Cost },
   integrations: { title: 'Integrations', view: Integrations },
   terminal: { title: 'Terminal', view: TerminalPage },
   schedules: { title: 'Schedules', view: Schedules },

@@ -6,13 +6,28 @@ import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
+import { meta, send, tok, transcriptReq, uid } from '../helpers/usage-events.ts';
+import { connect, pairRunner } from '../helpers/wsclient.ts';
 
 let server: RunningServer;
 let browser: Browser;
+let sessionId = '';
 test.before(async () => {
   [server, browser] = await Promise.all([startServer({ admin: true }), launchBrowser()]);
   // Something in every table, so wide rows are part of what must fit.
   await server.api('/api/runners', { method: 'POST', json: { name: 'a-machine-with-a-rather-long-name-to-push-the-table-wide' } });
+  // A session with requests (no project: the Terminal test below needs none; instance admins see it).
+  const paired = await pairRunner(server.api, server.url, 'phone-sessions');
+  const ws = connect(server.url, paired.token);
+  await ws.next('welcome');
+  const sid = `a-rather-long-session-id-${uid()}-${uid()}-${uid()}`;
+  await send(ws, [
+    meta('claude', sid, { models: ['claude-sonnet-4-5', 'an-unpriced-model-with-a-long-name'] }),
+    transcriptReq('claude', sid, 'claude-sonnet-4-5', `req_${uid()}`, tok(123_456, 7890, 45_678, 1234, 2_345_678)),
+    transcriptReq('claude', sid, 'an-unpriced-model-with-a-long-name', `req_${uid()}`, tok(10, 20)),
+  ]);
+  ws.ws.close();
+  sessionId = (await (await server.api('/api/sessions')).json()).sessions[0].id;
 });
 test.after(async () => {
   await browser?.close();
@@ -58,7 +73,7 @@ test('every page at 390 px wide: no sideways scrolling of the page', async () =>
   await page.click('form.inline button');
   await page.waitForSelector('[role=status]');
   const wide: string[] = [];
-  for (const name of ['runners', 'runs', 'integrations', 'terminal', 'schedules', 'settings']) {
+  for (const name of ['runners', 'runs', 'sessions', `sessions?session=${sessionId}`, 'cost', 'cost?price=an-unpriced-model-with-a-long-name', 'integrations', 'terminal', 'schedules', 'settings']) {
     if (name !== 'runners') {
       await page.goto(`${server.url}/#/${name}`);
       await page.waitForSelector('h2');
