@@ -16,6 +16,7 @@
 //   npm run bench:runner -- [options]   (builds, then runs:)
 //   node --import tsx bench/runner.mjs [--events 20000] [--pad 880] [--rounds 3]
 //                                    [--idle-seconds 10] [--database-url postgres://…]
+//                                    [--profile-dir DIR]   (node --cpu-prof of each daemon run)
 //
 // The bundle is copied to a temp dir first (no node_modules near it, and a rebuild by someone else
 // during the run does not change what is measured). The runner runs with HOME, XDG_CONFIG_HOME and
@@ -64,6 +65,8 @@ const { values: opts } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'idle-seconds': { type: 'string', default: '10' },
     'database-url': { type: 'string', default: DEFAULT_DATABASE_URL },
+    /** Write a CPU profile of each draining daemon (node --cpu-prof) into this directory. */
+    'profile-dir': { type: 'string' },
   },
   strict: true,
 });
@@ -77,7 +80,9 @@ const ROUNDS = whole('rounds');
 const IDLE_SECONDS = whole('idle-seconds');
 const ADMIN_URL = opts['database-url'];
 const SOURCE = 'bench/runner';
-const SPOOL_NAME = /^\d{13}\.\d{8}\.[a-z0-9]{6}\.json$/;
+/** Spool files: one per append with its event count in the name (0.17 on), or one per event (older bundles). */
+const SPOOL_NAME = /^\d{13}\.\d{8}\.[a-z0-9]{6}(?:\.(\d+)\.jsonl|\.json)$/;
+const eventsIn = (name) => Number(SPOOL_NAME.exec(name)?.[1] ?? 1);
 const DIST_RUNNER = join(ROOT, 'dist', 'svc-runner.mjs');
 
 const log = (m) => process.stderr.write(`[bench:runner] ${m}\n`);
@@ -205,7 +210,8 @@ async function main() {
 
     /** Start the daemon; resolves with the child and the time its "connected" line appeared. */
     const startDaemon = () => {
-      const d = spawnTracked(process.execPath, [bundle, 'run'], { cwd: sb.dir, env: sb.env });
+      const prof = opts['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['profile-dir']}`] : [];
+      const d = spawnTracked(process.execPath, [...prof, bundle, 'run'], { cwd: sb.dir, env: sb.env });
       captureOutput(d);
       d.connected = new Promise((ok, fail) => {
         const check = () => {
@@ -258,8 +264,9 @@ async function main() {
       const fillSeconds = since(t0);
       if (filled.status !== 0) throw new Error(`svc-runner ${appendCommand} exited ${filled.status}:\n${filled.output}`);
       const files = spoolFiles(spoolDir).sort();
-      if (files.length !== EVENTS) throw new Error(`the spool holds ${files.length} events, expected ${EVENTS}`);
-      eventBytes ??= Math.round((statSync(join(spoolDir, files[0])).size + statSync(join(spoolDir, files.at(-1))).size) / 2);
+      const spooled = files.reduce((sum, n) => sum + eventsIn(n), 0);
+      if (spooled !== EVENTS) throw new Error(`the spool holds ${spooled} events, expected ${EVENTS}`);
+      eventBytes ??= Math.round(statSync(join(spoolDir, files[0])).size / eventsIn(files[0]));
       log(`round ${r} spool filled  ${fmt(EVENTS / fillSeconds, 0)} events/s (${fmt(fillSeconds, 2)} s), ~${eventBytes} B per event`);
 
       // The runner drains it.

@@ -28,7 +28,7 @@
 // only, bounded in time and count; every process, temp dir and database it makes is removed at the
 // end, also on error or Ctrl-C. Output: progress on stderr, tables on stdout, then one JSON line.
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -156,6 +156,21 @@ async function loadRole() {
 
 // ---- the benchmark ------------------------------------------------------------------------------------
 
+/**
+ * CPU time (user + system, ms) a process has used so far, from /proc (Linux; null elsewhere). Per request
+ * it hardly depends on how busy the machine is, unlike requests per second.
+ */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux this runs on
+const perRequest = (before, after, n) => (before === null || after === null || !n ? null : round((after - before) / n, 3));
+
 /** One load pass in a child process; `expect` is the status that counts (202 or 401). */
 async function load(name, target, expect, seconds, maxRequests = MAX_REQUESTS) {
   const tag = `${name}-${randomBytes(4).toString('hex')}`;
@@ -257,12 +272,19 @@ async function main() {
     }
 
     for (let r = 1; r <= ROUNDS; r++) {
+      const cb0 = cpuMs(bare.pid);
       const b = await load(`bare${r}`, bareTarget, 202, SECONDS);
+      b.cpuMsPerRequest = perRequest(cb0, cpuMs(bare.pid), b.requests);
+      const ca0 = cpuMs(server.proc.pid);
       log(`round ${r} bare      ${fmt(b.perSecond, 0)} 202/s  p50 ${fmt(b.p50Ms)} ms  p99 ${fmt(b.p99Ms)} ms  (other ${b.other}, errors ${b.errors})`);
       const a = await load(`svc${r}`, svc, 202, SECONDS);
       const d = await drain(`round ${r}`);
+      a.cpuMsPerRequest = perRequest(ca0, cpuMs(server.proc.pid), a.requests); // with the firer's work on them
+      const cx0 = cpuMs(server.proc.pid);
       log(`round ${r} accepted  ${fmt(a.perSecond, 0)} 202/s  p50 ${fmt(a.p50Ms)} ms  p99 ${fmt(a.p99Ms)} ms  (statuses ${JSON.stringify(a.statuses)}, errors ${a.errors}); backlog ${d.backlog} drained in ${d.seconds} s`);
       const x = await load(`bad${r}`, { ...svc, bad: true }, 401, SECONDS);
+      x.cpuMsPerRequest = perRequest(cx0, cpuMs(server.proc.pid), x.requests);
+      log(`round ${r} CPU ms per request: bare ${b.cpuMsPerRequest}, accepted (incl. firing) ${a.cpuMsPerRequest}, rejected ${x.cpuMsPerRequest}`);
       log(`round ${r} rejected  ${fmt(x.perSecond, 0)} 401/s  p50 ${fmt(x.p50Ms)} ms  p99 ${fmt(x.p99Ms)} ms  (other ${x.other}, errors ${x.errors})`);
       rounds.push({
         round: r,
@@ -275,6 +297,8 @@ async function main() {
           acceptedP50OverBare: round(a.p50Ms / b.p50Ms, 2),
           acceptedP99OverBare: round(a.p99Ms / b.p99Ms, 2),
           rejectedOverAccepted: round(x.perSecond / a.perSecond, 2),
+          acceptedCpuOverBare: a.cpuMsPerRequest && b.cpuMsPerRequest ? round(a.cpuMsPerRequest / b.cpuMsPerRequest, 2) : null,
+          acceptedCpuOverRejected: a.cpuMsPerRequest && x.cpuMsPerRequest ? round(a.cpuMsPerRequest / x.cpuMsPerRequest, 2) : null,
           // Accepting and disposing of (firing) every delivery of the window, per second of window + drain.
           sustainedOverBare: round(a.counted / (a.seconds + d.seconds) / b.perSecond, 3),
         },

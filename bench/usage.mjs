@@ -451,9 +451,12 @@ async function scanBench() {
     await esbuild.build({ ...config, absWorkingDir: ROOT, outfile, sourcemap: true, logLevel: 'warning' });
     log('profile: the source-mapped bundle under --cpu-prof…');
     const p = check('svc-runner --cpu-prof', await runMeasured(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, outfile, 'usage', 'daily', '--json'], { env, cwd: root }));
-    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-    if (!file) throw new Error(`no .cpuprofile in ${dir}`);
+    // One profile per thread: CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile, the main thread is 0.
+    const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => Number(a.split('.')[4]) - Number(b.split('.')[4]));
+    if (!files.length) throw new Error(`no .cpuprofile in ${dir}`);
+    const [file, ...workers] = files;
     profile = { seconds: round(p.seconds, 2), file: opts['profile-dir'] ? join(dir, file) : null, ...(await cpuProfileTop(join(dir, file), 15)) };
+    if (workers.length) profile.worker = { file: opts['profile-dir'] ? join(dir, workers[0]) : null, ...(await cpuProfileTop(join(dir, workers[0]), 12)) };
     if (!opts['profile-dir']) removeTempDir(dir);
   }
   if (!opts['keep-files']) removeTempDir(root);
@@ -625,7 +628,8 @@ async function otlpBench() {
     const ok = r.statuses[200] ?? 0;
     return { ...r, ok, other: r.requests - ok, recordsPerSecond: (ok * RECORDS_PER_BODY) / r.seconds, p50Ms: round(r.p50Ms, 2), p99Ms: round(r.p99Ms, 2) };
   };
-  const spooled = () => readdirSync(spoolDir).filter((n) => /^\d{13}\.\d{8}\.[a-z0-9]{6}\.json$/.test(n)).length;
+  // Events in the spool dir: one file per append since 0.17 (its event count is in its name), one per event before.
+  const spooled = () => readdirSync(spoolDir).reduce((sum, n) => { const m = /^\d{13}\.\d{8}\.[a-z0-9]{6}(?:\.(\d+)\.jsonl|\.json)$/.exec(n); return sum + (m ? Number(m[1] ?? 1) : 0); }, 0);
   const clearSpool = () => {
     for (const n of readdirSync(spoolDir)) rmSync(join(spoolDir, n), { force: true, recursive: true });
   };
@@ -755,6 +759,10 @@ async function main() {
     if (scan.profile) {
       console.log(`\nprofile of svc-runner usage daily --json (${scan.profile.seconds} s under --cpu-prof, ${fmt(scan.profile.samplesMs / 1000, 2)} s of samples):`);
       console.log(table([['self %', 'self ms', 'function', 'where'], ...scan.profile.top.map((t) => [fmt(t.percent, 1), fmt(t.selfMs, 0), t.fn, t.where])]));
+      if (scan.profile.worker) {
+        console.log(`\nits worker thread (${fmt(scan.profile.worker.samplesMs / 1000, 2)} s of samples):`);
+        console.log(table([['self %', 'self ms', 'function', 'where'], ...scan.profile.worker.top.map((t) => [fmt(t.percent, 1), fmt(t.selfMs, 0), t.fn, t.where])]));
+      }
     }
   }
   if (otlp) {

@@ -3,17 +3,23 @@
 // schemas, and maps errors to JSON in one place; 404 for unknown paths and 405 (with Allow) for a
 // wrong method.
 import { randomUUID } from 'node:crypto';
+import { Response as AdapterResponse } from '@whatwg-node/server';
 import { Router } from 'itty-router';
 import { echoed } from '../protocol/text.ts';
+import { VERSION } from '../protocol/version.ts';
 import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
+import { routes as codehostRoutes } from './codehost/routes.ts';
 import { routes as costRoutes } from './cost/routes.ts';
 import { routes as sessionRoutes } from './cost/sessions.ts';
 import { routes as healthRoutes } from './health/routes.ts';
 import { routes as jobRoutes } from './jobs/routes.ts';
+import { routes as liveRoutes } from './live/routes.ts';
 import type { AppContext, Route, RouteInput } from './lib/context.ts';
 import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
+import { databaseUnavailable, isDatabaseUnavailable } from './lib/db/unavailable.ts';
+import { empty, withHeaders } from './lib/respond.ts';
 import { NO_BODY_BYTES, hasBody, parseWith, readBody, readJson, refuseDeclaredLength } from './lib/http.ts';
 import { routes as notificationRoutes } from './notifications/routes.ts';
 import { routes as openapiRoutes } from './openapi.ts';
@@ -42,7 +48,9 @@ export const allRoutes: Route[] = [
   ...webhookRoutes,
   ...notificationRoutes,
   ...triggerRoutes,
+  ...codehostRoutes,
   ...projectScheduleRoutes,
+  ...liveRoutes,
   ...openapiRoutes,
 ];
 
@@ -77,12 +85,24 @@ async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: Req
   return r.handler(input, ctx);
 }
 
+/** One warning per 10 s while the database is away, not one per request. */
+let lastUnavailableWarning = 0;
+function warnUnavailable(ctx: AppContext, err: unknown): void {
+  if (Date.now() - lastUnavailableWarning < 10_000) return;
+  lastUnavailableWarning = Date.now();
+  ctx.log.warn('the database cannot be reached; answering 503 database_unavailable', { code: String((err as { code?: unknown }).code) });
+}
+
 export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
   const router = Router<RoutedRequest, [AppContext, RequestMeta]>({
     catch: (err: unknown) => {
       if (err instanceof HttpError) return errorResponse(err);
       const conflict = fromDatabaseError(err);
       if (conflict) return errorResponse(conflict);
+      if (isDatabaseUnavailable(err)) {
+        warnUnavailable(ctx, err);
+        return errorResponse(databaseUnavailable());
+      }
       ctx.log.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
       return errorResponse(new HttpError(500, 'internal_error', 'internal error'));
     },
@@ -105,7 +125,7 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
       if (methods.length) {
         if (request.method === 'HEAD' && methods.includes('GET')) {
           response = await router.fetch(new Request(request.url, { headers: request.headers }) as RoutedRequest, ctx, meta);
-          response = new Response(null, { status: response!.status, headers: response!.headers });
+          response = new AdapterResponse(null, { status: response!.status, headers: response!.headers }) as unknown as Response;
         } else {
           response = errorResponse(
             new HttpError(405, 'method_not_allowed', `${request.method} is not allowed on ${echoed(pathname, 200)}`, undefined, { allow: methods.join(', ') }),
@@ -115,15 +135,13 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
         response = (await serveStatic(ctx.config, pathname, request.method)) ?? undefined;
       }
       // Under /hooks/ a 404 has an empty body, like an unknown trigger (spec: Inbound trigger responses).
-      if (!response && pathname.startsWith('/hooks/')) response = new Response(null, { status: 404 });
+      if (!response && pathname.startsWith('/hooks/')) response = empty(404);
       response ??= errorResponse(new HttpError(404, 'not_found', `no route for ${request.method} ${echoed(pathname, 200)}`));
       // No route read the body: close rather than let Node read and discard all of it.
-      if (hasBody(request)) response.headers.set('connection', 'close');
+      if (hasBody(request)) withHeaders(response, { connection: 'close' });
     }
-    // Our own responses have mutable headers: set them in place rather than re-wrapping the body,
-    // which would turn a sized body into a chunked stream.
-    response.headers.set('x-request-id', meta.requestId);
-    response.headers.set('x-content-type-options', 'nosniff');
-    return response;
+    // Into the answer's own header record (lib/respond.ts), so the adapter still writes them all at once.
+    // X-Svc-Version: which build answered (during a rolling upgrade, replicas of two releases answer side by side).
+    return withHeaders(response, { 'x-request-id': meta.requestId, 'x-content-type-options': 'nosniff', 'x-svc-version': VERSION });
   };
 }

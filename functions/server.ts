@@ -24,6 +24,7 @@ import { createPasswordLink, createUser } from './auth/routes.ts';
 import { retentionJobs } from './jobs/retention.ts';
 import { Hub } from './runners/hub.ts';
 import { TerminalRelay } from './runners/terminal.ts';
+import { LiveHub } from './live/live.ts';
 import { offlineJob } from './runners/presence.ts';
 import { Scheduler } from './jobs/scheduler.ts';
 import { ConfigError, loadConfig, publicUrl } from './lib/config.ts';
@@ -40,6 +41,7 @@ import { installSafetyNet } from './lib/safety-net.ts';
 import { warnUndecryptable } from './settings/keycheck.ts';
 import { serverClock, systemClock } from './lib/clock.ts';
 import { ScheduleRunner } from './schedules/runner.ts';
+import { TRIGGER_CHANGED_CHANNEL, TriggerCache } from './triggers/cache.ts';
 import { TriggerFirer } from './triggers/fire.ts';
 import { captureRunnerNotifications } from './notifications/capture.ts';
 import { captureRunnerEvents } from './webhooks/capture.ts';
@@ -66,6 +68,15 @@ async function prepareDatabase(config: Config, log: Logger): Promise<Db> {
 const LINGER_MS = 2000;
 
 /**
+ * Does the answer say `Connection: close`? Set with setHeader, or passed whole to writeHead (as the
+ * adapter does with our own answers, lib/respond.ts): then only the head Node wrote shows it.
+ */
+function closing(res: ServerResponse): boolean {
+  if (/^close$/i.test(String(res.getHeader('connection') ?? ''))) return true;
+  return /\r\nconnection: *close\r\n/i.test((res as unknown as { _header?: string | null })._header ?? '');
+}
+
+/**
  * An answer marked `Connection: close` while the request body is still arriving (413, or no route read
  * it) ends the connection without reading the rest: Node would either read and discard all of it, or
  * destroy the socket at once — and a reset with unread data can make the client lose the answer. So:
@@ -74,7 +85,7 @@ const LINGER_MS = 2000;
 function closeUnreadBody(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket; // req.socket is gone once a reader gave up on the body
   res.once('prefinish', () => {
-    if (req.complete || socket.destroyed || !/^close$/i.test(String(res.getHeader('connection') ?? ''))) return;
+    if (req.complete || socket.destroyed || !closing(res)) return;
     // A body nobody touched would be read and discarded whole once the answer is done: read(0) marks
     // it consumed, so Node stops the socket when the request's small buffer is full.
     req.read(0);
@@ -86,6 +97,14 @@ function closeUnreadBody(req: IncomingMessage, res: ServerResponse): void {
       socket.once('close', () => clearTimeout(timer));
     };
   });
+}
+
+/** LOG_LEVEL=debug: a line when a request arrives and one when its answer is done. */
+function logExchange(log: Logger, req: IncomingMessage, res: ServerResponse): void {
+  const started = performance.now();
+  const path = req.url?.split('?')[0];
+  log.debug('request', { method: req.method, path });
+  res.once('close', () => log.debug('response', { method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started) }));
 }
 
 async function serve(config: Config, log: Logger): Promise<void> {
@@ -129,14 +148,18 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const clock = serverClock(config.TEST_CLOCK_OFFSET_SECONDS);
   if (clock !== systemClock) log.warn('TEST_CLOCK_OFFSET_SECONDS shifts this server\'s clock (NODE_ENV=test): for tests only', { seconds: config.TEST_CLOCK_OFFSET_SECONDS });
   // Inbound triggers fire on every process (functions/triggers/fire.ts); the work is shared through SQL.
-  const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000 });
+  // The hook's cache of enabled triggers (functions/triggers/cache.ts): a change made by any process drops
+  // its entry here on the notification; a lost one (the listening connection was re-made) drops them all.
+  const triggers = new TriggerCache();
+  const unlistenTriggers = await db.listen(TRIGGER_CHANGED_CHANNEL, (id) => triggers.invalidate(id || undefined), () => triggers.invalidate());
+  const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000, onTriggerChanged: (id) => triggers.invalidate(id) });
   firer.start();
   // Project schedules run on replicas with JOBS_ENABLED, once across them (functions/schedules/runner.ts);
   // run-now works on every replica.
   const schedules = new ScheduleRunner({ db, log: log.child({ area: 'schedules' }), hub, scheduler, clock, maxFailures: config.SCHEDULE_MAX_FAILURES });
   if (config.JOBS_ENABLED) schedules.start();
 
-  const fetch = createApp({ config, db, log, scheduler, keys, hub, clock, firer, schedules });
+  const fetch = createApp({ config, db, log, scheduler, keys, hub, clock, firer, schedules, triggers });
   const clientAddress = (req: IncomingMessage) => {
     const forwarded = config.TRUST_PROXY ? req.headers['x-forwarded-for'] : undefined;
     const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
@@ -144,26 +167,32 @@ async function serve(config: Config, log: Logger): Promise<void> {
   };
   const server = createServer(createServerAdapter<{ req: IncomingMessage }>((request, { req }) => fetch(request, clientAddress(req))));
   // In-flight = requests Node has accepted and not finished answering, counted where Node sees them
-  // (the adapter may not have called the handler yet while a body is still arriving).
+  // (the adapter may not have called the handler yet while a body is still arriving). This listener runs
+  // for every request: no closure per request, and the debug lines' fields only when they are written.
   let inFlight = 0;
   let drained: (() => void) | undefined;
+  const onResponseClose = () => {
+    if (--inFlight === 0) drained?.();
+  };
+  const debug = config.LOG_LEVEL === 'debug';
   server.on('request', (req, res) => {
-    closeUnreadBody(req, res);
+    // Only a request with a body can leave one unread (HTTP/1.1: no length and no chunking = no body).
+    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) closeUnreadBody(req, res);
     inFlight++;
-    const started = performance.now();
-    log.debug('request', { method: req.method, path: req.url?.split('?')[0] });
-    res.once('close', () => {
-      log.debug('response', { method: req.method, path: req.url?.split('?')[0], status: res.statusCode, ms: Math.round(performance.now() - started) });
-      if (--inFlight === 0) drained?.();
-    });
+    res.on('close', onResponseClose); // emitted once per response
+    if (debug) logExchange(log, req, res);
   });
-  // The runner WebSocket (spec: Runner connection) and the admin terminal relay share the HTTP port;
+  // The runner WebSocket (spec: Runner connection), the admin terminal relay and the live notices share the HTTP port;
   // other upgrades are refused.
   const terminals = new TerminalRelay({ config, db, log: log.child({ area: 'terminal' }), scheduler, keys, hub, clock });
+  // Live change notices for the pages (functions/live/live.ts), fanned out through LISTEN/NOTIFY.
+  const live = new LiveHub({ config, db, log: log.child({ area: 'live' }), scheduler, keys, hub, clock });
+  await live.start();
   server.on('upgrade', (req, socket, head) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (path === '/runner') return hub.handleUpgrade(req, socket, head);
     if (path === '/api/terminal') return terminals.handleUpgrade(req, socket, head);
+    if (path === '/api/live') return live.handleUpgrade(req, socket, head);
     socket.end('HTTP/1.1 404 Not Found\r\nconnection: close\r\n\r\n');
   });
   // Idle keep-alive connections are kept longer than clients and proxies keep theirs (fetch: about 4 s;
@@ -190,8 +219,9 @@ async function serve(config: Config, log: Logger): Promise<void> {
     }
     clearInterval(idle);
     server.closeAllConnections();
-    await hub.stop();
+    await Promise.all([hub.stop(), live.stop()]);
     await Promise.all([schedules.stop().then(() => scheduler.stop(graceMs)), webhooks.stop(graceMs), firer.stop(graceMs), auditAnchor.stop()]);
+    await unlistenTriggers().catch(() => {}); // Neon's pool ends only once its listening client is back
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');
     process.exit(0);

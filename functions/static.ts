@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './lib/config.ts';
+import { respond } from './lib/respond.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -36,13 +37,14 @@ export async function serveStatic(config: Config, pathname: string, method: stri
     const info = await stat(file);
     if (!info.isFile()) return null;
     const body = method === 'HEAD' ? null : await readFile(file);
-    return new Response(body, {
-      headers: {
-        'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
-        'cache-control': extname(file) === '.html' ? 'no-cache' : 'public, max-age=300',
-        'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
-      },
-    });
+    // Sized, written at once (lib/respond.ts); a HEAD answer carries the file's length too.
+    const headers: Record<string, string> = {
+      'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+      'cache-control': extname(file) === '.html' ? 'no-cache' : 'public, max-age=300',
+      'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+    };
+    if (body === null) headers['content-length'] = String(info.size);
+    return respond(body, 200, headers);
   } catch {
     return null;
   }

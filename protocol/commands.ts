@@ -70,7 +70,18 @@ export const COMMANDS = {
   'orchestrator.status': spec('viewer', 5 * s, z.strictObject({ projectId }), true),
   'slot.stop': spec('operator', 10 * s, z.strictObject({ projectId, slot }), true),
   'slot.message': spec('operator', 10 * s, z.strictObject({ projectId, slot, message: text(20_000).min(1) }), true),
-  'issue.create': spec('operator', 45 * s, z.strictObject({ projectId, title: text(256).min(1), body: text(65_536).default('') }), true),
+  // `labels` is newer than the command: senders omit it when empty, so an older runner still accepts it.
+  'issue.create': spec(
+    'operator',
+    45 * s,
+    z.strictObject({
+      projectId,
+      title: text(256).min(1),
+      body: text(65_536).default(''),
+      labels: z.array(z.string().min(1).max(50).refine((l) => !/[\0\n\r]/.test(l), { message: 'must be one line' })).max(20).optional(),
+    }),
+    true,
+  ),
   'issues.refresh': spec('operator', 45 * s, z.strictObject({ projectId }), true),
   'collector.poll': spec('admin', 30 * s, z.strictObject({ projectId: projectId.optional() }), false),
   'pr.inspect': spec('viewer', 30 * s, z.strictObject({ projectId, number: prNumber }), true),
@@ -111,6 +122,10 @@ export const COMMANDS = {
   ),
   'skill.cancel': spec('operator', 15 * s, z.strictObject({ projectId, runId: id }), true),
 } as const;
+
+/** Commands that only read: running one twice changes nothing, so the server may send one again after its
+ *  runner reconnected without knowing whether the first copy arrived (hub.ts sendUnanswered). */
+export const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['runner.ping', 'runner.describe', 'orchestrator.status', 'pr.inspect', 'skill.list', 'skill.search']);
 
 export type CommandName = keyof typeof COMMANDS;
 export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];

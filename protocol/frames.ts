@@ -14,6 +14,8 @@ export const CLOSE = {
   replaced: 4409,
 } as const;
 export const FATAL_CLOSE_CODES: readonly number[] = Object.values(CLOSE);
+/** The server is stopping gracefully (SIGTERM; RFC 6455 1012 "service restart"): a runner reconnects from the first backoff step. */
+export const SERVICE_RESTART = 1012;
 
 /** Largest frame either side accepts; larger ones are refused without closing the connection. */
 export const MAX_FRAME_BYTES = 1024 * 1024;
@@ -31,6 +33,18 @@ export const runnerEvent = z.strictObject({
   payload: z.record(z.string(), z.unknown()),
 });
 export type RunnerEvent = z.infer<typeof runnerEvent>;
+
+/** A project on a runner's watch list. `repo` (owner/name on the code host) is sent only to runners that
+ *  announced the `codehost` capability in hello: an older runner's strict schema would refuse it. */
+export const REPO = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
+export const watchedProject = z.strictObject({ id: z.string(), root: z.string(), repo: z.string().regex(REPO).optional() });
+export const CODEHOST_CAPABILITY = 'codehost';
+/**
+ * The runner answers a command it has seen before (same requestId) with its first answer, never running
+ * it twice: the server may then send again a command whose answer was lost with a socket (a replica went
+ * away mid-command). Runners without it get again only read-only commands (READ_ONLY_COMMANDS).
+ */
+export const REPLAY_CAPABILITY = 'commands.replay';
 
 /** A terminal channel (terminal.attach): the server names it, both sides address frames with it. */
 export const termChannel = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/);
@@ -63,7 +77,7 @@ export const serverFrame = z.discriminatedUnion('type', [
     type: z.literal('welcome'),
     runnerId: z.string(),
     serverTime: z.string(),
-    projects: z.array(z.strictObject({ id: z.string(), root: z.string() })),
+    projects: z.array(watchedProject),
   }),
   z.strictObject({ type: z.literal('ack'), ids: z.array(eventId).max(MAX_BATCH) }),
   z.strictObject({
@@ -73,7 +87,7 @@ export const serverFrame = z.discriminatedUnion('type', [
     args: z.unknown(),
     timeoutMs: z.number().int().positive(),
   }),
-  z.strictObject({ type: z.literal('projects'), projects: z.array(z.strictObject({ id: z.string(), root: z.string() })) }),
+  z.strictObject({ type: z.literal('projects'), projects: z.array(watchedProject) }),
   z.strictObject({ type: z.literal('pong') }),
   z.strictObject({ type: z.literal('error'), code: z.string(), message: z.string() }),
   z.strictObject({ type: z.literal('term.input'), channel: termChannel, data: z.string().min(1).max(MAX_TERM_DATA) }),

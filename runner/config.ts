@@ -23,7 +23,12 @@ export const profileSchema = z.strictObject({
 });
 export type Profile = z.infer<typeof profileSchema>;
 
-export const projectEntry = z.strictObject({ id: z.string().min(1).max(128), root: z.string().min(1).max(4096) });
+export const projectEntry = z.strictObject({
+  id: z.string().min(1).max(128),
+  root: z.string().min(1).max(4096),
+  /** owner/name on the code host (sent by servers that know this runner reads it). */
+  repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }).optional(),
+});
 export type ProjectEntry = z.infer<typeof projectEntry>;
 
 /** `--server`: http(s)://host[:port][/path], no credentials, query or fragment (spec: Runner command line). */
@@ -76,6 +81,16 @@ export const configSchema = z.strictObject({
     .strictObject({ pollSeconds: int(5, 3600, 15), prPollSeconds: int(15, 3600, 60), eventsPollSeconds: int(1, 3600, 5) })
     .prefault({}),
   queue: z.strictObject({ pollSeconds: int(15, 3600, 60) }).prefault({}),
+  /** The code host's REST API (docs/runner.md, Code host): GitHub, GitHub Enterprise (https://<host>/api/v3). */
+  codehost: z
+    .strictObject({
+      apiUrl: z
+        .string()
+        .max(2048)
+        .refine((u) => /^https?:\/\/[^\s/?#@]+(\/[^\s?#]*)?$/.test(u), { message: 'must be an http(s) URL without credentials, query or fragment' })
+        .default('https://api.github.com'),
+    })
+    .prefault({}),
   sessions: z.strictObject({ enabled: z.boolean().default(true), ingestSince: z.iso.datetime({ offset: true }).optional() }).prefault({}),
   skills: z
     .strictObject({ maxConcurrentRuns: int(1, 32, 2), maxTimeoutSec: int(60, 21600, 21600), catalog: z.array(catalogEntry).max(32).default([]) })

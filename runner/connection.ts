@@ -1,10 +1,12 @@
 // The runner's side of the `/runner` WebSocket (spec: Runner connection; DESIGN §3). One socket at a
 // time; `Authorization: Bearer <token>` and the protocol version in the handshake. After the server's
 // `welcome` the connection is ready. Any close except 4400/4401/4409 reconnects with exponential
-// backoff 1 s → 60 s with ±20 % jitter (reset once a connection stayed up); those three are final.
+// backoff 1 s → 60 s with ±20 % jitter (reset once a connection stayed up, or when the server closed a
+// ready connection with 1012 because it is restarting; a lost socket, e.g. a killed server, keeps
+// growing it); 4400/4401/4409 are final.
 // Timers, randomness and the socket factory are injectable so the schedule is tested exactly.
 import WebSocket from 'ws';
-import { FATAL_CLOSE_CODES, PROTOCOL_HEADER, RUNNER_VERSION_HEADER, parseFrame, serverFrame } from '../protocol/frames.ts';
+import { FATAL_CLOSE_CODES, PROTOCOL_HEADER, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, serverFrame } from '../protocol/frames.ts';
 import type { RunnerFrame, ServerFrame } from '../protocol/frames.ts';
 import { PROTOCOL_VERSION, VERSION } from '../protocol/version.ts';
 
@@ -196,7 +198,7 @@ export class Connection {
       this.stopped = true;
       return this.opts.onFatal(code, reason);
     }
-    if (wasReady && this.clock.now() - this.readySince >= STABLE_MS) this.attempt = 0;
+    if (wasReady && (code === SERVICE_RESTART || this.clock.now() - this.readySince >= STABLE_MS)) this.attempt = 0;
     const delay = backoffDelay(this.attempt++, this.clock.random());
     this.opts.onDown(code, reason, delay);
     this.later(() => !this.stopped && this.open(), delay);

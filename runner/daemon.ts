@@ -7,7 +7,7 @@ import { readdirSync, statSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { isCommandName } from '../protocol/commands.ts';
-import { CLOSE, MAX_FRAME_BYTES } from '../protocol/frames.ts';
+import { CLOSE, MAX_BATCH, MAX_FRAME_BYTES } from '../protocol/frames.ts';
 import type { RunnerFrame, ServerFrame } from '../protocol/frames.ts';
 import { VERSION } from '../protocol/version.ts';
 import { capabilities, runCommand } from './commands/registry.ts';
@@ -17,6 +17,8 @@ import type { ProjectEntry, RunnerConfig } from './config.ts';
 import { Connection } from './connection.ts';
 import { DEFAULT_OTLP_PORT, OtlpReceiver, RecentIds, spoolEvents } from './otlp.ts';
 import { writeOtlpState } from './otlp/state.ts';
+import { CodeHost } from './codehost/poller.ts';
+import { openRunPull } from './codehost/publish.ts';
 import { Fleet } from './fleet.ts';
 import { SkillRuns } from './runs/manager.ts';
 import { target } from './host.ts';
@@ -36,6 +38,17 @@ const RETRY_AFTER_ERROR_MS = 5_000;
 /** The spool directory is rescanned this often besides file-system notifications. */
 const RESCAN_MS = 10_000;
 const MAX_RUNNING_COMMANDS = 32;
+/** Events batches sent and not yet acknowledged, at most (never two with the same source: see spool.ts). */
+export const MAX_IN_FLIGHT = 4;
+/** Spool directory notifications: rescan this long after the last one, and at most this long after the first. */
+const DEBOUNCE_MS = 50;
+const MAX_WAIT_MS = 200;
+
+interface Batch {
+  ids: Set<string>;
+  sources: Set<string>;
+  timer?: NodeJS.Timeout;
+}
 
 const FINAL_REMEDY: Record<number, string> = {
   [CLOSE.protocolMismatch]: 'protocol mismatch: upgrade the side that is behind (runner or server), then start the runner again',
@@ -78,14 +91,15 @@ class Daemon {
   private readonly spool: Spool;
   private readonly conn: Connection;
   private projects: ProjectEntry[];
-  private batch: Set<string> | null = null;
-  private ackTimer?: NodeJS.Timeout;
+  private readonly batches = new Set<Batch>();
+  private woken = false;
   private rescanTimer?: NodeJS.Timeout;
   private watcher?: FSWatcher;
   private running = 0;
   private done!: (code: number) => void;
   private readonly ctx: CommandContext;
   private readonly fleet: Fleet;
+  private readonly codehost: CodeHost;
   private readonly runs: SkillRuns;
   private readonly terminals: Terminals;
   private readonly ingest: Ingest;
@@ -100,11 +114,23 @@ class Daemon {
   ) {
     this.projects = config.projects;
     this.spool = new Spool(spoolDir(env), config.runnerId, (name, reason) => log.error('spool file unreadable; moved to spool/corrupt', { name, reason }));
+    this.spool.onAppend = () => this.wake();
     this.terminals = new Terminals(env, (frame) => this.send(frame));
     this.ingest = new Ingest({ env, config, spool: this.spool, projects: () => this.projects, onSpooled: () => this.pump() });
-    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals, ingest: this.ingest };
+    this.codehost = new CodeHost({ config, env, projects: () => this.projects, append: (events) => (this.spool.append(events), this.pump()) });
+    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals, ingest: this.ingest, codehost: this.codehost };
     this.fleet = new Fleet(this.spool, config, env, () => this.projects);
-    this.runs = new SkillRuns(this.spool, config, env, () => this.pump());
+    this.runs = new SkillRuns(this.spool, config, env, () => this.pump(), (run, patch, report) =>
+      openRunPull(this.codehost.client, this.codehost.tokens, config.codehost.apiUrl, {
+        root: run.root,
+        repo: this.projects.find((p) => p.id === run.projectId)?.repo,
+        branch: patch.branch,
+        runId: run.runId,
+        skill: run.skill,
+        profile: config.profiles.find((p) => p.id === run.profileId),
+        report,
+      }),
+    );
     this.conn = new Connection({
       server: config.server,
       token: config.token,
@@ -116,7 +142,7 @@ class Daemon {
         this.finish(78);
       },
       onDown: (code, reason, retryInMs) => {
-        this.dropBatch();
+        this.dropBatches();
         this.terminals.closeAll(); // their browsers were relayed by the connection that dropped
         log.warn(`connection down (${code}${reason ? `: ${reason}` : ''}); reconnecting in ${(retryInMs / 1000).toFixed(1)} s`);
       },
@@ -138,6 +164,7 @@ class Daemon {
     this.watchSpool();
     void this.startOtlp();
     this.fleet.start();
+    this.codehost.start();
     void this.ingest.start().catch((e) => log.error('session ingest could not start', { error: errorText(e) }));
     void this.runs.start().catch((e) => log.error('skill runs could not be picked up', { error: errorText(e) }));
     this.conn.start();
@@ -148,10 +175,11 @@ class Daemon {
     this.stopped = true;
     this.terminals.closeAll();
     this.conn.stop();
-    clearTimeout(this.ackTimer);
+    for (const batch of this.batches) clearTimeout(batch.timer);
     clearInterval(this.rescanTimer);
     this.watcher?.close();
     this.fleet.stop();
+    this.codehost.stop();
     this.runs.stop();
     void this.ingest.stop();
     void this.otlp?.close();
@@ -205,7 +233,7 @@ class Daemon {
     // hello is our first frame; it follows the welcome so the server is surely listening.
     this.send({ type: 'hello', version: VERSION, target: target(), hostname: hostname().slice(0, 255), capabilities: capabilities(this.config) });
     this.updateProjects(welcome.projects);
-    this.dropBatch();
+    this.dropBatches();
     this.pump();
   }
 
@@ -223,7 +251,8 @@ class Daemon {
         return this.updateProjects(frame.projects);
       case 'error':
         log.warn(`server error frame: ${frame.code}: ${frame.message}`);
-        if (frame.code === 'server_error' && this.batch) this.armAckTimer(RETRY_AFTER_ERROR_MS);
+        // The frame that failed is not named: every batch still waiting is retried soon (a resend is stored once).
+        if (frame.code === 'server_error') for (const batch of this.batches) this.armAckTimer(batch, RETRY_AFTER_ERROR_MS);
         return;
       case 'term.input':
         return this.terminals.input(frame.channel, frame.data);
@@ -247,7 +276,27 @@ class Daemon {
     this.send({ type: 'result', requestId: r.requestId, ok: false, error });
   }
 
+  /** Answers of recent commands by requestId (REPLAY_CAPABILITY): a command sent again is answered, not run again. */
+  private readonly answered = new Map<string, { at: number; frame: Promise<RunnerFrame> }>();
+
   private async onCommand(requestId: string, name: string, args: unknown): Promise<void> {
+    const seen = this.answered.get(requestId);
+    if (seen) {
+      log.info(`command ${name} sent again: answering as before`, { requestId });
+      if (!this.send(await seen.frame)) log.warn(`command ${name}: the connection dropped before the answer was sent`, { requestId });
+      return;
+    }
+    const now = Date.now();
+    for (const [id, a] of this.answered) if (this.answered.size >= 200 || now - a.at > 15 * 60_000) this.answered.delete(id);
+    else break;
+    let settle!: (f: RunnerFrame) => void;
+    this.answered.set(requestId, { at: now, frame: new Promise((r) => (settle = r)) });
+    const frame = await this.answer(requestId, name, args);
+    settle(frame);
+    if (!this.send(frame)) log.warn(`command ${name}: the connection dropped before the answer was sent`, { requestId });
+  }
+
+  private async answer(requestId: string, name: string, args: unknown): Promise<RunnerFrame> {
     let result: CommandResult;
     if (this.running >= MAX_RUNNING_COMMANDS) result = { ok: false, error: { code: 'busy', message: `more than ${MAX_RUNNING_COMMANDS} commands are running` } };
     else {
@@ -261,7 +310,7 @@ class Daemon {
     log.info(`command ${name} ${result.ok ? 'ok' : `failed: ${result.error.code}`}`, { requestId });
     let frame: RunnerFrame = result.ok ? { type: 'result', requestId, ok: true, data: result.data } : { type: 'result', requestId, ok: false, error: result.error };
     if (JSON.stringify(frame).length > MAX_FRAME_BYTES) frame = { type: 'result', requestId, ok: false, error: { code: 'failed', message: `${name}: the answer is larger than ${MAX_FRAME_BYTES} bytes` } };
-    if (!this.send(frame)) log.warn(`command ${name}: the connection dropped before the answer was sent`, { requestId });
+    return frame;
   }
 
   private updateProjects(projects: ProjectEntry[]): void {
@@ -277,54 +326,80 @@ class Daemon {
     }
   }
 
-  // ---- spool flushing: one batch in flight, resent when not acknowledged ----
+  // ---- spool flushing: up to MAX_IN_FLIGHT batches, each resent when not acknowledged ----
 
   private pump(): void {
-    if (this.batch || !this.conn.isReady) return;
-    const events = this.spool.takeBatch();
-    if (events.length === 0) return;
-    if (!this.send({ type: 'events', events })) return this.spool.requeue();
-    this.batch = new Set(events.map((e) => e.id));
-    this.armAckTimer(ACK_TIMEOUT_MS);
+    while (this.batches.size < MAX_IN_FLIGHT && this.conn.isReady) {
+      const busy = new Set<string>();
+      for (const b of this.batches) for (const s of b.sources) busy.add(s);
+      const events = this.spool.takeBatch(MAX_BATCH, busy);
+      if (events.length === 0) return;
+      if (!this.send({ type: 'events', events })) return this.dropBatches();
+      const batch: Batch = { ids: new Set(events.map((e) => e.id)), sources: new Set(events.map((e) => e.source)) };
+      this.batches.add(batch);
+      this.armAckTimer(batch, ACK_TIMEOUT_MS);
+    }
   }
 
-  private armAckTimer(ms: number): void {
-    clearTimeout(this.ackTimer);
-    this.ackTimer = setTimeout(() => {
+  /** Appends in this process wake the sender once per turn of the event loop. */
+  private wake(): void {
+    if (this.woken) return;
+    this.woken = true;
+    setImmediate(() => {
+      this.woken = false;
+      if (!this.stopped) this.pump();
+    });
+  }
+
+  private armAckTimer(batch: Batch, ms: number): void {
+    clearTimeout(batch.timer);
+    batch.timer = setTimeout(() => {
       log.warn('events batch not acknowledged; sending it again');
-      this.dropBatch();
+      this.batches.delete(batch);
+      this.spool.release(batch.ids);
       this.pump();
     }, ms);
   }
 
   private onAck(ids: string[]): void {
     this.spool.ack(ids);
-    if (!this.batch) return;
-    for (const id of ids) this.batch.delete(id);
-    if (this.batch.size === 0) {
-      this.batch = null;
-      clearTimeout(this.ackTimer);
-      this.pump();
+    for (const batch of this.batches) {
+      for (const id of ids) batch.ids.delete(id);
+      if (batch.ids.size === 0) {
+        clearTimeout(batch.timer);
+        this.batches.delete(batch);
+      }
     }
+    this.pump();
   }
 
-  private dropBatch(): void {
-    this.batch = null;
-    clearTimeout(this.ackTimer);
+  private dropBatches(): void {
+    for (const batch of this.batches) clearTimeout(batch.timer);
+    this.batches.clear();
     this.spool.requeue();
   }
 
-  /** Other processes (`svc-runner spool-append`) add files: notice them by watching, with a rescan as fallback. */
+  /**
+   * Other processes (`svc-runner spool-append`, commands) add files: notice them by watching, with a
+   * rescan as fallback. The notifications are debounced (DEBOUNCE_MS after the last one) but never
+   * held longer than MAX_WAIT_MS, so a steady stream of changes is still picked up.
+   */
   private watchSpool(): void {
     let pending: NodeJS.Timeout | undefined;
+    let firstAt = 0;
     const rescan = () => {
+      clearTimeout(pending);
+      pending = undefined;
       this.spool.scan();
       this.pump();
     };
     try {
-      this.watcher = watch(this.spool.dir, () => {
+      this.watcher = watch(this.spool.dir, (_event, name) => {
+        if (typeof name === 'string' && name.startsWith('.')) return; // temp files: the rename follows
+        const now = Date.now();
+        if (pending === undefined) firstAt = now;
         clearTimeout(pending);
-        pending = setTimeout(rescan, 100);
+        pending = setTimeout(rescan, Math.max(0, Math.min(DEBOUNCE_MS, firstAt + MAX_WAIT_MS - now)));
       });
       this.watcher.on('error', () => {});
     } catch {

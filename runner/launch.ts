@@ -13,7 +13,7 @@ import { git } from './commands/git.ts';
 import { stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { RUNTIMES, findExecutable } from './profiles.ts';
-import { hasSession, newSession, requireTmux } from './tmux.ts';
+import { clearRecordedEnd, exitFile, exitRecordingArgv, hasSession, newSession, requireTmux } from './tmux.ts';
 
 export const PROMPTS = {
   orchestrator: 'Use the svc-orchestrator skill: run the next orchestrator round for this project.',
@@ -124,13 +124,21 @@ export function agentArgv(chosen: Chosen, config: RunnerConfig, meta: Meta, prom
 }
 
 /** Start the session; refuses when it exists. Checks it is still there a moment later. */
-export async function launchAgent(opts: { session: string; cwd: string; chosen: Chosen; config: RunnerConfig; meta: Meta; prompt: string; env: Env; options?: Record<string, string> }): Promise<void> {
+export async function launchAgent(opts: { session: string; cwd: string; chosen: Chosen; config: RunnerConfig; meta: Meta; prompt: string; env: Env; options?: Record<string, string>; recordExit?: boolean }): Promise<void> {
   await requireTmux(opts.env);
   if (await hasSession(opts.env, opts.session)) throw new CommandError('already_running', `the tmux session ${opts.session} is already running`);
+  let argv = agentArgv(opts.chosen, opts.config, opts.meta, opts.prompt);
+  if (opts.recordExit) {
+    // The agent's exit status, kept by a wrapper rather than read from tmux (tmux.ts exitRecordingArgv).
+    const file = exitFile(opts.env, opts.session);
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    clearRecordedEnd(opts.env, opts.session);
+    argv = exitRecordingArgv(file, argv);
+  }
   await newSession(opts.env, {
     name: opts.session,
     cwd: opts.cwd,
-    argv: agentArgv(opts.chosen, opts.config, opts.meta, opts.prompt),
+    argv,
     env: sessionEnv(opts.chosen, opts.config, opts.meta, opts.env),
     options: {
       '@svc_runtime': opts.chosen.profile.runtime,

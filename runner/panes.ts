@@ -14,7 +14,7 @@ import { errorText, log } from './log.ts';
 import { readPane } from './pane-text.ts';
 import type { PaneReading } from './pane-text.ts';
 import type { Env } from './paths.ts';
-import { capturePanes, killSession, listSessions, paneEnd, sessionName } from './tmux.ts';
+import { capturePanes, clearRecordedEnd, killSession, listSessions, paneEnd, sessionName } from './tmux.ts';
 import type { PaneEnd, SessionInfo } from './tmux.ts';
 
 export interface FleetEvent {
@@ -62,7 +62,9 @@ export const ORCHESTRATOR_OPTIONS = { 'remain-on-exit': 'on' } as const;
 export async function reapDead(env: Env, name: string, waitMs?: number): Promise<PaneEnd | null> {
   const end = await paneEnd(env, name, waitMs);
   if (!end) return null;
-  return (await killSession(env, name)) ? end : null;
+  const mine = await killSession(env, name);
+  if (mine) clearRecordedEnd(env, name);
+  return mine ? end : null;
 }
 
 /** The data of `orchestrator.stopped` for an agent that exited: the exit code (or signal) when known. */

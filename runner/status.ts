@@ -7,6 +7,7 @@
 import { ConfigError, isPaired, loadConfig } from './config.ts';
 import { lockHolder } from './lock.ts';
 import { DEFAULT_OTLP_PORT } from './otlp.ts';
+import { describeCodeHost, readCodeHostState } from './codehost/state.ts';
 import { describeOtlp, readOtlpState } from './otlp/state.ts';
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
@@ -50,6 +51,7 @@ export async function status(env: Env, out: Out, err: Out): Promise<number> {
   out.write(`spool: ${waiting} event(s) waiting for the server (${spoolDir(env)})\n`);
   out.write(`daemon: ${daemon ? `running (pid ${daemon})` : 'not running'}\n`);
   out.write(`sessions: ${describeIngest(env, daemon, c)}\n`);
+  out.write(`codehost: ${describeCodeHost(readCodeHostState(env), daemon, c.codehost.apiUrl)}\n`);
   out.write(`otlp: ${describeOtlp(readOtlpState(env), daemon, { enabled: c.otlp?.enabled ?? true, port: c.otlp?.http ?? DEFAULT_OTLP_PORT })}\n`);
   if (!isPaired(c) || !c.server) {
     out.write('reach: unknown (not paired)\n');

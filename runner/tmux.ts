@@ -10,6 +10,9 @@
 // Targets use `=name` (session) and `=name:` (its current pane): exact names, never prefix matches.
 // SVC_TMUX_SOCKET selects a tmux server socket name (`tmux -L`), so tests never touch a user's server.
 import { execFile } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { CommandError } from './commands/context.ts';
 
@@ -155,10 +158,48 @@ export interface PaneEnd {
 }
 
 /**
+ * Where the exit wrapper (exitRecordingArgv) leaves the status of a session's agent. Session names are
+ * [A-Za-z0-9_-] (sessionName), so the name is a safe file name.
+ */
+export const exitFile = (env: Env, name: string) => join(stateDir(env), 'exits', name);
+
+/**
+ * The argv that runs `argv` and records its exit status in `file` before the pane dies, so the status
+ * does not depend on tmux: tmux 3.3a was seen to mark a pane dead and never give its #{pane_dead_status}
+ * (closing note of 2026-11-23). A fixed script, not a shell string: the agent's argv arrives as
+ * positional parameters ("$@") and is never parsed by the shell. The status is written to a temporary
+ * file and renamed, so a reader never sees half of it. A status above 128 is the shell's way to say a
+ * signal ended the agent (POSIX), and paneEnd reads it back as that signal.
+ */
+export function exitRecordingArgv(file: string, argv: readonly string[]): string[] {
+  const script = 'f=$1; shift; "$@"; s=$?; printf "%s\\n" "$s" > "$f.tmp" && mv -f "$f.tmp" "$f"; exit "$s"';
+  return ['/bin/sh', '-c', script, 'svc-agent', file, ...argv];
+}
+
+/** The status the exit wrapper recorded for a session, or null when there is none (yet). */
+export function recordedEnd(env: Env, name: string): PaneEnd | null {
+  let text: string;
+  try {
+    text = readFileSync(exitFile(env, name), 'utf8').trim();
+  } catch {
+    return null;
+  }
+  if (!/^\d{1,3}$/.test(text)) return null;
+  const s = Number(text);
+  return s > 128 ? { exitCode: null, signal: s - 128 } : { exitCode: s, signal: null };
+}
+
+/** Forget a recorded status (before a session of that name starts, and once its end was reported). */
+export function clearRecordedEnd(env: Env, name: string): void {
+  rmSync(exitFile(env, name), { force: true });
+}
+
+/**
  * How a session's pane ended when it is dead (kept by `remain-on-exit`), else null (alive or gone).
- * tmux may mark a pane dead when its terminal closes, a moment before it has the exit status: then
- * this asks again every 100 ms for up to `waitMs` (10 s by default: a loaded machine was seen to take over
- * 2 s), and without a status by then the code is null.
+ * The status the exit wrapper recorded comes first (it is written before the pane dies). Without one
+ * (a session started without the wrapper), tmux's own #{pane_dead_status}: tmux may mark a pane dead
+ * when its terminal closes, a moment before it has the exit status, so this asks again every 100 ms for
+ * up to `waitMs` (10 s by default), and without a status by then the code is null.
  */
 export async function paneEnd(env: Env, name: string, waitMs = 10_000): Promise<PaneEnd | null> {
   const deadline = Date.now() + waitMs;
@@ -168,6 +209,8 @@ export async function paneEnd(env: Env, name: string, waitMs = 10_000): Promise<
     if (r.code !== 0) return null;
     const [dead, status, signal] = r.stdout.trim().split('|');
     if (dead !== '1') return null;
+    const recorded = recordedEnd(env, name);
+    if (recorded) return recorded;
     const end = { exitCode: num(status), signal: num(signal) };
     if (end.exitCode !== null || end.signal !== null || Date.now() >= deadline) return end;
     await new Promise((res) => setTimeout(res, 100));

@@ -2,7 +2,9 @@
 // `backticked` parts are code, field errors, money and token formats, and the SVG bar charts of the
 // Cost page (no chart library: a few rects, drawn at the box's width in pixels).
 import { html } from 'htm/preact';
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, errorText, when } from './api.ts';
 
 /** Put text on the clipboard; falls back to a hidden textarea where the Clipboard API is refused (http). */
 export async function copyText(text: string): Promise<void> {
@@ -54,6 +56,74 @@ export function FieldError({ fields, name }: { fields: Record<string, string> | 
     return k === name ? '' : /^\d+$/.test(rest) ? `line ${Number(rest) + 1}: ` : `${rest}: `;
   };
   return html`<div class="failed field-error" data-field=${name}>${mine.map(([k, text]) => html`<div>${where(k)}${text}</div>`)}</div>`;
+}
+
+/**
+ * A form's submit with the API's answer: `fields` (the 400's field errors, shown beside each input with
+ * FieldError), `error` (anything else, for a banner), `busy` while it runs.
+ */
+export function useAction() {
+  const [error, setError] = useState<string | null>(null);
+  const [fields, setFields] = useState<Record<string, string> | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async <T,>(work: () => Promise<T>): Promise<T | undefined> => {
+    setBusy(true);
+    try {
+      const out = await work();
+      setError(null);
+      setFields(null);
+      return out;
+    } catch (e) {
+      const f = e instanceof ApiError && e.fields && Object.keys(e.fields).length ? e.fields : null;
+      setFields(f);
+      setError(f ? null : errorText(e));
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  };
+  const reset = () => (setError(null), setFields(null));
+  return { error, fields, busy, run, reset };
+}
+
+/** A banner for an error (role=alert), or nothing. */
+export function Alert({ error }: { error: string | null | undefined }) {
+  return error ? html`<p class="banner failed" role="alert">${error}</p>` : null;
+}
+
+/** A modal dialog (native <dialog>): Escape and the Close button call onClose; focus moves into it. */
+export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: ComponentChildren }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (d && !d.open) d.showModal();
+    return () => d?.close();
+  }, []);
+  return html`<dialog ref=${ref} aria-label=${title} onCancel=${(e: Event) => (e.preventDefault(), onClose())}>
+    <h3>${title}</h3>
+    ${children}
+  </dialog>`;
+}
+
+/**
+ * The pairing code and the exact commands to paste on the agent machine (docs/runner.md, "Install and
+ * pair"), each in its own block with a Copy button: install, pair, run as a service.
+ */
+export function PairingCommands({ name, code, expiresAt }: { name: string; code: string; expiresAt: string }) {
+  const base = location.origin + location.pathname.replace(/\/[^/]*$/, '');
+  return html`<div class="card notice pairing" role="status">
+    Pairing code for <strong>${name}</strong>: <code class="code">${code}</code>
+    (valid until ${when(expiresAt)}, single use). On the agent machine, run these one after the other:
+    <${CopyBlock} label="1. Install the runner (needs Node.js 20 or newer; verifies the download's SHA-256)" text=${`curl -fsSL ${base}/install-runner.sh | sh`} />
+    <${CopyBlock} label="2. Pair it with this server" text=${`~/.local/bin/svc-runner pair --server ${base} --code ${code}`} />
+    <${CopyBlock} label="3. Run it as a service (prints the command that starts it)" text="~/.local/bin/svc-runner install-service" />
+  </div>`;
+}
+
+/** A status word as a badge: ok/online/done green, failed/offline red, running/warn amber, else grey. */
+export function Badge({ text, tone }: { text: string; tone?: 'ok' | 'failed' | 'warn' | 'muted' }) {
+  const t = tone ?? (/^(ok|online|done|set|active|running)$/.test(text) ? 'ok' : /^(failed|offline|revoked|broken|disabled)$/.test(text) ? 'failed' : 'muted');
+  return html`<span class=${`badge ${t}`}>${text}</span>`;
 }
 
 // ---- money, tokens and the hash's query (Sessions and Cost pages) ----

@@ -14,6 +14,7 @@
 // and adds its own checkpoint rows. Runs in one process are serialized, so they never race on the file.
 // A process that dies mid-run leaves at most a checkpoint row without its file copy, which is harmless.
 import { Cron } from 'croner';
+import { publish } from '../live/live.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
@@ -72,6 +73,7 @@ export class AuditAnchor {
         values (${startedAt}, ${v.ok}, ${v.recordsChecked}, ${v.firstBrokenSeq}, ${v.problem}, ${scope})
         returning id`);
       if (!v.ok) await notifyAdmins(tx, Number(id), v, scope);
+      await publish(tx, { type: 'audit.verification', id: String(id), ok: v.ok }, { admins: true });
     });
     return v;
   }

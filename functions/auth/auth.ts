@@ -74,12 +74,28 @@ function readCookie(request: Request, name: string): string | null {
   return null;
 }
 
-async function activeUser(db: Queryable, id: string): Promise<User | null> {
-  const [row] = await db.query<UserRow>(sql`select id, email, name, active, instance_admin from users where id = ${id}`);
-  return row && row.active ? toUser(row) : null;
-}
-
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * `api_tokens.last_used_at` is kept to this resolution (docs/api.md): refreshed when a use finds it
+ * older, off the request path — the answer never waits for that write, and requests of one token do not
+ * queue on its row. Sessions keep no use time.
+ */
+export const TOKEN_USE_RESOLUTION_MS = 5 * 60_000;
+/** Token ids whose refresh is under way in this process (one write each, however many requests see it stale). */
+const touching = new Set<string>();
+
+function touchToken(ctx: AppContext, tokenId: string): void {
+  if (touching.has(tokenId)) return;
+  touching.add(tokenId);
+  // The condition makes concurrent refreshes from several processes one write (the others match nothing).
+  ctx.db
+    .query(sql`
+      update api_tokens set last_used_at = now()
+       where id = ${tokenId} and (last_used_at is null or last_used_at < now() - ${TOKEN_USE_RESOLUTION_MS / 1000} * interval '1 second')`)
+    .catch((err) => ctx.log.warn('recording when an API token was last used failed', { id: tokenId, error: err instanceof Error ? err.message : String(err) }))
+    .finally(() => touching.delete(tokenId));
+}
 
 /**
  * Who is calling. A bearer token that is wrong is a 401 at once; a missing or stale cookie is
@@ -90,13 +106,15 @@ export async function authenticate(ctx: AppContext, request: Request): Promise<P
   if (authz) {
     const m = /^Bearer\s+(\S+)$/i.exec(authz);
     if (!m || !m[1].startsWith(TOKEN_PREFIX)) throw unauthorized('malformed Authorization header: expected "Bearer svc_pat_…"');
-    const [row] = await ctx.db.query<{ id: string; user_id: string }>(sql`
-      update api_tokens set last_used_at = now()
-       where token_hash = ${sha256Hex(m[1])} and revoked_at is null and (expires_at is null or expires_at > now())
-      returning id, user_id`);
-    const user = row && (await activeUser(ctx.db, row.user_id));
+    // A read, with the user in the same query: using a token does not write on the request path.
+    const [row] = await ctx.db.query<UserRow & { token_id: string; last_used_at: Date | null }>(sql`
+      select t.id as token_id, t.last_used_at, u.id, u.email, u.name, u.active, u.instance_admin
+        from api_tokens t join users u on u.id = t.user_id
+       where t.token_hash = ${sha256Hex(m[1])} and t.revoked_at is null and (t.expires_at is null or t.expires_at > now())`);
+    const user = row && row.active ? toUser(row) : null;
     if (!user) throw unauthorized('the API token is invalid, expired or revoked');
-    return { user, via: 'token', tokenId: row.id };
+    if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() >= TOKEN_USE_RESOLUTION_MS) touchToken(ctx, row.token_id);
+    return { user, via: 'token', tokenId: row.token_id };
   }
   const jwt = readCookie(request, SESSION_COOKIE);
   if (!jwt) return null;
@@ -107,11 +125,12 @@ export async function authenticate(ctx: AppContext, request: Request): Promise<P
     return null; // expired, forged or signed with another key
   }
   if (typeof claims.sid !== 'string' || typeof claims.csrf !== 'string' || !claims.sub) return null;
-  const [session] = await ctx.db.query<{ user_id: string }>(sql`
-    select user_id from sessions where id = ${claims.sid} and revoked_at is null and expires_at > now()`);
-  if (!session || session.user_id !== claims.sub) return null;
-  const user = await activeUser(ctx.db, session.user_id);
-  if (!user) return null;
+  const [row] = await ctx.db.query<UserRow>(sql`
+    select u.id, u.email, u.name, u.active, u.instance_admin
+      from sessions s join users u on u.id = s.user_id
+     where s.id = ${claims.sid} and s.revoked_at is null and s.expires_at > now()`);
+  if (!row || row.id !== claims.sub || !row.active) return null;
+  const user = toUser(row);
   if (!SAFE_METHODS.has(request.method)) {
     const sent = request.headers.get(CSRF_HEADER);
     if (!sent || !constantTimeEqual(sent, claims.csrf)) {

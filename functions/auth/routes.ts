@@ -8,6 +8,7 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { HttpError, badRequest, conflict, notFound, json } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { createApiToken, createSession, sessionCookie, sessionCsrf, toUser } from './auth.ts';
 import { PASSWORD_MAX, PASSWORD_MIN, hashPassword, verifyPassword } from './passwords.ts';
@@ -100,7 +101,7 @@ export const routes: Route[] = [
     status: 204,
     async handler({ principal, request }, ctx) {
       if (principal!.sessionId) await ctx.db.query(sql`update sessions set revoked_at = now() where id = ${principal!.sessionId}`);
-      return new Response(null, { status: 204, headers: { 'set-cookie': sessionCookie(ctx, request, null) } });
+      return empty(204, { 'set-cookie': sessionCookie(ctx, request, null) });
     },
   }),
   route({
@@ -187,7 +188,7 @@ export const routes: Route[] = [
            where id = ${params.tokenId} and user_id = ${principal!.user.id} returning id`);
         if (!row) throw notFound('no such token');
       });
-      return new Response(null, { status: 204 });
+      return empty(204);
     },
   }),
   route({

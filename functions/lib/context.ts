@@ -6,6 +6,7 @@ import type { Scheduler } from '../jobs/scheduler.ts';
 import type { ScheduleRunner } from '../schedules/runner.ts';
 import type { Hub } from '../runners/hub.ts';
 import type { Clock } from './clock.ts';
+import type { TriggerCache } from '../triggers/cache.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/index.ts';
 import type { EncryptionKeyOrigin } from './keyfile.ts';
@@ -22,6 +23,8 @@ export interface AppContext {
   clock: Clock;
   /** Starts inbound trigger runs (functions/triggers/fire.ts); absent where nothing fires. */
   firer?: { kick(): void };
+  /** Enabled triggers' verification material for POST /hooks/ (functions/triggers/cache.ts); absent = no cache. */
+  triggers?: Pick<TriggerCache, 'get' | 'mark' | 'set' | 'invalidate'>;
   /** Runs project schedules (functions/schedules/runner.ts); absent where nothing runs. */
   schedules?: Pick<ScheduleRunner, 'kick' | 'runNow'>;
 }

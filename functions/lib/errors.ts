@@ -1,5 +1,7 @@
 // Errors are values with a code; one place maps them to responses (DESIGN §4):
 // { "error": { "code": "snake_case", "message": "…", "fields": {…}? } }
+import { json } from './respond.ts';
+
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -36,11 +38,4 @@ export function errorResponse(err: HttpError): Response {
   return json(body, { status: err.status, headers: err.headers });
 }
 
-/** A JSON response with its Content-Length, so Node sends it sized rather than chunked. */
-export function json(data: unknown, init: ResponseInit = {}): Response {
-  const text = JSON.stringify(data);
-  const headers = new Headers(init.headers);
-  headers.set('content-type', 'application/json');
-  headers.set('content-length', String(Buffer.byteLength(text)));
-  return new Response(text, { ...init, headers });
-}
+export { json } from './respond.ts';

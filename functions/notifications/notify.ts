@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { wake } from '../webhooks/webhooks.ts';
+import { publish } from '../live/live.ts';
 import { chatBody, notificationText } from './chat.ts';
 import type { ChatKind } from './chat.ts';
 
@@ -30,6 +31,8 @@ export async function notify(q: Queryable, n: NotifyInput): Promise<string | nul
     returning id`);
   if (!row) return null;
   const id = String(row.id);
+  // The bell (live notice): who may read it is who GET /api/notifications shows it to.
+  await publish(q, { type: 'notification', id, kind: n.kind, ...(n.projectId ? { projectId: n.projectId } : {}) }, n.projectId ? { projectId: n.projectId, minRole: 'admin' } : { admins: true });
   const channels = await q.query<{ id: string; kind: ChatKind; chat_id: string | null }>(sql`
     select id, kind, chat_id from webhooks where kind in ('slack', 'telegram') order by created_at`);
   if (channels.length) {

@@ -10,9 +10,11 @@ import type { User } from '../lib/context.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { encryptSecret } from '../lib/crypto.ts';
+import { publish } from '../live/live.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, json, notFound } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
 import { requireEncryptionKey } from '../settings/secrets.ts';
 import { compileAllowlist, staticRefusal } from '../webhooks/guard.ts';
 import { webhookUrl } from '../webhooks/routes.ts';
@@ -143,6 +145,8 @@ export const routes: Route[] = [
         select n.id, ${user.id} from notifications n where ${visibleTo(user)} and ${which}
         on conflict do nothing
         returning notification_id`);
+      // The caller's other pages update their bell.
+      if (marked.length) await publish(ctx.db, { type: 'notification.read' }, { userId: user.id });
       return json({ marked: marked.length, unread: await unreadCount(ctx.db, user) });
     },
   }),
@@ -201,7 +205,7 @@ export const routes: Route[] = [
         if (!gone) throw notFound('no such chat channel');
         await tx.query(sql`delete from outbound_deliveries where webhook_id = ${params.channelId}`);
       });
-      return new Response(null, { status: 204 });
+      return empty(204);
     },
   }),
   route({

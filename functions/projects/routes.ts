@@ -12,6 +12,8 @@ import { ROLES } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, notFound, json } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
+import { fleetView } from './fleet.ts';
 
 const projectId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a project id' });
 const userId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a user id' });
@@ -202,7 +204,7 @@ export const routes: Route[] = [
           return before;
         },
       ).then((before) => ctx.hub.projectsChanged(before.runnerId));
-      return new Response(null, { status: 204 });
+      return empty(204);
     },
   }),
   route({
@@ -217,6 +219,40 @@ export const routes: Route[] = [
         select u.id as "userId", u.email, u.name, m.role from project_members m join users u on u.id = m.user_id
          where m.project_id = ${params.projectId} order by lower(u.email)`);
       return json({ members });
+    },
+  }),
+  route({
+    method: 'POST',
+    path: '/api/projects/:projectId/members',
+    summary: 'Add a user to a project by e-mail with a role (project admins do not list users, so they name them by e-mail)',
+    tag: 'projects',
+    access: { projectRole: 'admin', param: 'projectId' },
+    status: 201,
+    params: z.strictObject({ projectId }),
+    body: z.strictObject({ email: z.email({ message: 'must be an e-mail address' }).max(254), role: z.enum(ROLES) }),
+    async handler({ principal, params, body, requestId }, ctx) {
+      const member = await audited(
+        ctx.db,
+        (m: { userId: string; before: string | null }) => ({
+          actor: principal!,
+          action: 'project.member_set',
+          target: { type: 'project', id: params.projectId },
+          diff: { userId: m.userId, before: m.before, after: body.role },
+          requestId,
+        }),
+        async (tx) => {
+          const [user] = await tx.query<{ id: string; email: string; name: string; active: boolean }>(sql`
+            select id, email, name, active from users where lower(email) = lower(${body.email})`);
+          // The same answer for an unknown and an inactive user: a project admin learns nothing about accounts.
+          if (!user || !user.active) throw badRequest('invalid_body', 'invalid fields: email', { email: 'no active user has this e-mail; an instance admin invites people on Settings' });
+          const [prev] = await tx.query<{ role: string }>(sql`select role from project_members where project_id = ${params.projectId} and user_id = ${user.id}`);
+          await tx.query(sql`
+            insert into project_members (project_id, user_id, role) values (${params.projectId}, ${user.id}, ${body.role})
+            on conflict (project_id, user_id) do update set role = excluded.role`);
+          return { userId: user.id, email: user.email, name: user.name, before: prev?.role ?? null };
+        },
+      );
+      return json({ projectId: params.projectId, userId: member.userId, email: member.email, name: member.name, role: body.role }, { status: 201 });
     },
   }),
   route({
@@ -267,7 +303,19 @@ export const routes: Route[] = [
           if (!gone) throw notFound('that user is not a member');
         },
       );
-      return new Response(null, { status: 204 });
+      return empty(204);
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/api/projects/:projectId/fleet',
+    summary: "The project's fleet as its runner's events recorded it: per slot the issue, latest checkpoint, pull request and checks; the orchestrator's last start or stop",
+    tag: 'projects',
+    access: { projectRole: 'viewer', param: 'projectId' },
+    params: z.strictObject({ projectId }),
+    async handler({ params }, ctx) {
+      const project = await getProject(ctx.db, params.projectId);
+      return json({ projectId: project.id, runnerId: project.runnerId, ...(await fleetView(ctx.db, project.runnerId, project.id)) });
     },
   }),
 ];

@@ -2,14 +2,16 @@
 // event ingest with acks, presence, and commands that reach a runner whichever API process holds its
 // socket. Commands travel as rows in `runner_commands`; NOTIFY only says "look at row X", so payloads
 // of any size cross replicas, and PGlite's in-process LISTEN/NOTIFY serves a single process the same way.
+// Terminals (terminal.attach) are relayed across replicas too: when the browser's socket and the runner's
+// socket are held by different processes, their frames travel as NOTIFYs on `svc_term` (see relayTerm).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { COMMANDS } from '../../protocol/commands.ts';
+import { COMMANDS, READ_ONLY_COMMANDS } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
-import { CLOSE, MAX_FRAME_BYTES, PROTOCOL_HEADER, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
+import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, REPLAY_CAPABILITY, REPO, PROTOCOL_HEADER, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
 import { UNSTORABLE_MESSAGE, unstorablePaths } from '../../protocol/text.ts';
 import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
@@ -20,11 +22,46 @@ import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { recordUsage } from '../cost/ingest.ts';
 import { recordSkillRuns } from '../runs/ingest.ts';
+import { publish } from '../live/live.ts';
 
 const CTL = 'svc_runner_ctl';
 const CMD = 'svc_runner_cmd';
 const DONE = 'svc_runner_cmd_done';
+const TERM = 'svc_term';
+/**
+ * Characters of terminal data per NOTIFY: a payload must stay under PostgreSQL's 8000 bytes, and JSON may
+ * write one character as up to 6 (`\u001b`), so 1000 characters and the envelope always fit.
+ */
+const TERM_CHUNK = 1000;
+
+/** A terminal frame between processes: o(utput) and x (exit) toward the browser's process; i(nput), z (resize) and q (close) toward the runner's. */
+type TermNotice =
+  | { d: 'o'; c: string; r: string; data: string }
+  | { d: 'x'; c: string; r: string; reason: string }
+  | { d: 'i'; c: string; r: string; data: string }
+  | { d: 'z'; c: string; r: string; cols: number; rows: number }
+  | { d: 'q'; c: string; r: string };
+type TermFrame = Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>;
+type TermInput = Extract<ServerFrame, { type: 'term.input' | 'term.resize' | 'term.close' }>;
+
+/** Split a string into pieces of at most `n` UTF-16 units without cutting a surrogate pair. */
+function chunks(text: string, n: number): string[] {
+  if (text.length <= n) return [text];
+  const out: string[] = [];
+  for (let i = 0; i < text.length; ) {
+    let end = Math.min(i + n, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    out.push(text.slice(i, end));
+    i = end;
+  }
+  return out;
+}
 const HEARTBEAT_MS = 20_000;
+/** Runner event kinds that change what the Fleet page shows (live notice `fleet`). */
+const FLEET_KINDS = /^(orchestrator|slot|pr|issue|pane|person)\./;
+/** How long a command waits for a runner that was connected moments ago to come back (awaitOnline). */
+const RECONNECT_GRACE_MS = 5_000;
 /** Frames a connection may send per second (burst twice that); beyond it frames are dropped. */
 const FRAME_RATE = 100;
 
@@ -35,6 +72,8 @@ interface Conn {
   alive: boolean;
   frames: { take: () => boolean };
   lastRateWarning: number;
+  /** The runner announced `codehost` in hello: its watch list may carry each project's repo. */
+  codehost: boolean;
 }
 
 export type CommandOutcome =
@@ -61,6 +100,7 @@ export class Hub {
       this.db.listen(CTL, (p) => void this.onControl(p).catch((err) => this.log.error('runner control failed', { error: err }))),
       this.db.listen(CMD, (p) => void this.onCommand(p).catch((err) => this.log.error('command dispatch failed', { error: err }))),
       this.db.listen(DONE, (p) => this.waiters.get(p)?.()),
+      this.db.listen(TERM, (p) => this.onTermNotice(p)),
     ]);
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
@@ -68,7 +108,8 @@ export class Hub {
 
   async stop(): Promise<void> {
     clearInterval(this.heartbeat);
-    for (const conn of this.conns.values()) conn.ws.close(1001, 'server shutting down');
+    // 1012 (service restart): the runners come back from their first backoff step, not a long one.
+    for (const conn of this.conns.values()) conn.ws.close(SERVICE_RESTART, 'server restarting');
     await this.db.query(sql`update runners set connected_instance = null where connected_instance = ${this.instance}`).catch(() => {});
     await Promise.all(this.unlisten.map((u) => u().catch(() => {})));
   }
@@ -77,13 +118,83 @@ export class Hub {
     return this.conns.has(runnerId);
   }
 
-  /** Open terminal channels (terminal.attach) relayed by this process: runner frames go to `onFrame`. */
-  private readonly terminals = new Map<string, { runnerId: string; onFrame: (frame: Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>) => void }>();
+  /** Open terminal channels (terminal.attach) whose browser this process holds: runner frames go to `onFrame`. */
+  private readonly terminals = new Map<string, { runnerId: string; onFrame: (frame: TermFrame) => void }>();
+  /** Channels of runners held here whose browser is on another process (their output was published): channel → runner. */
+  private readonly remoteTerms = new Map<string, string>();
+  /** Terminal NOTIFYs leave one after another, so they commit, and arrive, in the order they were sent. */
+  private termQueue: Promise<void> = Promise.resolve();
 
   /** Receive a terminal channel's frames from this runner until the returned function is called. */
-  openTerminal(runnerId: string, channel: string, onFrame: (frame: Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>) => void): () => void {
+  openTerminal(runnerId: string, channel: string, onFrame: (frame: TermFrame) => void): () => void {
     this.terminals.set(channel, { runnerId, onFrame });
-    return () => void this.terminals.delete(channel);
+    return () => {
+      if (!this.terminals.delete(channel)) return;
+      // Output still on its way for a channel closed here is dropped, not published for other processes.
+      this.endedHere.add(channel);
+      if (this.endedHere.size > 1000) this.endedHere.delete(this.endedHere.values().next().value!);
+    };
+  }
+  private readonly endedHere = new Set<string>();
+
+  /**
+   * A browser's terminal frame for a runner: sent on its socket when held here, else published for the
+   * process that holds it (which the attach command reached through runner_commands).
+   */
+  sendTerminal(runnerId: string, frame: TermInput): void {
+    if (this.sendToRunner(runnerId, frame)) return;
+    if (frame.type === 'term.input') for (const data of chunks(frame.data, TERM_CHUNK)) this.publishTerm({ d: 'i', c: frame.channel, r: runnerId, data });
+    else if (frame.type === 'term.resize') this.publishTerm({ d: 'z', c: frame.channel, r: runnerId, cols: frame.cols, rows: frame.rows });
+    else this.publishTerm({ d: 'q', c: frame.channel, r: runnerId });
+  }
+
+  /** A runner's terminal frame whose browser is not held here: published for the process that holds it. */
+  private relayTerm(runnerId: string, frame: TermFrame): void {
+    if (frame.type === 'term.output') {
+      this.remoteTerms.set(frame.channel, runnerId);
+      for (const data of chunks(frame.data, TERM_CHUNK)) this.publishTerm({ d: 'o', c: frame.channel, r: runnerId, data });
+    } else {
+      this.remoteTerms.delete(frame.channel);
+      this.publishTerm({ d: 'x', c: frame.channel, r: runnerId, reason: frame.reason });
+    }
+  }
+
+  private publishTerm(notice: TermNotice): void {
+    this.termQueue = this.termQueue
+      .then(() => this.db.notify(TERM, JSON.stringify(notice)))
+      .catch((err) => this.log.warn('terminal relay: a frame could not be passed to the other server processes', { channel: notice.c, error: err instanceof Error ? err.message : String(err) }));
+  }
+
+  /** Every process hears every terminal notice; the one holding the browser (o, x) or the runner (i, z, q) acts on it. */
+  private onTermNotice(payload: string): void {
+    let n: TermNotice;
+    try {
+      n = JSON.parse(payload) as TermNotice;
+    } catch {
+      return;
+    }
+    if (n.d === 'o' || n.d === 'x') {
+      const sink = this.terminals.get(n.c);
+      if (!sink || sink.runnerId !== n.r) return;
+      sink.onFrame(n.d === 'o' ? { type: 'term.output', channel: n.c, data: n.data } : { type: 'term.exit', channel: n.c, reason: n.reason });
+      return;
+    }
+    if (!this.conns.has(n.r)) return;
+    if (n.d === 'i') this.sendToRunner(n.r, { type: 'term.input', channel: n.c, data: n.data });
+    else if (n.d === 'z') this.sendToRunner(n.r, { type: 'term.resize', channel: n.c, cols: n.cols, rows: n.rows });
+    else {
+      this.remoteTerms.delete(n.c);
+      this.sendToRunner(n.r, { type: 'term.close', channel: n.c });
+    }
+  }
+
+  /** Whether the runner is connected to some server process (and was seen within a minute). */
+  async isOnline(runnerId: string): Promise<boolean> {
+    if (this.conns.has(runnerId)) return true;
+    const [r] = await this.db.query<{ online: boolean }>(sql`
+      select connected_instance is not null and last_seen_at > now() - interval '60 seconds' as online
+        from runners where id = ${runnerId} and revoked_at is null`);
+    return r?.online === true;
   }
 
   /** Send a frame to a runner whose socket this process holds; false when it does not. */
@@ -118,7 +229,7 @@ export class Hub {
       this.log.warn('runner refused: invalid or revoked token', { address: req.socket.remoteAddress });
       return ws.close(CLOSE.unauthorized, 'invalid or revoked token');
     }
-    const conn: Conn = { id: randomUUID(), runnerId: runner.id, ws, alive: true, frames: tokenBucket(FRAME_RATE, FRAME_RATE * 2), lastRateWarning: 0 };
+    const conn: Conn = { id: randomUUID(), runnerId: runner.id, ws, alive: true, frames: tokenBucket(FRAME_RATE, FRAME_RATE * 2), lastRateWarning: 0, codehost: false };
     const version = String(req.headers[RUNNER_VERSION_HEADER] ?? '').slice(0, 64);
     // A newer connection of the same runner replaces any older one, here or on another replica.
     this.conns.get(runner.id)?.ws.close(CLOSE.replaced, 'replaced by a newer connection');
@@ -127,6 +238,7 @@ export class Hub {
       update runners set connected_instance = ${this.instance}, last_seen_at = now(), version = ${version}
        where id = ${runner.id}`);
     await this.db.notify(CTL, JSON.stringify({ action: 'close', runnerId: runner.id, except: conn.id, code: CLOSE.replaced }));
+    await publish(this.db, { type: 'runner', id: runner.id, online: true }, { runnerId: runner.id });
     this.log.info('runner connected', { runnerId: runner.id, version });
 
     ws.on('pong', () => (conn.alive = true));
@@ -137,6 +249,30 @@ export class Hub {
     ws.on('close', (code) => void this.onClose(conn, code).catch(() => {}));
     ws.on('error', (err) => this.log.warn('runner socket error', { runnerId: runner.id, error: err.message }));
     this.send(conn, { type: 'welcome', runnerId: runner.id, serverTime: new Date().toISOString(), projects: await this.projectsOf(runner.id) });
+  }
+
+  /**
+   * Commands still waiting for an answer when the runner (re)connects, sent now while their requester
+   * still waits: `pending` ones were asked for while it had no socket anywhere (it was reconnecting: its
+   * server process was restarted); `sent` ones may have been lost with the old socket, command or answer.
+   * A `sent` one goes again only when that cannot make it run twice: a read-only command, or a runner that
+   * answers a repeated requestId with its first answer (REPLAY_CAPABILITY). Called on hello, which carries
+   * the runner's capabilities.
+   */
+  private async sendUnanswered(conn: Conn, replay: boolean): Promise<void> {
+    const rows = await this.db.query<{ request_id: string; name: CommandName; args: unknown; status: string; created_at: Date }>(sql`
+      select request_id, name, args, status, created_at from runner_commands
+       where runner_id = ${conn.runnerId} and status in ('pending', 'sent') and created_at > now() - interval '10 minutes'
+       order by created_at`);
+    for (const c of rows) {
+      if (!COMMANDS[c.name] || Date.now() - +new Date(c.created_at) > COMMANDS[c.name].timeoutMs) continue;
+      if (c.status === 'sent' && !replay && !READ_ONLY_COMMANDS.has(c.name)) continue;
+      if (c.status === 'pending') {
+        const [claimed] = await this.db.query(sql`update runner_commands set status = 'sent' where request_id = ${c.request_id} and status = 'pending' returning 1`);
+        if (!claimed) continue;
+      }
+      this.send(conn, { type: 'command', requestId: c.request_id, name: c.name, args: c.args, timeoutMs: COMMANDS[c.name].timeoutMs });
+    }
   }
 
   private send(conn: Conn, frame: ServerFrame): void {
@@ -164,7 +300,9 @@ export class Hub {
     // Terminal output goes straight to the browser relaying it (no database work per frame).
     if (frame.type === 'term.output' || frame.type === 'term.exit') {
       const sink = this.terminals.get(frame.channel);
-      if (sink?.runnerId === conn.runnerId) sink.onFrame(frame);
+      if (sink) {
+        if (sink.runnerId === conn.runnerId) sink.onFrame(frame);
+      } else if (!this.endedHere.has(frame.channel)) this.relayTerm(conn.runnerId, frame);
       return;
     }
     // The rest is stored: text PostgreSQL refuses is refused here, named, rather than failing the query.
@@ -180,6 +318,12 @@ export class Hub {
           await this.db.query(sql`
             update runners set hostname = ${frame.hostname}, version = ${frame.version}, target = ${frame.target},
                    capabilities = ${sql.json(frame.capabilities)} where id = ${conn.runnerId}`);
+          // The welcome went out before hello; a runner that reads repos gets its list again with them.
+          if (!conn.codehost && frame.capabilities.includes(CODEHOST_CAPABILITY)) {
+            conn.codehost = true;
+            this.send(conn, { type: 'projects', projects: await this.projectsOf(conn.runnerId, true) });
+          }
+          await this.sendUnanswered(conn, frame.capabilities.includes(REPLAY_CAPABILITY));
           return;
         case 'events':
           await this.ingest(conn.runnerId, frame.events);
@@ -214,6 +358,22 @@ export class Hub {
     await recordSkillRuns(this.db, runnerId, events);
     // Sessions and LLM requests (docs/cost.md, "Server"): idempotent as well.
     await recordUsage(this.db, runnerId, events);
+    await this.fleetNotices(runnerId, events);
+  }
+
+  /** Orchestrator and slot events change a project's fleet state: one live notice per project and kind. */
+  private async fleetNotices(runnerId: string, events: RunnerEvent[]): Promise<void> {
+    const named = new Set<string>();
+    for (const e of events) {
+      const project = e.payload.project;
+      if (FLEET_KINDS.test(e.kind) && typeof project === 'string') named.add(`${project}\n${e.kind}`);
+    }
+    if (named.size === 0) return;
+    const mine = new Set((await this.projectsOf(runnerId)).map((p) => p.id));
+    for (const key of named) {
+      const [projectId, kind] = key.split('\n');
+      if (mine.has(projectId)) await publish(this.db, { type: 'fleet', projectId, kind }, { projectId });
+    }
   }
 
   private lastTouch = new Map<string, number>();
@@ -247,9 +407,16 @@ export class Hub {
       this.terminals.delete(channel);
       sink.onFrame({ type: 'term.exit', channel, reason: 'the runner disconnected' });
     }
-    await this.db
-      .query(sql`update runners set connected_instance = null, last_seen_at = now() where id = ${conn.runnerId} and connected_instance = ${this.instance}`)
-      .catch(() => {});
+    for (const [channel, runnerId] of [...this.remoteTerms]) {
+      if (runnerId !== conn.runnerId) continue;
+      this.remoteTerms.delete(channel);
+      this.publishTerm({ d: 'x', c: channel, r: runnerId, reason: 'the runner disconnected' });
+    }
+    const gone = await this.db
+      .query(sql`update runners set connected_instance = null, last_seen_at = now() where id = ${conn.runnerId} and connected_instance = ${this.instance} returning 1`)
+      .catch(() => []);
+    // Offline only when no newer socket (here or on another replica) took it over meanwhile.
+    if (gone.length) await publish(this.db, { type: 'runner', id: conn.runnerId, online: false }, { runnerId: conn.runnerId }).catch(() => {});
     this.log.info('runner disconnected', { runnerId: conn.runnerId, code });
   }
 
@@ -258,7 +425,7 @@ export class Hub {
     const conn = this.conns.get(msg.runnerId);
     if (!conn || conn.id === msg.except) return;
     if (msg.action === 'close') conn.ws.close(msg.code ?? CLOSE.unauthorized, msg.code === CLOSE.replaced ? 'replaced by a newer pairing' : 'token revoked');
-    if (msg.action === 'projects') this.send(conn, { type: 'projects', projects: await this.projectsOf(msg.runnerId) });
+    if (msg.action === 'projects') this.send(conn, { type: 'projects', projects: await this.projectsOf(msg.runnerId, conn.codehost) });
   }
 
   /** Close a runner's socket wherever it is held: 4401 when revoked, 4409 when re-paired. */
@@ -271,20 +438,38 @@ export class Hub {
     if (runnerId) await this.db.notify(CTL, JSON.stringify({ action: 'projects', runnerId }));
   }
 
-  private async projectsOf(runnerId: string) {
-    const rows = await this.db.query<{ id: string; root: string }>(sql`
-      select id, root_path as root from projects where runner_id = ${runnerId} and root_path is not null order by id`);
-    return rows;
+  private async projectsOf(runnerId: string, withRepo = false) {
+    const rows = await this.db.query<{ id: string; root: string; repo: string }>(sql`
+      select id, root_path as root, repo from projects where runner_id = ${runnerId} and root_path is not null order by id`);
+    return rows.map((r) => (withRepo && REPO.test(r.repo) ? { id: r.id, root: r.root, repo: r.repo } : { id: r.id, root: r.root }));
   }
 
   // ---- commands ----
 
   /** Send a command and wait up to its timeout for the answer, from any API process. */
+  /**
+   * Whether the runner is online to take a command. A runner that was connected moments ago (seen within
+   * RECONNECT_GRACE_MS) is most likely reconnecting — its server process was restarted or replaced in a
+   * rolling upgrade, and runners come back within their first backoff step (1 s, jittered) — so the command
+   * waits up to that long for it rather than failing runner_offline at once.
+   */
+  private async awaitOnline(runnerId: string): Promise<boolean> {
+    const end = Date.now() + RECONNECT_GRACE_MS;
+    for (;;) {
+      if (this.conns.has(runnerId)) return true;
+      const [r] = await this.db.query<{ online: boolean; recent: boolean }>(sql`
+        select connected_instance is not null and last_seen_at > now() - interval '60 seconds' as online,
+               last_seen_at > now() - interval '15 seconds' as recent
+          from runners where id = ${runnerId} and revoked_at is null`);
+      if (!r) return false;
+      if (r.online) return true;
+      if (!r.recent || Date.now() >= end) return false;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  }
+
   async command(runnerId: string, name: CommandName, args: unknown, userId: string | null): Promise<CommandOutcome> {
-    const [runner] = await this.db.query<{ online: boolean }>(sql`
-      select connected_instance is not null and last_seen_at > now() - interval '60 seconds' as online
-        from runners where id = ${runnerId} and revoked_at is null`);
-    if (!runner?.online) return { status: 'offline' };
+    if (!(await this.awaitOnline(runnerId))) return { status: 'offline' };
     const requestId = randomUUID();
     // Held here: send at once. Held elsewhere: the row plus a NOTIFY lets that replica send it.
     const local = this.conns.get(runnerId);

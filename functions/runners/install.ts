@@ -17,6 +17,7 @@ import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import type { Config } from '../lib/config.ts';
 import { HttpError } from '../lib/errors.ts';
+import { respond } from '../lib/respond.ts';
 import { USER_ENV, deprecationWarning, legacyEnvName } from '../../protocol/legacy-env.ts';
 import { legacyNamesLive } from '../../protocol/version.ts';
 import { publicBase } from '../lib/urls.ts';
@@ -91,7 +92,7 @@ esac
 `;
 }
 
-const text = (body: string, type = 'text/plain; charset=utf-8') => new Response(body, { headers: { 'content-type': type, 'cache-control': 'no-cache' } });
+const text = (body: string, type = 'text/plain; charset=utf-8') => respond(body, 200, { 'content-type': type, 'cache-control': 'no-cache' });
 
 export const routes: Route[] = [
   route({

@@ -14,6 +14,7 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { HttpError, badRequest, conflict, json, notFound } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
 import { parseWith } from '../lib/http.ts';
 import { createPairingCode, redeemPairingCode } from './pairing.ts';
 import { onlineSql, remedy } from './presence.ts';
@@ -206,7 +207,7 @@ export const routes: Route[] = [
           if (!r) throw notFound('no such runner');
         });
         await ctx.hub.disconnect(params.runnerId, CLOSE.unauthorized);
-        return new Response(null, { status: 204 });
+        return empty(204);
       }
       await audited(ctx.db, { actor: principal!, action: 'runner.remove', target: { type: 'runner', id: params.runnerId }, diff: { name: before.name }, requestId }, async (tx) => {
         const bound = await tx.query<{ name: string }>(sql`select name from projects where runner_id = ${params.runnerId} order by lower(name)`);
@@ -215,7 +216,7 @@ export const routes: Route[] = [
         const [r] = await tx.query(sql`update runners set removed_at = now(), token_hash = null where id = ${params.runnerId} and removed_at is null and (paired_at is null or revoked_at is not null) returning 1`);
         if (!r) throw conflict('runner_changed', 'the runner was paired meanwhile: reload and try again');
       });
-      return new Response(null, { status: 204 });
+      return empty(204);
     },
   }),
   route({

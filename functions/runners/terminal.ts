@@ -5,8 +5,8 @@
 // attach writes an audit record `terminal.attach`. The relay then carries, as JSON text messages:
 //   browser → server: {type:"input", data}, {type:"resize", cols, rows}
 //   server → browser: {type:"output", data}, {type:"exit", reason}, {type:"error", code, message}
-// The runner's socket must be held by this server process (the terminal is relayed in memory); with
-// several replicas behind a load balancer, pin /api/terminal and /runner to one (docs/runner.md).
+// The runner's socket may be held by another server process (several replicas behind a load balancer):
+// then the hub passes the frames through PostgreSQL NOTIFY (hub.ts sendTerminal / relayTerm).
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -16,7 +16,8 @@ import * as z from 'zod';
 import { COMMANDS } from '../../protocol/commands.ts';
 import { MAX_TERM_DATA } from '../../protocol/frames.ts';
 import { appendAudit } from '../audit/audit.ts';
-import { authenticate, requireProjectRole } from '../auth/auth.ts';
+import { requireProjectRole } from '../auth/auth.ts';
+import { failSocket, upgradeCaller, upgradeThen } from '../auth/upgrade.ts';
 import { tokenBucket } from '../lib/bucket.ts';
 import type { AppContext } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
@@ -36,9 +37,7 @@ const browserMessage = z.discriminatedUnion('type', [
 /** Messages a browser may send per second (typing and pasting stay far below). */
 const INPUT_RATE = 200;
 
-/** Close codes the browser sees: 4400 bad request, 4401 not signed in, 4403 not allowed, 4404 no such
- *  project, 4409 the runner refused or is elsewhere, 4503 the runner is offline. */
-const closeFor = (status: number) => (status === 401 ? 4401 : status === 403 ? 4403 : status === 404 ? 4404 : 4400);
+/** Close codes besides those of auth/upgrade.ts: 4409 the runner refused, 4503 the runner is offline. */
 
 export class TerminalRelay {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 2 * MAX_TERM_DATA });
@@ -46,19 +45,11 @@ export class TerminalRelay {
   constructor(private readonly ctx: AppContext) {}
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    this.wss.handleUpgrade(req, socket, head, (ws) =>
-      this.accept(ws, req).catch((err) => {
-        const status = err instanceof HttpError ? err.status : 500;
-        if (status >= 500) this.ctx.log.error('terminal relay failed', { error: err instanceof Error ? err.message : String(err) });
-        this.fail(ws, err instanceof HttpError ? err.code : 'server_error', err instanceof HttpError ? err.message : 'the terminal could not be opened', closeFor(status));
-      }),
-    );
+    upgradeThen(this.ctx, this.wss, 'terminal', req, socket, head, (ws, r) => this.accept(ws, r));
   }
 
   private fail(ws: WebSocket, code: string, message: string, close: number): void {
-    if (ws.readyState !== ws.OPEN) return;
-    ws.send(JSON.stringify({ type: 'error', code, message }));
-    ws.close(close, code.slice(0, 100));
+    failSocket(ws, code, message, close);
   }
 
   private async accept(ws: WebSocket, req: IncomingMessage): Promise<void> {
@@ -81,23 +72,13 @@ export class TerminalRelay {
       if (forward) forward(msg);
       else if (early.length < 1000) early.push(msg);
     });
-    const host = req.headers.host ?? '';
-    const origin = req.headers.origin;
-    const allowedOrigins = new Set([`http://${host}`, `https://${host}`]);
-    if (this.ctx.config.PUBLIC_URL) allowedOrigins.add(new URL(this.ctx.config.PUBLIC_URL).origin);
-    if (origin !== undefined && !allowedOrigins.has(origin)) throw new HttpError(403, 'bad_origin', 'a terminal may only be opened from this server\'s own pages');
-    const url = new URL(req.url ?? '/', `http://${host || 'localhost'}`);
-    const request = new Request(url, { headers: Object.entries(req.headers).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v] as [string, string]] : [])) });
-    const principal = await authenticate(this.ctx, request);
-    if (!principal) throw new HttpError(401, 'unauthorized', 'sign in first');
+    const { principal, url } = await upgradeCaller(this.ctx, req, 'terminal');
     const { projectId, session, cols, rows } = parseWith(query, Object.fromEntries(url.searchParams), 'invalid_query');
     await requireProjectRole(this.ctx.db, principal, projectId, COMMANDS['terminal.attach'].minRole);
     const [project] = await this.ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${projectId}`);
     if (!project.runner_id) throw new HttpError(409, 'no_runner', 'this project has no runner');
     const runnerId = project.runner_id;
-    if (!this.ctx.hub.isConnectedHere(runnerId)) {
-      return this.fail(ws, 'runner_elsewhere', 'the runner is offline or connected to another server process; terminals are relayed by the process holding its socket', 4503);
-    }
+    if (!(await this.ctx.hub.isOnline(runnerId))) return this.fail(ws, 'runner_offline', 'the runner of this project is offline', 4503);
 
     const channel = randomBytes(12).toString('base64url');
     const close = this.ctx.hub.openTerminal(runnerId, channel, (frame) => {
@@ -110,12 +91,12 @@ export class TerminalRelay {
     });
     let attached = false;
     const send = (msg: z.infer<typeof browserMessage>) => {
-      if (msg.type === 'input') this.ctx.hub.sendToRunner(runnerId, { type: 'term.input', channel, data: msg.data });
-      else this.ctx.hub.sendToRunner(runnerId, { type: 'term.resize', channel, cols: msg.cols, rows: msg.rows });
+      if (msg.type === 'input') this.ctx.hub.sendTerminal(runnerId, { type: 'term.input', channel, data: msg.data });
+      else this.ctx.hub.sendTerminal(runnerId, { type: 'term.resize', channel, cols: msg.cols, rows: msg.rows });
     };
     ws.on('close', () => {
       close();
-      if (attached) this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
+      if (attached) this.ctx.hub.sendTerminal(runnerId, { type: 'term.close', channel });
     });
     await this.ctx.db.transaction((tx) =>
       appendAudit(tx, { actor: principal, action: 'terminal.attach', target: { type: 'project', id: projectId }, diff: { session, runnerId }, requestId: `term-${channel}` }),
@@ -123,11 +104,12 @@ export class TerminalRelay {
     const outcome = await this.ctx.hub.command(runnerId, 'terminal.attach', { projectId, session, channel, cols, rows }, principal.user.id);
     if (outcome.status !== 'done') {
       close();
-      const error = outcome.status === 'failed' ? outcome.error : { code: outcome.status === 'offline' ? 'runner_offline' : 'command_timeout', message: `terminal.attach: ${outcome.status}` };
+      if (outcome.status === 'offline') return this.fail(ws, 'runner_offline', 'the runner of this project is offline', 4503);
+      const error = outcome.status === 'failed' ? outcome.error : { code: 'command_timeout', message: `terminal.attach: ${outcome.status}` };
       return this.fail(ws, error.code, error.message, 4409);
     }
     attached = true;
-    if (ws.readyState !== ws.OPEN) return void this.ctx.hub.sendToRunner(runnerId, { type: 'term.close', channel });
+    if (ws.readyState !== ws.OPEN) return void this.ctx.hub.sendTerminal(runnerId, { type: 'term.close', channel });
     for (const msg of early.splice(0)) send(msg);
     forward = send;
   }

@@ -13,16 +13,18 @@ import type { Queryable } from '../lib/db/index.ts';
 import { PATCH_KEEP_BYTES, REPORT_KEEP_BYTES, cutUtf8 } from '../../protocol/runs.ts';
 import { patchEventPayload, progressEventPayload, stateEventPayload } from './schema.ts';
 import type { StateEventPayload } from './schema.ts';
+import { publish } from '../live/live.ts';
 
 // PostgreSQL text cannot hold NUL.
 const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));
 const rank = (col: string) => sql.raw(`(case ${col} when 'queued' then 0 when 'starting' then 1 when 'running' then 2 else 3 end)`);
 
-async function recordState(q: Queryable, runnerId: string, p: StateEventPayload): Promise<void> {
+/** Record a state; the run's project and new state when it changed (a re-sent or late state changes nothing). */
+async function recordState(q: Queryable, runnerId: string, p: StateEventPayload): Promise<{ project_id: string; state: string } | undefined> {
   const r = p.result;
   const report = r?.report == null ? null : cutUtf8(clean(r.report)!, REPORT_KEEP_BYTES);
   const final = !['queued', 'starting', 'running'].includes(p.state);
-  await q.query(sql`
+  const [changed] = await q.query<{ project_id: string; state: string }>(sql`
     insert into skill_runs as s (id, runner_id, project_id, skill, args, output, profile_id, runtime, model, timeout_sec, state, error, branch,
                                  created_at, started_at, finished_at, report, report_truncated, exit_code, duration_ms, session_id, cost_usd, usage, pull_request)
     select ${p.runId}, ${runnerId}, ${p.project}, ${p.skill}, ${sql.json(p.args.map((a) => a.replace(/\0/g, '')))}, ${p.output}, ${p.profile}, ${p.runtime},
@@ -46,13 +48,16 @@ async function recordState(q: Queryable, runnerId: string, p: StateEventPayload)
       usage = coalesce(excluded.usage, s.usage),
       pull_request = coalesce(excluded.pull_request, s.pull_request),
       updated_at = now()
-    where s.runner_id = excluded.runner_id and ${rank('s.state')} < ${rank('excluded.state')}`);
+    where s.runner_id = excluded.runner_id and ${rank('s.state')} < ${rank('excluded.state')}
+    returning s.project_id, s.state`);
+  return changed;
 }
 
-async function recordProgress(q: Queryable, runnerId: string, runId: string, lines: { seq: number; text: string }[]): Promise<void> {
+/** Store new progress lines; the run's project and line count when some were new. */
+async function recordProgress(q: Queryable, runnerId: string, runId: string, lines: { seq: number; text: string }[]): Promise<{ project_id: string; progress_lines: number } | undefined> {
   if (lines.length === 0) return;
   const rows = lines.map((l) => ({ seq: l.seq, text: clean(l.text) }));
-  await q.query(sql`
+  const [added] = await q.query<{ project_id: string; progress_lines: number }>(sql`
     with owned as (select id from skill_runs where id = ${runId} and runner_id = ${runnerId}),
     added as (
       insert into skill_run_lines (run_id, seq, text)
@@ -61,35 +66,44 @@ async function recordProgress(q: Queryable, runnerId: string, runId: string, lin
       returning seq, text)
     update skill_runs set progress_lines = progress_lines + (select count(*) from added),
            last_progress = coalesce((select text from added order by seq desc limit 1), last_progress), updated_at = now()
-     where id in (select id from owned) and exists (select 1 from added)`);
+     where id in (select id from owned) and exists (select 1 from added)
+    returning project_id, progress_lines`);
+  return added;
 }
 
-async function recordPatch(q: Queryable, runnerId: string, p: { runId: string; bytes: number; sha256: string; text: string; truncated: boolean }): Promise<void> {
+async function recordPatch(q: Queryable, runnerId: string, p: { runId: string; bytes: number; sha256: string; text: string; truncated: boolean }): Promise<{ project_id: string } | undefined> {
   const kept = cutUtf8(clean(p.text)!, PATCH_KEEP_BYTES, true);
   const truncated = p.truncated || kept.cut || p.bytes > Buffer.byteLength(kept.text);
-  await q.query(sql`
+  const [row] = await q.query<{ project_id: string }>(sql`
     update skill_runs set patch = ${kept.text}, patch_bytes = ${p.bytes}, patch_sha256 = ${p.sha256}, patch_truncated = ${truncated}, updated_at = now()
-     where id = ${p.runId} and runner_id = ${runnerId}`);
+     where id = ${p.runId} and runner_id = ${runnerId} returning project_id`);
+  return row;
 }
 
 /** The hub's hook for skill run events of one batch, in order (cheap when there are none). */
 export async function recordSkillRuns(q: Queryable, runnerId: string, events: RunnerEvent[]): Promise<number> {
   let applied = 0;
+  // Live notices (functions/live/live.ts): each state change, and one progress notice per run and batch.
+  const progressed = new Map<string, { projectId: string; lines?: number }>();
   for (const e of events) {
     if (!e.kind.startsWith('skill_run.')) continue;
     if (e.kind === 'skill_run.state') {
       const p = stateEventPayload.safeParse(e.payload);
-      if (p.success) await recordState(q, runnerId, p.data);
+      const changed = p.success ? await recordState(q, runnerId, p.data) : undefined;
+      if (p.success && changed) await publish(q, { type: 'run', projectId: changed.project_id, id: p.data.runId, state: changed.state }, { projectId: changed.project_id });
       applied += Number(p.success);
     } else if (e.kind === 'skill_run.progress') {
       const p = progressEventPayload.safeParse(e.payload);
-      if (p.success) await recordProgress(q, runnerId, p.data.runId, p.data.lines);
+      const added = p.success ? await recordProgress(q, runnerId, p.data.runId, p.data.lines) : undefined;
+      if (p.success && added) progressed.set(p.data.runId, { projectId: added.project_id, lines: Number(added.progress_lines) });
       applied += Number(p.success);
     } else if (e.kind === 'skill_run.patch') {
       const p = patchEventPayload.safeParse(e.payload);
-      if (p.success) await recordPatch(q, runnerId, p.data);
+      const row = p.success ? await recordPatch(q, runnerId, p.data) : undefined;
+      if (p.success && row) progressed.set(p.data.runId, { projectId: row.project_id, lines: progressed.get(p.data.runId)?.lines });
       applied += Number(p.success);
     }
   }
+  for (const [id, { projectId, lines }] of progressed) await publish(q, { type: 'run.progress', projectId, id, lines }, { projectId });
   return applied;
 }

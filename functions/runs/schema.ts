@@ -15,6 +15,10 @@ const pullRequest = z.object({
   files: z.number().int().nonnegative(),
   patchBytes: z.number().int().nonnegative(),
   patchSha256: short(64),
+  /** The pull request the runner opened from the branch, or why it could not. */
+  url: z.string().max(2048).refine((u) => /^https?:\/\//.test(u), { message: 'must be an http(s) URL' }).optional(),
+  number: z.number().int().positive().optional(),
+  openError: short(2000).optional(),
 });
 
 export const stateEventPayload = z.object({

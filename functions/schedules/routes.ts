@@ -8,6 +8,7 @@ import type { AppContext, Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { HttpError, json, notFound } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
 import { nextTime, scheduleRow, settingsOf, toSchedule } from './schedules.ts';
 import type { ScheduleRow } from './schedules.ts';
 import { projectParams, scheduleCreate, scheduleParams, schedulePatch } from './schema.ts';
@@ -123,7 +124,7 @@ export const routes: Route[] = [
         await tx.query(sql`delete from project_schedules where id = ${params.scheduleId}`);
         return before;
       });
-      return new Response(null, { status: 204 });
+      return empty(204);
     },
   }),
   route({

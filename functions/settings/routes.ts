@@ -5,6 +5,7 @@ import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { notFound, json } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
 import { BACKUP_NOTE } from '../lib/keyfile.ts';
 import { INSTANCE_SECRETS, requireEncryptionKey, secretStatuses, storeSecret } from './secrets.ts';
 import type { SecretName } from './secrets.ts';
@@ -99,7 +100,7 @@ export const routes: Route[] = [
         const [gone] = await tx.query(sql`delete from instance_secrets where name = ${params.name} returning 1`);
         if (!gone) throw notFound('that secret is not set');
       });
-      return new Response(null, { status: 204 });
+      return empty(204);
     },
   }),
 ];

@@ -1,6 +1,6 @@
 // The trigger firer (spec: Inbound delivery states; "The run starts after the response"; Limits "Live
 // runs per trigger: one"). Every API process runs one; they share the work through the database:
-//   claim   the oldest `accepted` delivery (FOR UPDATE SKIP LOCKED), then its trigger row FOR NO KEY
+//   claim   up to CLAIM_BATCH of the oldest `accepted` deliveries (FOR UPDATE SKIP LOCKED), in order, and per trigger its row FOR NO KEY
 //           UPDATE, so the decisions for one trigger are taken one at a time across all processes (not
 //           FOR UPDATE: that waits for the key-share lock every hook transaction's foreign keys hold on
 //           the row, and under a steady stream of deliveries the firer starved until the stream stopped)
@@ -33,6 +33,8 @@ import type { TriggerRow } from './triggers.ts';
 /** A fired run with no record yet (its first event not in) counts as live this long. */
 const UNREPORTED_RUN_LIVE_MS = 10 * 60 * 1000;
 const DETAIL_CHARS = 500;
+/** Deliveries decided per claim transaction (firer batches, docs/performance.md). */
+const CLAIM_BATCH = 100;
 
 export interface FirerOptions {
   db: Db;
@@ -42,6 +44,8 @@ export interface FirerOptions {
   leaseMs: number;
   pollMs?: number;
   concurrency?: number;
+  /** A trigger row was changed here (it disabled itself): the hook cache of this process forgets it. */
+  onTriggerChanged?: (triggerId: string) => void;
 }
 
 export interface Facts {
@@ -135,16 +139,17 @@ export class TriggerFirer {
       this.again = false;
       await this.expireLeases();
       while (!this.stopped && this.inFlight.size < this.concurrency) {
-        const claimed = await this.claim();
+        const claimed = await this.claim(this.concurrency - this.inFlight.size);
         if (claimed === null) break;
-        if (claimed === 'decided') continue;
-        const p: Promise<void> = this.send(claimed)
-          .catch((err) => this.opts.log.error('trigger firing failed', { deliveryId: claimed.id, error: err instanceof Error ? err.message : String(err) }))
-          .finally(() => {
-            this.inFlight.delete(p);
-            this.kick();
-          });
-        this.inFlight.add(p);
+        for (const c of claimed) {
+          const p: Promise<void> = this.send(c)
+            .catch((err) => this.opts.log.error('trigger firing failed', { deliveryId: c.id, error: err instanceof Error ? err.message : String(err) }))
+            .finally(() => {
+              this.inFlight.delete(p);
+              this.kick();
+            });
+          this.inFlight.add(p);
+        }
       }
     } while (this.again && !this.stopped);
   }
@@ -157,36 +162,65 @@ export class TriggerFirer {
        where status = 'firing' and lease_expires_at < ${new Date(this.opts.clock.now())}`);
   }
 
-  /** One delivery decided: 'decided' when it ended skipped or failed, the claim when it must be sent, null when none is waiting. */
-  private async claim(): Promise<Claimed | 'decided' | null> {
+  /**
+   * Up to CLAIM_BATCH of the oldest waiting deliveries decided in one transaction, in their order, as if
+   * one after another: per trigger its row is locked and the facts read once, and a delivery that goes
+   * `firing` makes the later ones of its trigger live (previous_still_running), as it would one by one.
+   * Returns the claims to send (at most `sendable`; the rest stay `accepted` for the next claim), or
+   * null when none is waiting.
+   */
+  private async claim(sendable: number): Promise<Claimed[] | null> {
     const { db, clock } = this.opts;
-    return db.transaction(async (tx) => {
-      const [d] = await tx.query<{ id: string; trigger_id: string; args: string[] | null }>(sql`
+    const disabled: string[] = [];
+    const claimed = await db.transaction(async (tx) => {
+      const waiting = await tx.query<{ id: string; trigger_id: string; args: string[] | null }>(sql`
         select id, trigger_id, args from inbound_deliveries where status = 'accepted'
-         order by created_at, id limit 1 for update skip locked`);
-      if (!d) return null;
-      const [t] = await tx.query<TriggerRow>(sql`select * from triggers where id = ${d.trigger_id} for no key update`);
+         order by created_at, id limit ${CLAIM_BATCH} for update skip locked`);
+      if (!waiting.length) return null;
+      const byTrigger = new Map<string, typeof waiting>();
+      for (const d of waiting) byTrigger.set(d.trigger_id, [...(byTrigger.get(d.trigger_id) ?? []), d]);
+      const out: Claimed[] = [];
+      const decided = new Map<string, { status: string; reason: string; ids: string[] }>();
       const now = clock.now();
-      const decision = decide({
-        enabled: t.enabled,
-        creatorAuthorized: await creatorAuthorized(tx, t.created_by, t.project_id),
-        live: await hasLiveRun(tx, t.id, d.id, now),
-        budgetExceeded: await budgetExceeded(tx, t.project_id),
-      });
-      if (decision.status === 'firing') {
+      for (const [triggerId, list] of byTrigger) {
+        const [t] = await tx.query<TriggerRow>(sql`select * from triggers where id = ${triggerId} for no key update`);
+        let enabled = t.enabled;
+        const authorized = await creatorAuthorized(tx, t.created_by, t.project_id);
+        let live = await hasLiveRun(tx, t.id, list[0].id, now);
+        const overBudget = await budgetExceeded(tx, t.project_id);
+        for (const d of list) {
+          const decision = decide({ enabled, creatorAuthorized: authorized, live, budgetExceeded: overBudget });
+          if (decision.status === 'firing') {
+            if (out.length >= sendable) continue; // stays accepted, claimed next time (later ones of this trigger then see this one live)
+            out.push({ id: d.id, args: d.args, trigger: t });
+            live = true;
+            continue;
+          }
+          const key = `${decision.status}/${decision.reason}`;
+          const group = decided.get(key) ?? { status: decision.status, reason: decision.reason, ids: [] };
+          group.ids.push(d.id);
+          decided.set(key, group);
+          if (decision.reason === 'creator_not_authorized' && enabled) {
+            enabled = false; // the later ones of this trigger: skipped, trigger_disabled
+            await tx.query(sql`update triggers set enabled = false, disabled_reason = 'creator_not_authorized', updated_at = now() where id = ${t.id}`);
+            await appendAudit(tx, { actor: 'system', action: 'trigger.disable', target: { type: 'trigger', id: t.id }, diff: { reason: 'creator_not_authorized', creator: t.created_by, deliveryId: d.id } });
+            this.opts.log.warn('trigger disabled itself: its creator is no longer an active admin of the project', { triggerId: t.id, projectId: t.project_id });
+            disabled.push(t.id);
+          }
+        }
+      }
+      if (out.length) {
         await tx.query(sql`
           update inbound_deliveries set status = 'firing', lease_owner = ${this.owner}, lease_expires_at = ${new Date(now + this.opts.leaseMs)}, updated_at = now()
-           where id = ${d.id}`);
-        return { id: d.id, args: d.args, trigger: t };
+           where id = any(${out.map((c) => c.id)})`);
       }
-      await tx.query(sql`update inbound_deliveries set status = ${decision.status}, reason = ${decision.reason}, updated_at = now() where id = ${d.id}`);
-      if (decision.reason === 'creator_not_authorized') {
-        await tx.query(sql`update triggers set enabled = false, disabled_reason = 'creator_not_authorized', updated_at = now() where id = ${t.id}`);
-        await appendAudit(tx, { actor: 'system', action: 'trigger.disable', target: { type: 'trigger', id: t.id }, diff: { reason: 'creator_not_authorized', creator: t.created_by, deliveryId: d.id } });
-        this.opts.log.warn('trigger disabled itself: its creator is no longer an active admin of the project', { triggerId: t.id, projectId: t.project_id });
+      for (const g of decided.values()) {
+        await tx.query(sql`update inbound_deliveries set status = ${g.status}, reason = ${g.reason}, updated_at = now() where id = any(${g.ids})`);
       }
-      return 'decided';
+      return out;
     });
+    for (const id of disabled) this.opts.onTriggerChanged?.(id);
+    return claimed;
   }
 
   /** Send the command on behalf of the creator and record what came back. */

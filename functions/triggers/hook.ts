@@ -21,8 +21,10 @@ import { sql } from '../lib/db/index.ts';
 import { errorResponse, json } from '../lib/errors.ts';
 import { HttpError } from '../lib/errors.ts';
 import { isJsonType, readBody } from '../lib/http.ts';
+import { empty } from '../lib/respond.ts';
 import { parsePayload, renderArgs } from './placeholders.ts';
 import type { Reason } from './placeholders.ts';
+import type { CachedTrigger } from './cache.ts';
 import { PUBLIC_ID, liveSecrets, publicIdHash } from './triggers.ts';
 import type { TriggerRow } from './triggers.ts';
 import { signedHeaders, verifyTrigger } from './verify.ts';
@@ -33,7 +35,7 @@ const REPLAY_MEMORY_MS = 24 * 3600 * 1000;
 const DUMMY_SECRET = 'svc-dummy-secret-never-issued-as-a-trigger-secret';
 
 /** An answer without a body; `close` when the request body was left unread. */
-const empty = (status: number, close: boolean) => new Response(null, { status, headers: close ? { connection: 'close' } : {} });
+const bare = (status: number, close: boolean) => empty(status, close ? { connection: 'close' } : {});
 
 /** 422 invalid_payload with every reason (the hook and the dry run answer alike). */
 export function refusedPayload(reasons: Pick<Reason, 'field' | 'code' | 'message'>[]): Response {
@@ -46,39 +48,46 @@ const RATE_LIMITED = 'SV429';
 /** SQLSTATE foreign_key_violation: the trigger was deleted between the lookup and the record. */
 const TRIGGER_GONE = '23503';
 
-type Verdict = { kind: 'replayed' } | { kind: 'refused'; reasons: Reason[] } | { kind: 'accepted' } | { kind: 'rate_limited' } | { kind: 'gone' };
+type Verdict = { kind: 'replayed' } | { kind: 'refused'; reasons: Reason[] } | { kind: 'accepted' } | { kind: 'rate_limited' } | { kind: 'gone' } | { kind: 'stale' };
 
 /**
  * Step 5: replay memory, the placeholder verdict, the rate bucket and the delivery row, atomically, as
  * ONE autocommit statement: the trigger's bucket row is locked only while PostgreSQL runs it and commits,
  * never across a round trip to this process (which serialized every accepted delivery of a trigger).
  */
-async function record(ctx: AppContext, t: TriggerRow, delivery: string, raw: Uint8Array): Promise<Verdict> {
+async function record(ctx: AppContext, c: CachedTrigger, delivery: string, raw: Uint8Array): Promise<Verdict> {
+  const t = c.row;
   const now = new Date(ctx.clock.now());
   const parsed = parsePayload(raw);
   const rendered = parsed.ok ? renderArgs(t.action === 'skill' ? t.args : [], parsed.payload, t.value_pattern, t.allowed_paths) : parsed;
   const capacity = ctx.config.TRIGGER_RATE_PER_HOUR;
+  // Only while the trigger is enabled and its row is the version that was verified with (the cache may
+  // hold an older one: then nothing is claimed and `current` is false).
+  const current = sql`select 1 from triggers where id = ${t.id} and enabled and xmin::text = ${c.version}`;
   // The id is used up for 24 h; an older claim of it is taken over.
   const claim = sql`
-    insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) values (${t.id}, ${delivery}, ${now})
+    insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) select ${t.id}, ${delivery}, ${now} where exists (${current})
     on conflict (trigger_id, delivery_id) do update set seen_at = excluded.seen_at
      where trigger_delivery_ids.seen_at <= ${new Date(now.getTime() - REPLAY_MEMORY_MS)}
     returning trigger_id`;
   try {
     if (!rendered.ok) {
       // A refused payload uses up its id and takes no token.
-      const [refused] = await ctx.db.query(sql`
-        with claim as (${claim})
-        insert into inbound_deliveries (id, trigger_id, delivery_id, status, reason, reasons, created_at, updated_at)
-        select gen_random_uuid()::text, trigger_id, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${now}, ${now} from claim
-        returning 1`);
-      return refused ? { kind: 'refused', reasons: rendered.reasons } : { kind: 'replayed' };
+      const [row] = await ctx.db.query<{ current: boolean; refused: boolean }>(sql`
+        with claim as (${claim}),
+        refused as (
+          insert into inbound_deliveries (id, trigger_id, delivery_id, status, reason, reasons, created_at, updated_at)
+          select gen_random_uuid()::text, trigger_id, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${now}, ${now} from claim
+          returning 1)
+        select exists (${current}) as current, exists (select 1 from refused) as refused`);
+      if (!row.current) return { kind: 'stale' };
+      return row.refused ? { kind: 'refused', reasons: rendered.reasons } : { kind: 'replayed' };
     }
     // Token bucket: `capacity` tokens, refilled at capacity per hour, one per accepted delivery; taken
     // only when the id was claimed. Claimed without a token: svc_trigger_rate_limited() raises, and the
     // claim is rolled back with the statement.
     const refilled = sql`least(${capacity}::float8, trigger_rate.tokens + greatest(0, extract(epoch from (${now}::timestamptz - trigger_rate.updated_at))::float8) * ${capacity / 3600}::float8)`;
-    const [row] = await ctx.db.query<{ claimed: boolean; accepted: boolean }>(sql`
+    const [row] = await ctx.db.query<{ current: boolean; accepted: boolean }>(sql`
       with claim as (${claim}),
       token as (
         insert into trigger_rate (trigger_id, tokens, updated_at) select trigger_id, ${capacity - 1}::float8, ${now} from claim
@@ -89,11 +98,12 @@ async function record(ctx: AppContext, t: TriggerRow, delivery: string, raw: Uin
         insert into inbound_deliveries (id, trigger_id, delivery_id, status, args, created_at, updated_at)
         select gen_random_uuid()::text, trigger_id, ${delivery}, 'accepted', ${sql.json(rendered.args)}, ${now}, ${now} from token
         returning 1)
-      select exists (select 1 from claim) as claimed,
+      select exists (${current}) as current,
              case when exists (select 1 from accepted) then true
                   when exists (select 1 from claim) then svc_trigger_rate_limited()
                   else false end as accepted`);
-    return row.accepted ? { kind: 'accepted' } : { kind: 'replayed' };
+    if (row.accepted) return { kind: 'accepted' };
+    return row.current ? { kind: 'replayed' } : { kind: 'stale' };
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === RATE_LIMITED) return { kind: 'rate_limited' };
@@ -102,22 +112,47 @@ async function record(ctx: AppContext, t: TriggerRow, delivery: string, raw: Uin
   }
 }
 
-function usableSecrets(ctx: AppContext, t: TriggerRow): string[] {
-  if (!ctx.keys.encryption) return [];
+/** The row at its version, with its secrets decrypted (null when none decrypts: nothing verifies). */
+async function load(ctx: AppContext, hash: string): Promise<CachedTrigger | null> {
+  const mark = ctx.triggers?.mark() ?? 0;
+  const [row] = await ctx.db.query<TriggerRow & { row_version: string }>(sql`select *, xmin::text as row_version from triggers where public_id_hash = ${hash}`);
+  if (!row) return null;
+  const { row_version: version, ...t } = row;
+  const c: CachedTrigger = { row: t, version, secrets: decryptSecrets(ctx, t) };
+  ctx.triggers?.set(hash, c, mark);
+  return c;
+}
+
+function decryptSecrets(ctx: AppContext, t: TriggerRow): CachedTrigger['secrets'] {
+  if (!ctx.keys.encryption) return null;
   try {
-    return liveSecrets(t, ctx.keys.encryption, ctx.clock.now());
+    // Both, whatever the clock says now: liveness is decided per request (usableSecrets).
+    const [current, previous] = liveSecrets(t, ctx.keys.encryption, -Infinity);
+    return { current, previous: previous ?? null, previousUntilMs: t.previous_secret_expires_at ? new Date(t.previous_secret_expires_at).getTime() : 0 };
   } catch (err) {
     if (!(err instanceof DecryptError)) throw err;
     ctx.log.warn('a trigger secret does not decrypt: rotate it (see docs/triggers.md)', { triggerId: t.id, problem: err.message });
-    return [];
+    return null;
   }
 }
 
+/** The secrets that verify now, padded with dummies to two, so every verification computes two digests. */
+function usableSecrets(c: CachedTrigger, nowMs: number): string[] {
+  const s = c.secrets;
+  if (!s) return [DUMMY_SECRET, DUMMY_SECRET];
+  return [s.current, s.previous !== null && s.previousUntilMs > nowMs ? s.previous : DUMMY_SECRET];
+}
+
+/** How many times a request is checked again from the database when the trigger changed under it. */
+const FRESH_ATTEMPTS = 3;
+
 async function hook(publicId: string, request: Request, ctx: AppContext): Promise<Response> {
-  // 1. The same query for every id; a malformed one is hashed too and simply finds nothing.
-  const [t] = await ctx.db.query<TriggerRow>(sql`select * from triggers where public_id_hash = ${publicIdHash(publicId)}`);
+  // 1. The same query for every id not in the cache (which holds enabled triggers only); a malformed id
+  //    is hashed too and simply finds nothing.
+  const hash = publicIdHash(publicId);
+  let t = ctx.triggers?.get(hash) ?? (await load(ctx, hash));
   const unread = request.body !== null;
-  if (!t || !t.enabled || !PUBLIC_ID.test(publicId) || t.public_id !== publicId) return empty(404, unread);
+  if (!t || !t.row.enabled || !PUBLIC_ID.test(publicId) || t.row.public_id !== publicId) return bare(404, unread);
   // 2.
   if (request.headers.has('content-encoding') || !isJsonType(request.headers.get('content-type'))) {
     const e = new HttpError(415, 'unsupported_media_type', 'the body must be uncompressed application/json', undefined, unread ? { connection: 'close' } : undefined);
@@ -125,20 +160,31 @@ async function hook(publicId: string, request: Request, ctx: AppContext): Promis
   }
   // 3. Throws 413 or 408 (closing the connection).
   const raw = await readBody(request, HOOK_BODY_LIMIT, ctx.config.TRIGGER_BODY_TIMEOUT_SECONDS * 1000);
-  // 4. Without the key, or with another key than the one that stored them, no secret decrypts: nothing verifies.
-  const secrets = usableSecrets(ctx, t);
-  while (secrets.length < 2) secrets.push(DUMMY_SECRET);
-  const verdict = verifyTrigger(signedHeaders(request.headers), raw, secrets, ctx.clock.now());
-  if (!verdict.ok || secrets[verdict.secretIndex] === DUMMY_SECRET) return empty(401, false);
-  // 5.
-  const outcome = await record(ctx, t, verdict.delivery, raw);
-  if (outcome.kind === 'rate_limited') return errorResponse(new HttpError(429, 'rate_limited', `this trigger accepts ${ctx.config.TRIGGER_RATE_PER_HOUR} deliveries per hour; nothing was recorded, retry later with the same delivery id`));
-  if (outcome.kind === 'gone') return empty(404, false);
-  if (outcome.kind === 'replayed') return errorResponse(new HttpError(409, 'replayed', 'this delivery id was used within the last 24 hours'));
-  if (outcome.kind === 'refused') return refusedPayload(outcome.reasons);
-  // 6. Committed: answer, and let the firer start the run after this answer.
-  setImmediate(() => ctx.firer?.kick());
-  return json({ deliveryId: verdict.delivery, status: 'accepted' }, { status: 202 });
+  const signed = signedHeaders(request.headers);
+  for (let attempt = 0; ; attempt++) {
+    // 4. Without the key, or with another key than the one that stored them, no secret decrypts: nothing verifies.
+    const secrets = usableSecrets(t, ctx.clock.now());
+    const verdict = verifyTrigger(signed, raw, secrets, ctx.clock.now());
+    if (!verdict.ok || secrets[verdict.secretIndex] === DUMMY_SECRET) return bare(401, false);
+    // 5.
+    const outcome = await record(ctx, t, verdict.delivery, raw);
+    if (outcome.kind === 'stale') {
+      // The trigger changed since `t` was read (cached, or in a race): forget it, check again from the database.
+      ctx.triggers?.invalidate(t.row.id);
+      const fresh = attempt < FRESH_ATTEMPTS ? await load(ctx, hash) : null;
+      if (attempt >= FRESH_ATTEMPTS) throw new Error(`trigger ${t.row.id} kept changing while a delivery was recorded`);
+      if (!fresh || !fresh.row.enabled || fresh.row.public_id !== publicId) return bare(404, false);
+      t = fresh;
+      continue;
+    }
+    if (outcome.kind === 'rate_limited') return errorResponse(new HttpError(429, 'rate_limited', `this trigger accepts ${ctx.config.TRIGGER_RATE_PER_HOUR} deliveries per hour; nothing was recorded, retry later with the same delivery id`));
+    if (outcome.kind === 'gone') return bare(404, false);
+    if (outcome.kind === 'replayed') return errorResponse(new HttpError(409, 'replayed', 'this delivery id was used within the last 24 hours'));
+    if (outcome.kind === 'refused') return refusedPayload(outcome.reasons);
+    // 6. Committed: answer, and let the firer start the run after this answer.
+    setImmediate(() => ctx.firer?.kick());
+    return json({ deliveryId: verdict.delivery, status: 'accepted' }, { status: 202 });
+  }
 }
 
 export const routes: Route[] = [

@@ -12,6 +12,7 @@ import { DecryptError } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { json, notFound } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../settings/secrets.ts';
 import { refusedPayload, routes as hookRoutes } from './hook.ts';
@@ -44,6 +45,15 @@ async function getRow(q: Queryable, p: Params, lock = false): Promise<TriggerRow
 }
 
 
+/** A change to a trigger row: this process's hook cache forgets it once the change is done, committed or not (triggers/cache.ts). */
+async function changing<T>(ctx: AppContext, triggerId: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } finally {
+    ctx.triggers?.invalidate(triggerId);
+  }
+}
+
 const view = (ctx: AppContext, request: Request) => (r: TriggerRow) => toTrigger(r, publicBase(ctx.config, request), ctx.keys.encryption, ctx.clock.now());
 
 async function saveSettings(tx: Queryable, triggerId: string, s: TriggerSettings): Promise<void> {
@@ -64,11 +74,11 @@ function toggle(enabled: boolean): Route {
     access: ADMIN,
     params: triggerParams,
     async handler({ principal, params, requestId, request }, ctx) {
-      const row = await audited(ctx.db, { actor: principal!, action: `trigger.${enabled ? 'enable' : 'disable'}`, target: { type: 'trigger', id: params.triggerId }, requestId }, async (tx) => {
+      const row = await changing(ctx, params.triggerId, audited(ctx.db, { actor: principal!, action: `trigger.${enabled ? 'enable' : 'disable'}`, target: { type: 'trigger', id: params.triggerId }, requestId }, async (tx) => {
         await getRow(tx, params);
         await tx.query(sql`update triggers set enabled = ${enabled}, disabled_reason = null, updated_at = now() where id = ${params.triggerId}`);
         return getRow(tx, params);
-      });
+      }));
       return json(view(ctx, request)(row));
     },
   });
@@ -154,7 +164,7 @@ export const routes: Route[] = [
     params: triggerParams,
     body: triggerPatch,
     async handler({ principal, params, body, requestId, request }, ctx) {
-      const { after } = await audited(
+      const { after } = await changing(ctx, params.triggerId, audited(
         ctx.db,
         (r: { before: TriggerRow; after: TriggerRow }) => ({ actor: principal!, action: 'trigger.update', target: { type: 'trigger', id: params.triggerId }, diff: { before: auditDiff(settingsOf(r.before)), after: auditDiff(settingsOf(r.after)) }, requestId }),
         async (tx) => {
@@ -163,7 +173,7 @@ export const routes: Route[] = [
           await saveSettings(tx, params.triggerId, settle({ ...settingsOf(before), ...given }, given));
           return { before, after: await getRow(tx, params) };
         },
-      );
+      ));
       return json(view(ctx, request)(after));
     },
   }),
@@ -176,12 +186,12 @@ export const routes: Route[] = [
     status: 204,
     params: triggerParams,
     async handler({ principal, params, requestId }, ctx) {
-      await audited(ctx.db, (r: TriggerRow) => ({ actor: principal!, action: 'trigger.delete', target: { type: 'trigger', id: params.triggerId }, diff: { before: auditDiff(settingsOf(r)) }, requestId }), async (tx) => {
+      await changing(ctx, params.triggerId, audited(ctx.db, (r: TriggerRow) => ({ actor: principal!, action: 'trigger.delete', target: { type: 'trigger', id: params.triggerId }, diff: { before: auditDiff(settingsOf(r)) }, requestId }), async (tx) => {
         const before = await getRow(tx, params);
         await tx.query(sql`delete from triggers where id = ${params.triggerId}`);
         return before;
-      });
-      return new Response(null, { status: 204 });
+      }));
+      return empty(204);
     },
   }),
   toggle(true),
@@ -196,7 +206,7 @@ export const routes: Route[] = [
     async handler({ principal, params, requestId, request }, ctx) {
       const key = requireEncryptionKey(ctx);
       const secret = newSecret();
-      const row = await audited(ctx.db, { actor: principal!, action: 'trigger.rotate', target: { type: 'trigger', id: params.triggerId }, requestId }, async (tx) => {
+      const row = await changing(ctx, params.triggerId, audited(ctx.db, { actor: principal!, action: 'trigger.rotate', target: { type: 'trigger', id: params.triggerId }, requestId }, async (tx) => {
         const before = await getRow(tx, params, true);
         // A secret that no longer decrypts (another APP_ENCRYPTION_KEY) is replaced with no overlap:
         // rotating is the remedy, so it must work then too.
@@ -208,7 +218,7 @@ export const routes: Route[] = [
                  previous_secret_expires_at = ${until}, updated_at = now()
            where id = ${params.triggerId}`);
         return getRow(tx, params);
-      });
+      }));
       return json({ trigger: view(ctx, request)(row), secret }, { headers: { 'cache-control': 'no-store' } });
     },
   }),

@@ -8,9 +8,11 @@ import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import type { AppContext, Route } from '../lib/context.ts';
+import { publish } from '../live/live.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, json, notFound } from '../lib/errors.ts';
+import { empty } from '../lib/respond.ts';
 import { requireEncryptionKey } from '../settings/secrets.ts';
 import { CATALOGUE, EVENT_TYPES, SUBSCRIBABLE_TYPES } from './catalogue.ts';
 import { CHANNEL } from './capture.ts';
@@ -299,7 +301,7 @@ export const routes: Route[] = [
         if (!gone) throw notFound('no such webhook');
         await tx.query(sql`delete from outbound_deliveries where webhook_id = ${params.webhookId}`);
       });
-      return new Response(null, { status: 204 });
+      return empty(204);
     },
   }),
   route({
@@ -357,6 +359,7 @@ export const routes: Route[] = [
         async (tx) => {
           const before = await resumeCircuit(tx, params.webhookId);
           if (!before) throw notFound('no such webhook');
+          await publish(tx, { type: 'webhook', id: params.webhookId, circuit: 'closed' }, { admins: true });
           return before;
         },
       );

@@ -25,6 +25,7 @@ import { runContained } from '../lib/safety-net.ts';
 import { CHAT_HEADERS, chatUrl } from '../notifications/chat.ts';
 import type { ChannelKind } from '../notifications/chat.ts';
 import { CHANNEL } from './capture.ts';
+import { publish } from '../live/live.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
 import type { Circuit, CircuitState } from './circuit.ts';
 import { checkTarget, compileAllowlist, systemResolver } from './guard.ts';
@@ -258,7 +259,10 @@ export class WebhookWorker {
       update outbound_deliveries d set next_attempt_at = ${now}
         from opened where d.id = opened.trial_delivery_id
       returning d.id, d.webhook_id`);
-    for (const o of opened) this.log.info('webhook circuit half-open: trying the receiver again', { webhookId: o.webhook_id, deliveryId: o.id });
+    for (const o of opened) {
+      this.log.info('webhook circuit half-open: trying the receiver again', { webhookId: o.webhook_id, deliveryId: o.id });
+      await publish(this.db, { type: 'webhook', id: o.webhook_id, circuit: 'half-open' }, { admins: true });
+    }
   }
 
   /** Take up to `n` due deliveries with a lease; count each attempt as it starts. */
@@ -414,6 +418,7 @@ export class WebhookWorker {
                circuit_opened_at = ${after.openedAt === null ? null : new Date(after.openedAt)}, trial_delivery_id = ${after.trialDeliveryId}
          where id = ${d.webhook_id}`);
       if (after.state !== before.state) {
+        await publish(tx, { type: 'webhook', id: d.webhook_id, circuit: after.state }, { admins: true });
         const log = after.state === 'open' ? this.log.warn : this.log.info;
         log(`webhook circuit ${after.state}`, { webhookId: d.webhook_id, consecutiveFailures: after.consecutiveFailures });
       }

@@ -1,4 +1,6 @@
 // What every command handler gets, and the error value a handler fails with.
+import { CODEHOST_CAPABILITY, REPLAY_CAPABILITY } from '../../protocol/frames.ts';
+import type { CodeHost } from '../codehost/poller.ts';
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import type { Env } from '../paths.ts';
 import type { Terminals } from '../terminal.ts';
@@ -14,6 +16,8 @@ export interface CommandContext {
   terminals?: Terminals;
   /** The transcript ingest (session.backfill); absent outside the daemon. */
   ingest?: Ingest;
+  /** The daemon's code-host client and collectors; absent outside the daemon. */
+  codehost?: CodeHost;
 }
 
 /** A command failure with its own code (for example `path_not_allowed`), answered as `ok: false`. */
@@ -26,7 +30,8 @@ export class CommandError extends Error {
   }
 }
 
-/** Capabilities this runner announces: `terminal` unless `terminal.attach` is disabled. */
+/** Capabilities this runner announces: `terminal` unless `terminal.attach` is disabled; `codehost`:
+ *  it reads `repo` in its watch list (protocol/frames.ts watchedProject) and polls the code host. */
 export function capabilities(config: RunnerConfig): string[] {
-  return config.disabledCommands.includes('terminal.attach') ? [] : ['terminal'];
+  return [...(config.disabledCommands.includes('terminal.attach') ? [] : ['terminal']), CODEHOST_CAPABILITY, REPLAY_CAPABILITY];
 }

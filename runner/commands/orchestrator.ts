@@ -9,7 +9,7 @@ import { projectOf } from '../fleet-paths.ts';
 import { chooseProfile, ensureExcluded, launchAgent, PROMPTS } from '../launch.ts';
 import { readPane } from '../pane-text.ts';
 import { ORCHESTRATOR_OPTIONS, exitedData, expectSession, ownerOf, reapDead } from '../panes.ts';
-import { capturePanes, hasSession, killSession, listSessions, paneEnd, requireTmux, sendKeys, sessionName } from '../tmux.ts';
+import { capturePanes, clearRecordedEnd, hasSession, killSession, listSessions, paneEnd, requireTmux, sendKeys, sessionName } from '../tmux.ts';
 import type { SessionInfo } from '../tmux.ts';
 import { CommandError } from './context.ts';
 import type { CommandContext } from './context.ts';
@@ -45,6 +45,7 @@ export async function orchestratorStart(args: CommandArgs<'orchestrator.start'>,
     prompt: PROMPTS.orchestrator,
     env: ctx.env,
     options: ORCHESTRATOR_OPTIONS,
+    recordExit: true,
   });
   // launchAgent's check sees the session; with remain-on-exit it stays even when the agent exited.
   const early = await reapDead(ctx.env, session);
@@ -64,6 +65,7 @@ export async function orchestratorStop(args: CommandArgs<'orchestrator.stop'>, c
   expectSession(session, 'stopped');
   const end = await paneEnd(ctx.env, session, 0);
   const stopped = await killSession(ctx.env, session);
+  clearRecordedEnd(ctx.env, session);
   const code = end?.exitCode != null ? { exitCode: end.exitCode } : {};
   if (stopped) reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'orchestrator.stopped', data: { reason: 'stopped', session, origin: 'command', ...code } });
   return { stopped, session };

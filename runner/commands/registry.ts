@@ -8,6 +8,7 @@ import type { CommandArgs, CommandName } from '../../protocol/commands.ts';
 import { describeIssues } from '../config.ts';
 import { CommandError } from './context.ts';
 import type { CommandContext } from './context.ts';
+import { collectorPoll, issueCreate, issuesRefresh, prInspect } from './codehost.ts';
 import { runnerDescribe } from './describe.ts';
 import { orchestratorStart, orchestratorStatus, orchestratorStop } from './orchestrator.ts';
 import { runnerPing } from './ping.ts';
@@ -36,6 +37,10 @@ export const HANDLERS: Handlers = {
   'orchestrator.status': orchestratorStatus,
   'slot.stop': slotStop,
   'slot.message': slotMessage,
+  'issue.create': issueCreate,
+  'issues.refresh': issuesRefresh,
+  'collector.poll': collectorPoll,
+  'pr.inspect': prInspect,
   'pr.approve': prApprove,
   'pr.requestChanges': prRequestChanges,
   'pr.voidApproval': prVoidApproval,

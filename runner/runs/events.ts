@@ -42,7 +42,8 @@ export interface RunResult {
   costUsd: number | null;
   usage: Record<string, number> | null;
   turns: number | null;
-  pullRequest: PatchInfo | null;
+  /** The patch, and the pull request opened from it (url, number) or why it was not (openError). */
+  pullRequest: (PatchInfo & { url?: string; number?: number; openError?: string }) | null;
   /** Why the patch could not be made, when it could not. */
   patchError?: string;
 }

@@ -16,6 +16,7 @@ import type { RunFile, StateFile } from './files.ts';
 import { summarize } from './stream.ts';
 import { collectPatch, removeRunWorktree } from './worktree.ts';
 import type { PatchInfo } from './worktree.ts';
+import type { PullLink } from '../codehost/publish.ts';
 
 export const resultFile = z.object({ reported: z.boolean(), state: stateFile, result: z.custom<RunResult>((v) => typeof v === 'object' && v !== null) });
 export type ResultFile = z.infer<typeof resultFile>;
@@ -37,6 +38,8 @@ function readTail(file: string, max: number): string {
 }
 
 type Emit = (events: NewEvent[]) => void;
+/** Push the run's branch and open its pull request (codehost/publish.ts); absent outside the daemon. */
+export type Publish = (run: RunFile, patch: PatchInfo, report: string | null) => Promise<PullLink>;
 
 function send(dir: string, run: RunFile, done: ResultFile, emit: Emit): void {
   const events: NewEvent[] = [];
@@ -47,7 +50,7 @@ function send(dir: string, run: RunFile, done: ResultFile, emit: Emit): void {
   writeJson(join(dir, FILES.result), { ...done, reported: true });
 }
 
-export async function finishRun(dir: string, run: RunFile, state: StateFile, emit: Emit): Promise<void> {
+export async function finishRun(dir: string, run: RunFile, state: StateFile, emit: Emit, publish?: Publish): Promise<void> {
   const exit = readExit(dir);
   const summary = summarize(run.runtime, readTail(join(dir, FILES.stream), 8 * 1024 * 1024));
   let patch: PatchInfo | null = null;
@@ -60,7 +63,14 @@ export async function finishRun(dir: string, run: RunFile, state: StateFile, emi
       patchError = `the patch could not be made: ${errorText(e)}`;
     }
   }
-  const done: ResultFile = { reported: false, state, result: buildResult(summary, exit, patch, patchError) };
+  const result = buildResult(summary, exit, patch, patchError);
+  // Only a run that succeeded and committed something opens a pull request; the others keep the branch.
+  if (publish && patch && result.pullRequest && patch.commits > 0 && state.state === 'succeeded') {
+    const link = await publish(run, patch, result.report).catch((e): PullLink => ({ openError: `the pull request could not be opened: ${errorText(e)}` }));
+    result.pullRequest = { ...result.pullRequest, ...link };
+    if (link.openError) log.warn('the run pull request was not opened', { runId: run.runId, error: link.openError });
+  }
+  const done: ResultFile = { reported: false, state, result };
   writeJson(join(dir, FILES.result), done);
   await resendResult(dir, run, done, emit);
 }

@@ -21,6 +21,7 @@ import { secondMs, STOP_GRACE_MS } from './exec.ts';
 import { FILES, isFinal, newRunId, readExit, readJson, readRun, readState, runDir, runsDir, writeJson, writeState } from './files.ts';
 import type { RunFile, RunState, StateFile } from './files.ts';
 import { finishRun, resendResult, resultFile } from './finish.ts';
+import type { Publish } from './finish.ts';
 import { buildRunFile, execRunArgv, sessionEnv } from './prepare.ts';
 import type { RunRequest } from './prepare.ts';
 import { MAX_PROGRESS_LINES, PROGRESS_BATCH, progressEvent, stateEvent } from './events.ts';
@@ -89,6 +90,7 @@ export class SkillRuns {
     private readonly config: RunnerConfig,
     private readonly env: Env,
     private readonly onSpooled: () => void = () => {},
+    private readonly publish?: Publish,
   ) {}
 
   async start(): Promise<void> {
@@ -313,7 +315,7 @@ export class SkillRuns {
     this.readProgress(t);
     t.watcher?.close();
     this.runs.delete(t.run.runId);
-    await finishRun(t.dir, t.run, s, (events) => this.emit(events));
+    await finishRun(t.dir, t.run, s, (events) => this.emit(events), this.publish);
     this.kick();
   }
 

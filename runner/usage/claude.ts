@@ -33,6 +33,11 @@ export interface ClaudeEntry {
   branch: string | null;
   /** From a parent's `progress` line rather than an assistant line. */
   progress: boolean;
+  /**
+   * Counted by ccusage's session report too (its `UsageEntry`): a direct line (not a progress line) whose
+   * `isApiErrorMessage`, if present, is a boolean.
+   */
+  sessionShape: boolean;
 }
 
 export type LineVerdict = { entry: ClaudeEntry } | { skip: 'no-usage' | 'null-field' | 'shape' | 'timestamp' | 'invalid' } | { corrupt: true };
@@ -150,11 +155,28 @@ const SKIP = {
 } as const satisfies Record<string, LineVerdict>;
 const CORRUPT: LineVerdict = { corrupt: true };
 
-/** One line of a transcript → a counted entry, or why not. */
+const NON_ASCII = /[^\x00-\x7f]/;
+const ascii = (v: string | null) => v === null || !NON_ASCII.test(v);
+
+/**
+ * One line of a transcript → a counted entry, or why not. The line is decoded as latin1 (one char per byte:
+ * no UTF-8 decoding, a one-byte string that JSON.parse reads faster). That accepts and rejects exactly the
+ * lines UTF-8 decoding does, because every byte of a multi-byte UTF-8 sequence is ≥ 0x80 and JSON's syntax is
+ * ASCII; only the kept strings can differ, so a line whose kept strings are not all ASCII is read again as UTF-8.
+ */
 export function parseClaudeLine(line: Buffer, lineOffset: number, ctx: FileContext): LineVerdict {
   if (!hasUsageMarker(line)) return SKIP.noUsage;
-  const text = line.toString('utf8');
+  const text = line.toString('latin1');
   if (hasRejectedNull(text)) return SKIP.nullField;
+  const v = parseClaudeText(text, lineOffset, ctx);
+  if ('entry' in v) {
+    const e = v.entry;
+    if (!(ascii(e.priceModel) && ascii(e.messageId) && ascii(e.requestId) && ascii(e.uuid) && ascii(e.cwd) && ascii(e.branch))) return parseClaudeText(line.toString('utf8'), lineOffset, ctx);
+  }
+  return v;
+}
+
+function parseClaudeText(text: string, lineOffset: number, ctx: FileContext): LineVerdict {
   let o: unknown;
   try {
     o = JSON.parse(text);
@@ -205,6 +227,7 @@ export function parseClaudeLine(line: Buffer, lineOffset: number, ctx: FileConte
       cwd: str(o.cwd) ?? str(src.cwd),
       branch: str(o.gitBranch) ?? str(src.gitBranch),
       progress,
+      sessionShape: !progress && optBool(o, 'isApiErrorMessage'),
     },
   };
 }
@@ -244,7 +267,8 @@ export function ccusageCost(e: ClaudeEntry, prices: readonly ModelPrice[]): numb
 export type DedupResult = { kind: 'added'; index: number } | { kind: 'replaced'; index: number; previous: ClaudeEntry } | { kind: 'dropped'; index: number };
 
 /**
- * ccusage's dedup (`push_deduped_daily_entry`), stateful across files and calls: feed entries in ccusage's
+ * ccusage's dedup (`push_deduped_daily_entry`; with `rules: 'session'` its session report's `push_deduped_entry`,
+ * which weighs no cost and indexes a replacement under its own keys too), stateful across files and calls: feed entries in ccusage's
  * order (files sorted by path, lines in file order). Primary key message.id + requestId; failing that the
  * message.id alone when the new line or the kept one is a sidechain (a `/btw` replay of the parent with a
  * new requestId). A duplicate replaces the kept entry only when it is "better": not a sidechain over a
@@ -255,7 +279,10 @@ export class ClaudeDedup {
   readonly entries: ClaudeEntry[] = [];
   private readonly exact = new Map<string, number[]>();
   private readonly byMessage = new Map<string, number[]>();
-  constructor(private readonly prices: readonly ModelPrice[]) {}
+  constructor(
+    private readonly prices: readonly ModelPrice[],
+    private readonly rules: 'daily' | 'session' = 'daily',
+  ) {}
 
   add(e: ClaudeEntry): DedupResult {
     if (e.messageId === null) {
@@ -270,6 +297,10 @@ export class ClaudeDedup {
       const kept = this.entries[found];
       if (!this.better(e, kept)) return { kind: 'dropped', index: found };
       this.entries[found] = e;
+      if (this.rules === 'session') {
+        push(this.exact, exactKey, found);
+        push(this.byMessage, mid, found);
+      }
       return { kind: 'replaced', index: found, previous: kept };
     }
     const index = this.entries.length;
@@ -283,8 +314,10 @@ export class ClaudeDedup {
     if (c.sidechain !== k.sidechain) return k.sidechain;
     const ct = totalTokens(c), kt = totalTokens(k);
     if (ct !== kt) return ct > kt;
-    const cc = ccusageCost(c, this.prices), kc = ccusageCost(k, this.prices);
-    if (cc !== kc) return cc > kc;
+    if (this.rules === 'daily') {
+      const cc = ccusageCost(c, this.prices), kc = ccusageCost(k, this.prices);
+      if (cc !== kc) return cc > kc;
+    }
     return c.speed !== null && k.speed === null;
   }
 }

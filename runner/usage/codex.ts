@@ -33,6 +33,14 @@ export interface CodexFileState {
   sessionId: string | null;
   cwd: string | null;
   branch: string | null;
+  /**
+   * A subagent rollout (`thread_spawn`) starts with a replay of its parent's token counts, all stamped with
+   * the second it was spawned: that second (`YYYY-MM-DDThh:mm:ss`), null when the file has no replay,
+   * undefined until detectCodexReplay has looked (see there).
+   */
+  replaySecond?: string | null;
+  /** Still inside the replayed start: token counts of replaySecond are skipped (their totals kept as the baseline). */
+  skipReplay?: boolean;
 }
 
 export const newCodexFileState = (): CodexFileState => ({ previousTotals: null, currentModel: null, currentModelIsFallback: false, runningTotal: 0, sessionId: null, cwd: null, branch: null });
@@ -41,6 +49,9 @@ const TURN_CONTEXT = Buffer.from('"type":"turn_context"');
 const EVENT_MSG = Buffer.from('"type":"event_msg"');
 const TOKEN_COUNT = Buffer.from('"type":"token_count"');
 const SESSION_META = Buffer.from('"type":"session_meta"');
+const THREAD_SPAWN = Buffer.from('thread_spawn');
+/** ccusage looks for `thread_spawn` in the first 16 KiB of a rollout (its session_meta names the parent). */
+export const THREAD_SPAWN_WINDOW = 16 * 1024;
 
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const u64 = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -72,6 +83,59 @@ function timestampOf(v: unknown): { text: string; ms: number } | null {
     return { text: new Date(ms).toISOString(), ms };
   }
   return null;
+}
+
+/** ccusage's timestamp of a token count for the replay rule: the trimmed string (any non-empty text) or a number as ISO. */
+function replayTimestamp(v: unknown): string | null {
+  if (typeof v === 'string') return v.trim() || null;
+  return timestampOf(v)?.text ?? null;
+}
+
+/**
+ * ccusage's replay detection (`detect_subagent_replay_second`), over the lines of a rollout from its start:
+ * `head` is its first THREAD_SPAWN_WINDOW bytes. Not a subagent (no `thread_spawn` there): null. Otherwise the
+ * first two token counts with usage decide: the same second → that second (the replay), else null. Returns
+ * undefined while fewer than two such lines were given (the caller may give more, or settle on null).
+ */
+export class CodexReplayDetector {
+  private first: string | null = null;
+  readonly subagent: boolean;
+  result: string | null | undefined;
+  constructor(head: Buffer) {
+    this.subagent = head.indexOf(THREAD_SPAWN) !== -1;
+    this.result = this.subagent ? undefined : null;
+  }
+
+  /** Feeds one line; returns true once decided. */
+  line(line: Buffer): boolean {
+    if (this.result !== undefined) return true;
+    if (line.indexOf(TURN_CONTEXT) === -1 && !(line.indexOf(EVENT_MSG) !== -1 && line.indexOf(TOKEN_COUNT) !== -1)) return false;
+    let o: unknown;
+    try {
+      o = JSON.parse(line.toString('utf8'));
+    } catch {
+      return false;
+    }
+    if (!isObj(o) || o.type !== 'event_msg' || !isObj(o.payload) || o.payload.type !== 'token_count') return false;
+    const info = isObj(o.payload.info) ? o.payload.info : null;
+    if (!info || (!usageOf(info.last_token_usage) && !usageOf(info.total_token_usage))) return false;
+    const ts = replayTimestamp(o.timestamp);
+    if (ts === null) return false;
+    if (ts.length < 19) return ((this.result = null), true);
+    const second = ts.slice(0, 19);
+    if (this.first === null) {
+      this.first = second;
+      return false;
+    }
+    this.result = this.first === second ? second : null;
+    return true;
+  }
+}
+
+/** Sets up the replay rule on a new file state from the detector's answer (undecided counts as no replay). */
+export function setCodexReplay(state: CodexFileState, replaySecond: string | null | undefined): void {
+  state.replaySecond = replaySecond ?? null;
+  state.skipReplay = state.replaySecond !== null;
 }
 
 export type CodexVerdict = { event: CodexEvent } | { meta: true } | { skip: true } | { corrupt: true };
@@ -106,6 +170,17 @@ export function parseCodexLine(line: Buffer, lineOffset: number, file: string, s
     return { meta: true };
   }
   if (o.type !== 'event_msg' || !isObj(p) || p.type !== 'token_count') return { skip: true };
+  if (state.skipReplay && state.replaySecond) {
+    // ccusage (`visit_codex_session_file`): the replayed parent history is skipped, its totals kept as the baseline.
+    const rts = replayTimestamp(o.timestamp);
+    if (rts === null) return { skip: true };
+    if (rts.length >= 19 && rts.slice(0, 19) === state.replaySecond) {
+      const total = isObj(p.info) ? usageOf(p.info.total_token_usage) : null;
+      if (total) state.previousTotals = total;
+      return { skip: true };
+    }
+    state.skipReplay = false;
+  }
   const ts = timestampOf(o.timestamp);
   if (!ts) return { skip: true };
   const info = isObj(p.info) ? p.info : null;

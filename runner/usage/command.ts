@@ -96,28 +96,34 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   }
   const profiles = loadConfig(configPath(env)).config.profiles;
   const prices = DEFAULT_PRICES;
-  const scan = await scanAll(usageDirs(env, profiles), prices, runtimes);
+  const workerBytes = env.SVC_USAGE_WORKER_BYTES !== undefined && /^\d+$/.test(env.SVC_USAGE_WORKER_BYTES) ? Number(env.SVC_USAGE_WORKER_BYTES) : undefined; // tests and benchmarks
+  const scan = await scanAll(usageDirs(env, profiles), prices, runtimes, { rules: report === 'session' ? 'session' : 'daily', workerBytes, sessions: report === 'session' });
   if (scan.corrupt) err.write(`svc-runner: skipped ${scan.corrupt} corrupt transcript line(s)\n`);
   const day = dayIn(tz);
   const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);
 
   if (report === 'session') {
-    const rows = new Map<string, Tokens & { runtime: string; sessionId: string; project: string; firstAt: string; lastAt: string; models: string[]; unpriced: boolean }>();
+    // ccusage's session report: Claude sessions are kept or dropped whole by the day of their last activity;
+    // Codex requests are filtered by their own day (as in daily). A session without tokens is not listed.
+    const rows = new Map<string, Tokens & { runtime: string; sessionId: string; project: string; firstAt: string; lastAt: string; lastMs: number; models: string[]; unpriced: boolean }>();
     const meta = new Map(scan.sessions.map((s) => [`${s.runtime}\u0000${s.sessionId}`, s]));
     for (const s of scan.requests) {
-      if (!inRange(day(s.ms))) continue;
+      if (s.request.runtime === 'codex' && !inRange(day(s.ms))) continue;
       const key = `${s.request.runtime}\u0000${s.session}`;
       let row = rows.get(key);
       const at = s.request.at;
       if (!row) {
-        const m = meta.get(key);
-        row = { runtime: s.request.runtime, sessionId: s.session, project: m?.project ?? '', firstAt: at, lastAt: at, models: [], ...zero(), unpriced: false };
+        const m = meta.get(`${s.request.runtime}\u0000${s.request.sessionId}`);
+        row = { runtime: s.request.runtime, sessionId: s.request.sessionId ?? s.session, project: m?.project ?? '', firstAt: at, lastAt: at, lastMs: s.ms, models: [], ...zero(), unpriced: false };
         rows.set(key, row);
       }
       if (at < row.firstAt) row.firstAt = at;
-      if (at > row.lastAt) row.lastAt = at;
+      if (at > row.lastAt) (row.lastAt = at), (row.lastMs = s.ms);
       if (!row.models.includes(s.reportModel)) row.models.push(s.reportModel);
       add(row, s.request, requestCost(s.request, prices), row);
+    }
+    for (const [key, r] of rows) {
+      if ((r.runtime === 'claude' && !inRange(day(r.lastMs))) || r.inputTokens + r.outputTokens + r.cacheCreationTokens + r.cacheReadTokens === 0) rows.delete(key);
     }
     const sessions = [...rows.values()].sort((a, b) => (a.lastAt < b.lastAt ? -1 : a.lastAt > b.lastAt ? 1 : 0)).map((r) => ({
       sessionId: r.sessionId, runtime: r.runtime, project: r.project, firstAt: r.firstAt, lastAt: r.lastAt, models: r.models.sort(),

@@ -31,10 +31,10 @@ import type { Env } from '../paths.ts';
 import type { NewEvent } from '../spool.ts';
 import { ClaudeDedup, fileContext, parseClaudeLine } from './claude.ts';
 import type { ClaudeEntry } from './claude.ts';
-import { codexEventKey, codexFileSession, newCodexFileState, parseCodexLine } from './codex.ts';
+import { codexEventKey, codexFileSession, newCodexFileState, parseCodexLine, setCodexReplay } from './codex.ts';
 import type { CodexFileState } from './codex.ts';
 import { readLines } from './lines.ts';
-import { claudeFiles, claudeRequest, codexFiles, codexRequest, SessionTracker, usageDirs } from './scan.ts';
+import { claudeFiles, claudeRequest, codexFiles, codexHomeOf, codexRequest, detectCodexReplay, detectCodexReplaySync, fastCodexHomes, SessionTracker, usageDirs } from './scan.ts';
 import type { UsageDirs } from './scan.ts';
 
 // The event kinds, typed against protocol/usage.ts without importing its schemas (and all of zod with
@@ -222,6 +222,8 @@ export class Ingest {
   private readonly parcel: ParcelWatcher | null;
   private readonly subs = new Map<string, { unsubscribe: () => Promise<void> } | null>();
   private dirs: UsageDirs = { claude: [], codex: [] };
+  /** Codex homes whose config.toml asks for the priority tier (read at each pass). */
+  private codexFast = new Set<string>();
   private queue: Promise<unknown> = Promise.resolve();
   private dirty = new Set<string>();
   private dirtyTimer?: NodeJS.Timeout;
@@ -334,6 +336,7 @@ export class Ingest {
   private replay(path: string, t: Tracked): void {
     const end = t.rec.offset;
     if (end === 0) return;
+    if (t.codex && t.codex.replaySecond === undefined) setCodexReplay(t.codex, detectCodexReplaySync(path));
     const fd = openSync(path, 'r');
     try {
       const buf = Buffer.allocUnsafe(1 << 20);
@@ -452,7 +455,8 @@ export class Ingest {
   private async pass(paths: Set<string> | null, only?: (path: string, runtime: 'claude' | 'codex') => boolean): Promise<number> {
     if (this.stopped) return 0;
     let read = 0;
-    const list = this.listFiles(paths);
+    const list = this.listFiles(paths); // (refreshes the dirs when they are due)
+    this.codexFast = fastCodexHomes(this.dirs.codex);
     const present = new Set(list.map((f) => f.path));
     for (const { path, runtime } of list) {
       if (only && !only(path, runtime)) continue;
@@ -493,6 +497,7 @@ export class Ingest {
     }
     if (st.size === rec.offset && rec.size === st.size) return false;
     try {
+      if (t.codex && t.codex.replaySecond === undefined) setCodexReplay(t.codex, await detectCodexReplay(path));
       const r = await readLines(path, rec.offset, (line, at) => this.line(path, t, line, at, true));
       rec.corrupt += r.oversized;
       rec.offset = r.offset;
@@ -560,7 +565,8 @@ export class Ingest {
     if (!live) return;
     this.dirtyMeta.add(sk);
     const s = this.tracker.sessions.get(sk)!;
-    this.emitRequest(codexRequest(v.event), s.cwd, s.branch, v.event.sessionId, 'codex');
+    const home = codexHomeOf(path, this.dirs.codex);
+    this.emitRequest(codexRequest(v.event, home !== null && this.codexFast.has(home)), s.cwd, s.branch, v.event.sessionId, 'codex');
   }
 
   private touchClaude(e: ClaudeEntry): void {

@@ -21,7 +21,8 @@ export interface ReadResult {
   oversized: number;
 }
 
-type OnLine = (line: Buffer, lineOffset: number) => void;
+/** Returning true stops the read after this line (the result's offset is then after it). */
+type OnLine = (line: Buffer, lineOffset: number) => boolean | void;
 
 /** Splits the chunks of one read into complete lines; a line across chunks is joined, up to MAX_LINE_BYTES. */
 class LineSplitter {
@@ -29,6 +30,7 @@ class LineSplitter {
   private pendingBytes = 0;
   private skipping = false; // inside an oversized line: drop bytes until its newline
   private lineStart: number; // file offset where the current (pending) line began
+  stopped = false;
 
   constructor(
     readonly result: ReadResult,
@@ -68,12 +70,13 @@ class LineSplitter {
         }
         if (line.length > 0) {
           result.lines++;
-          this.onLine(line, this.lineStart);
+          if (this.onLine(line, this.lineStart) === true) this.stopped = true;
         }
       }
       start = nl + 1;
       this.lineStart = pos + start;
       result.offset = this.lineStart;
+      if (this.stopped) return;
     }
   }
 }
@@ -94,11 +97,24 @@ export async function readLines(path: string, offset: number, onLine: OnLine): P
       const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, size - pos), pos);
       if (bytesRead === 0) break;
       splitter.feed(chunk, bytesRead, pos);
+      if (splitter.stopped) break;
       pos += bytesRead;
     }
     return result;
   } finally {
     await fh.close();
+  }
+}
+
+/** The first `bytes` bytes of a file (fewer when it is shorter). */
+export function readHeadSync(path: string, bytes: number): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(bytes);
+    const n = readSync(fd, buf, 0, bytes, 0);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -119,6 +135,7 @@ export function readLinesSync(path: string, offset: number, onLine: OnLine): Rea
       const bytesRead = readSync(fd, chunk, 0, Math.min(chunk.length, size - pos), pos);
       if (bytesRead === 0) break;
       splitter.feed(chunk, bytesRead, pos);
+      if (splitter.stopped) break;
       pos += bytesRead;
     }
     return result;

@@ -1,7 +1,9 @@
 // Where transcripts are and reading them all (docs/cost.md). The incremental pieces — readClaudeFile and
 // readCodexFile from a byte offset with dedup state that spans files and calls — are what the daemon's
 // ingest builds on; scanAll is the one-shot read `svc-runner usage` does with the same pieces.
-import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { join, relative } from 'node:path';
 import { costUsd } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
@@ -11,9 +13,16 @@ import { homeDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
 import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from './claude.ts';
 import type { ClaudeEntry } from './claude.ts';
-import { codexEventKey, codexFileSession, newCodexFileState, parseCodexLine } from './codex.ts';
+import { CodexReplayDetector, codexEventKey, codexFileSession, newCodexFileState, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from './codex.ts';
 import type { CodexEvent, CodexFileState } from './codex.ts';
-import { readLines, readLinesSync } from './lines.ts';
+import { readHeadSync, readLines, readLinesSync } from './lines.ts';
+import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
+import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
+
+export { detectCodexReplaySync };
+
+/** The worker's code (worker.ts as a CommonJS bundle), defined by esbuild.config.mjs in the runner bundle only. */
+declare const __SVC_USAGE_WORKER__: string | undefined;
 
 export interface UsageDirs {
   /** Claude config dirs (each has projects/). */
@@ -142,6 +151,8 @@ export class SessionTracker {
 export interface ReadOptions {
   /** Read with synchronous calls (a one-shot scan such as `svc-runner usage`; never the daemon). */
   sync?: boolean;
+  /** Claude: only entries this accepts go to the dedup. */
+  accept?: (e: ClaudeEntry) => boolean;
 }
 
 /** Reads one Claude transcript from `offset`; counted lines go through the shared dedup. */
@@ -152,6 +163,7 @@ export async function readClaudeFile(file: string, offset: number, dedup: Claude
     const v = parseClaudeLine(line, at, ctx);
     if ('corrupt' in v) corrupt++;
     else if ('entry' in v) {
+      if (opts.accept && !opts.accept(v.entry)) return;
       const res = dedup.add(v.entry);
       onResult?.(res, v.entry);
     }
@@ -160,8 +172,20 @@ export async function readClaudeFile(file: string, offset: number, dedup: Claude
   return { offset: r.offset, size: r.size, lines: r.lines, corrupt: corrupt + r.oversized };
 }
 
+/**
+ * ccusage's replay rule for a rollout (codex.ts CodexReplayDetector): the second its replayed parent history
+ * is stamped with, or null. Reads the first 16 KiB and, for a subagent rollout, lines until its second token
+ * count. A rollout caught with fewer than two token counts is taken as one without a replay (docs/cost.md).
+ */
+export async function detectCodexReplay(file: string): Promise<string | null> {
+  const d = new CodexReplayDetector(readHeadSync(file, THREAD_SPAWN_WINDOW));
+  if (d.result === undefined) await readLines(file, 0, (line) => d.line(line));
+  return d.result ?? null;
+}
+
 /** Reads one Codex rollout from `offset` with the file's state (keep it with the offset between calls). */
 export async function readCodexFile(file: string, offset: number, state: CodexFileState, onEvent: (e: CodexEvent) => void, opts: ReadOptions = {}): Promise<ReadStats & { offset: number; size: number }> {
+  if (state.replaySecond === undefined) setCodexReplay(state, opts.sync ? detectCodexReplaySync(file) : await detectCodexReplay(file));
   const fileSession = codexFileSession(file);
   let corrupt = 0;
   const onLine = (line: Buffer, at: number) => {
@@ -196,8 +220,46 @@ export function claudeRequest(e: ClaudeEntry & { priceModel: string }): LlmReque
   };
 }
 
-/** The request record for a Codex token_count (ccusage's mapping: input − cached, cached as cache read). */
-export function codexRequest(e: CodexEvent): LlmRequest {
+/**
+ * Whether a Codex config.toml asks for the priority ("fast") service tier: a `service_tier = "fast"` or
+ * `"priority"` line, comments after `#` ignored, quotes optional (ccusage's `codex_config_requests_fast_service_tier`).
+ */
+export function configRequestsFast(toml: string): boolean {
+  return toml.split('\n').some((line) => {
+    const setting = line.split('#')[0]!.trim();
+    const eq = setting.indexOf('=');
+    if (eq === -1 || setting.slice(0, eq).trim() !== 'service_tier') return false;
+    const value = setting.slice(eq + 1).trim().replace(/^["']+|["']+$/g, '');
+    return value === 'fast' || value === 'priority';
+  });
+}
+
+/** The Codex homes whose config.toml asks for the fast tier (read now: a change applies to what is read next). */
+export function fastCodexHomes(homes: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const h of homes) {
+    try {
+      if (configRequestsFast(readFileSync(join(h, 'config.toml'), 'utf8'))) out.add(h);
+    } catch {
+      // no config.toml: the standard tier
+    }
+  }
+  return out;
+}
+
+/** The home a rollout was found under (its sessions/ or archived_sessions/), or null. */
+export function codexHomeOf(file: string, homes: readonly string[]): string | null {
+  for (const h of homes) if (file.startsWith(join(h, 'sessions') + '/') || file.startsWith(join(h, 'archived_sessions') + '/')) return h;
+  return null;
+}
+
+/**
+ * The request record for a Codex token_count (ccusage's mapping: input − cached, cached as cache read).
+ * `fast`: its Codex home asks for the priority tier, so it is priced with the model's fast multiplier (ccusage
+ * 20.0.20's `--speed auto`: the multiplier of its price table, none where the model has none — not the 2×
+ * default the reference describes; it applies any home's setting to every rollout, we apply each home's to its own).
+ */
+export function codexRequest(e: CodexEvent, fast = false): LlmRequest {
   return {
     key: `codex:${e.sessionId}:${e.runningTotal}`.slice(0, 600),
     runtime: 'codex',
@@ -213,7 +275,7 @@ export function codexRequest(e: CodexEvent): LlmRequest {
     cacheWrite1hTokens: 0,
     cacheReadTokens: e.usage.cached,
     reasoningTokens: e.usage.reasoning,
-    speed: 'standard',
+    speed: fast ? 'fast' : 'standard',
   };
 }
 
@@ -223,7 +285,10 @@ export interface ScannedRequest {
   /** The model as ccusage reports it (`<model>-fast` for Claude fast mode). */
   reportModel: string;
   fallbackModel: boolean;
-  /** Session report grouping: Claude's path session (subagents roll into their parent), Codex's session id. */
+  /**
+   * Session report grouping, as ccusage's session report groups: Claude by the project directory and path
+   * session (subagents roll into their parent), Codex by the rollout (its path under sessions/, no extension).
+   */
   session: string;
   ms: number;
 }
@@ -235,47 +300,108 @@ export interface ScanResult {
   corrupt: number;
 }
 
-/** Reads every transcript of the runtimes asked for, from the start (synchronously: a one-shot command). */
-export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], runtimes: ReadonlySet<'claude' | 'codex'>): Promise<ScanResult> {
+/** ccusage's Codex session id for the session report: the rollout's path under its sessions dir, without `.jsonl`. */
+export function codexPathSession(file: string, homes: readonly string[]): string {
+  for (const h of homes) {
+    for (const d of [join(h, 'sessions'), join(h, 'archived_sessions')]) if (file.startsWith(d + '/')) return relative(d, file).replace(/\.jsonl$/, '') || 'unknown';
+  }
+  return file.replace(/\.jsonl$/, '');
+}
+
+/** Below this many bytes of transcripts a scan stays on one thread (starting the worker costs ~40 ms of CPU). */
+export const WORKER_MIN_BYTES = 32 << 20;
+
+/**
+ * Parses every job, on two threads when there is at least `workerBytes` to read and a core to spare (more
+ * than one core, and the 1-minute load average at least one below their number: on a busy machine a second
+ * thread runs no sooner and only adds its start-up and the copying of its results). A worker (worker.ts)
+ * and this thread take files from a shared counter, largest first. A worker that fails loses nothing: what
+ * it did not report is parsed here. Results come back in job order. An explicit `workerBytes` (tests,
+ * benchmarks) skips the load check.
+ */
+export async function parseFiles(jobs: readonly ParseJob[], workerBytes?: number): Promise<ParsedFile[]> {
+  const next = new Int32Array(new SharedArrayBuffer(4));
+  let order = jobs.map((_, i) => i);
+  let worker: Promise<[number, WireFile][]> | null = null;
+  const spare = workerBytes !== undefined || availableParallelism() - loadavg()[0]! >= 1;
+  if (typeof __SVC_USAGE_WORKER__ === 'string' && jobs.length > 1 && availableParallelism() > 1 && spare) {
+    const sizes = jobs.map((j) => {
+      try {
+        return statSync(j.file).size;
+      } catch {
+        return 0;
+      }
+    });
+    if (sizes.reduce((a, b) => a + b, 0) >= (workerBytes ?? WORKER_MIN_BYTES)) {
+      order = order.sort((a, b) => sizes[b]! - sizes[a]! || a - b);
+      const code = __SVC_USAGE_WORKER__;
+      worker = new Promise((resolve) => {
+        try {
+          const w = new Worker(code, { eval: true, workerData: { jobs, order, next: next.buffer } });
+          w.once('message', resolve);
+          w.once('error', () => resolve([]));
+          w.once('exit', () => resolve([]));
+        } catch {
+          resolve([]);
+        }
+      });
+    }
+  }
+  const results: (ParsedFile | undefined)[] = new Array(jobs.length);
+  for (const [i, r] of drain(jobs, order, next)) results[i] = r;
+  if (worker) for (const [i, r] of await worker) results[i] = fromWire(r, jobs[i]!);
+  return jobs.map((j, i) => results[i] ?? parseFile(j));
+}
+
+export interface ScanOptions {
+  /** ccusage's daily loader (daily and monthly reports, the ingest's rules), or its session report's (docs/cost.md). */
+  rules?: 'daily' | 'session';
+  /** parseFiles' threshold for a second thread. */
+  workerBytes?: number;
+  /** Collect the sessions' metadata (the session report needs it; daily and monthly do not). */
+  sessions?: boolean;
+}
+
+/**
+ * Reads every transcript of the runtimes asked for, from the start (synchronously: a one-shot command).
+ * The session rules read no subagent progress lines and deduplicate without weighing cost.
+ */
+export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], runtimes: ReadonlySet<'claude' | 'codex'>, opts: ScanOptions = {}): Promise<ScanResult> {
+  const rules = opts.rules ?? 'daily';
   const tracker = new SessionTracker();
   const requests: ScannedRequest[] = [];
-  let files = 0, corrupt = 0;
-  if (runtimes.has('claude')) {
-    const dedup = new ClaudeDedup(prices);
-    for (const f of claudeFiles(dirs.claude)) {
-      files++;
-      try {
-        corrupt += (await readClaudeFile(f, 0, dedup, undefined, { sync: true })).corrupt;
-      } catch {
-        // Deleted or unreadable between listing and reading: nothing to count.
-      }
-    }
-    for (const e of dedup.entries) {
-      if (e.model === null || e.priceModel === null) continue; // <synthetic> or no model: not a request
-      requests.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: e.sessionId, ms: e.ms });
-      tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
-    }
-  }
-  if (runtimes.has('codex')) {
-    const seen = new Set<string>();
-    for (const f of codexFiles(dirs.codex)) {
-      files++;
-      const state = newCodexFileState();
-      try {
-        const r = await readCodexFile(f, 0, state, (e) => {
-          const k = codexEventKey(e);
-          if (seen.has(k)) return;
-          seen.add(k);
-          requests.push({ request: codexRequest(e), reportModel: e.model, fallbackModel: e.fallbackModel, session: e.sessionId, ms: e.ms });
-          tracker.touch('codex', e.sessionId, state.cwd ?? e.sessionId, e.ms, e.model, state.cwd, state.branch);
-        }, { sync: true });
-        corrupt += r.corrupt;
-      } catch {
-        // as above
-      }
+  const jobs: ParseJob[] = [
+    ...(runtimes.has('claude') ? claudeFiles(dirs.claude).map((file) => ({ runtime: 'claude' as const, file })) : []),
+    ...(runtimes.has('codex') ? codexFiles(dirs.codex).map((file) => ({ runtime: 'codex' as const, file })) : []),
+  ];
+  const parsed = await parseFiles(jobs, opts.workerBytes);
+  let corrupt = 0;
+  const dedup = new ClaudeDedup(prices, rules);
+  const seen = new Set<string>();
+  const fast = fastCodexHomes(dirs.codex);
+  for (let i = 0; i < jobs.length; i++) {
+    const job = jobs[i]!, r = parsed[i]!;
+    corrupt += r.corrupt;
+    for (const e of r.entries ?? []) if (rules === 'daily' || e.sessionShape) dedup.add(e);
+    if (!r.events?.length) continue;
+    const home = codexHomeOf(job.file, dirs.codex);
+    const isFast = home !== null && fast.has(home);
+    const pathSession = codexPathSession(job.file, dirs.codex);
+    for (const { event: e, cwd, branch } of r.events) {
+      const k = codexEventKey(e);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      requests.push({ request: codexRequest(e, isFast), reportModel: e.model, fallbackModel: e.fallbackModel, session: pathSession, ms: e.ms });
+      if (opts.sessions !== false) tracker.touch('codex', e.sessionId, cwd ?? e.sessionId, e.ms, e.model, cwd, branch);
     }
   }
-  return { requests, sessions: [...tracker.sessions.values()], files, corrupt };
+  const claude: ScannedRequest[] = [];
+  for (const e of dedup.entries) {
+    if (e.model === null || e.priceModel === null) continue; // <synthetic> or no model: not a request
+    claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms });
+    if (opts.sessions !== false) tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
+  }
+  return { requests: [...claude, ...requests], sessions: [...tracker.sessions.values()], files: jobs.length, corrupt };
 }
 
 /** USD for a request at the table's price; null when the model has none. */

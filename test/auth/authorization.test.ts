@@ -28,6 +28,8 @@ let webhookId = '';
 let triggerB = ''; // a trigger of project B
 let triggerBPublic = '';
 let scheduleB = ''; // a project schedule of project B
+let githubApp = ''; // a registered GitHub App (instance-wide)
+let githubAppPublic = '';
 const users: Record<'padmin' | 'operator' | 'viewer', TestUser> = {} as never;
 
 test.before(async () => {
@@ -70,6 +72,10 @@ test.before(async () => {
   const sched = await call(`/api/projects/${projectB}/schedules`, { method: 'POST', json: { name: 'b', cron: '0 3 * * *', timezone: 'UTC', skill: 'review' } });
   assert.is(sched.status, 201);
   scheduleB = sched.body.id;
+  const gh = await call('/api/github-apps', { method: 'POST', json: { name: 'instance app' } });
+  assert.is(gh.status, 201);
+  githubApp = gh.body.app.id;
+  githubAppPublic = gh.body.appPublicId;
 });
 test.after(async () => server?.cleanup());
 
@@ -149,8 +155,10 @@ function probes(): Record<string, Probe> {
     'PATCH /api/projects/{projectId}': { path: `/api/projects/${projectA}`, json: { runnerId: runnerB, rootPath: '/' }, expect: 403 },
     'DELETE /api/projects/{projectId}': { path: `/api/projects/${projectA}`, method: 'DELETE', expect: 403 },
     'GET /api/projects/{projectId}/members': { path: `/api/projects/${projectB}/members`, expect: 404 },
+    'POST /api/projects/{projectId}/members': { path: `/api/projects/${projectB}/members`, json: { email: 'padmin@example.test', role: 'admin' }, expect: 404 },
     'PUT /api/projects/{projectId}/members/{userId}': { path: `/api/projects/${projectB}/members/${users.padmin.id}`, json: { role: 'admin' }, expect: 404 },
     'DELETE /api/projects/{projectId}/members/{userId}': { path: `/api/projects/${projectB}/members/${adminUserId}`, method: 'DELETE', expect: 404 },
+    'GET /api/projects/{projectId}/fleet': { path: `/api/projects/${projectB}/fleet`, expect: 404 },
     'POST /api/projects/{projectId}/commands': { path: `/api/projects/${projectB}/commands`, json: { name: 'orchestrator.stop' }, expect: 404 },
     'GET /api/runners': { path: '/api/runners', expect: 403 },
     'POST /api/runners': { path: '/api/runners', json: { name: 'mine' }, expect: 403 },
@@ -194,6 +202,7 @@ function probes(): Record<string, Probe> {
     'GET /api/cost/unknown-models': { path: '/api/cost/unknown-models', expect: 200 },
     'GET /api/sessions': { path: `/api/sessions?projectId=${projectB}`, expect: 404 },
     'GET /api/sessions/{sessionId}': { path: `/api/sessions/${sessionB}`, expect: 404 },
+    'GET /api/live': { path: '/api/live', expect: 426, check: (a) => assert.is(a.body.error.code, 'upgrade_required') },
     'GET /api/activity': { path: `/api/activity?projectId=${projectB}`, expect: 404 },
     'GET /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, expect: 404 },
     'PUT /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, json: { budgetUsd: 0, action: 'stop' }, expect: 404 },
@@ -229,6 +238,15 @@ function probes(): Record<string, Probe> {
     'PATCH /api/projects/{projectId}/schedules/{scheduleId}': { path: `/api/projects/${projectA}/schedules/${scheduleB}`, json: { name: 'mine' }, expect: 404 },
     'DELETE /api/projects/{projectId}/schedules/{scheduleId}': { path: `/api/projects/${projectA}/schedules/${scheduleB}`, method: 'DELETE', expect: 404 },
     'POST /api/projects/{projectId}/schedules/{scheduleId}/run': { path: `/api/projects/${projectB}/schedules/${scheduleB}/run`, expect: 404 },
+    // GitHub Apps are instance-wide: instance admins only.
+    'GET /api/github-apps': { path: '/api/github-apps', expect: 403 },
+    'POST /api/github-apps': { path: '/api/github-apps', json: { name: 'mine' }, expect: 403 },
+    'GET /api/github-apps/{appId}': { path: `/api/github-apps/${githubApp}`, expect: 403 },
+    'PATCH /api/github-apps/{appId}': { path: `/api/github-apps/${githubApp}`, json: { name: 'mine' }, expect: 403 },
+    'DELETE /api/github-apps/{appId}': { path: `/api/github-apps/${githubApp}`, method: 'DELETE', expect: 403 },
+    'POST /api/github-apps/{appId}/rotate': { path: `/api/github-apps/${githubApp}/rotate`, expect: 403 },
+    'GET /api/github-apps/{appId}/deliveries': { path: `/api/github-apps/${githubApp}/deliveries`, expect: 403 },
+    'POST /hooks/github/{appPublicId}': { as: 'anonymous', path: `/hooks/github/${githubAppPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
     'POST /hooks/{publicId}': { as: 'anonymous', path: `/hooks/${triggerBPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
   };
 }
@@ -252,6 +270,8 @@ async function snapshot() {
     run: await get(`/api/runs/${runB}`),
     triggersB: await get(`/api/projects/${projectB}/triggers`),
     schedulesB: await get(`/api/projects/${projectB}/schedules`),
+    githubApps: await get('/api/github-apps'),
+    githubDeliveries: await get(`/api/github-apps/${githubApp}/deliveries`),
     budgetB: await get(`/api/projects/${projectB}/budget`),
     sessionB: await get(`/api/sessions/${sessionB}`),
   };

@@ -1,5 +1,6 @@
 // Personal API token expiry (docs/security.md): optional `expiresAt` on create, shown in the list,
-// refused when in the past or malformed, and an expired token is a 401 like a revoked one.
+// refused when in the past or malformed, and an expired token is a 401 like a revoked one. lastUsedAt
+// is kept to 5 minutes, refreshed off the request path.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
@@ -86,6 +87,17 @@ test('an expired token → 401 like a revoked one; a revoked token too', async (
   const res = await asToken(revoked.token);
   assert.is(res.status, 401);
   assert.equal(await res.json(), body, 'the same answer as for an expired token');
+});
+
+test('lastUsedAt: set by the first use (without the answer waiting for it), then kept for 5 minutes however often the token is used', async () => {
+  const made = await (await create({ name: 'used' })).json();
+  const lastUsed = async () => ((await (await server.api('/api/tokens')).json()).tokens as { id: string; lastUsedAt: string | null }[]).find((t) => t.id === made.id)?.lastUsedAt;
+  assert.is(await lastUsed(), null, 'never used yet');
+  assert.is((await asToken(made.token)).status, 200);
+  const first = await waitFor('lastUsedAt after the first use', async () => (await lastUsed()) ?? undefined);
+  for (let i = 0; i < 5; i++) assert.is((await asToken(made.token)).status, 200);
+  // Read after those uses: a refresh one of them issued would most likely be done by then (PGlite: surely).
+  assert.is(await lastUsed(), first, 'not written again within 5 minutes');
 });
 
 test('the OpenAPI document describes expiresAt on token create as optional', async () => {

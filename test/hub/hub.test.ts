@@ -225,6 +225,69 @@ test('a command with no answer → 504 naming the command after its timeout (orc
   c.ws.close();
 });
 
+test('a command whose socket went away before the answer: sent again when the runner is back — a read-only one always, others only to a runner that replays answers', async () => {
+  const { runnerId, token } = await pairRunner(server.api, server.url, 'mu');
+  const project = await (await server.api('/api/projects', { method: 'POST', json: { name: 'Mu', repo: 'acme/mu', runnerId, rootPath: '/srv/mu' } })).json();
+  const cmd = (name: string, args: unknown = {}) => server.api(`/api/runners/${runnerId}/commands`, { method: 'POST', json: { name, args } });
+  const projectCmd = (name: string, args: Record<string, unknown>) => server.api(`/api/projects/${project.id}/commands`, { method: 'POST', json: { name, args } });
+  const hello = (c: ReturnType<typeof connect>, capabilities: string[]) => c.send({ type: 'hello', version: '0.2.0', target: 'linux-amd64', hostname: 'h', capabilities });
+
+  // A read-only command: the first socket gets it and dies unanswered; the next socket gets the same request.
+  const first = connect(server.url, token);
+  await first.next('welcome');
+  hello(first, []);
+  const ping = cmd('runner.ping');
+  const lost = await first.next('command');
+  first.ws.terminate();
+  await first.closed;
+  const second = connect(server.url, token);
+  await second.next('welcome');
+  hello(second, []);
+  const again = await second.next('command');
+  assert.equal([again.requestId, again.name], [lost.requestId, 'runner.ping']);
+  second.send({ type: 'result', requestId: again.requestId, ok: true, data: { pong: true } });
+  assert.is((await ping).status, 200);
+
+  // A command that changes something (pr.approve): not again to a runner that does not replay answers…
+  const approve = projectCmd('pr.approve', { number: 7 });
+  const a1 = await second.next('command');
+  assert.is(a1.name, 'pr.approve');
+  second.ws.terminate();
+  await second.closed;
+  const third = connect(server.url, token);
+  await third.next('welcome');
+  hello(third, []);
+  // …but to one that does (the same requestId; it answers with its first answer, never runs it twice).
+  const fourth = connect(server.url, token); // replaces the third
+  await fourth.next('welcome');
+  hello(fourth, ['commands.replay']);
+  const a2 = await fourth.next('command');
+  assert.equal([a2.requestId, a2.name], [a1.requestId, 'pr.approve']);
+  assert.not.ok(third.frames.some((f) => f.type === 'command'), 'not sent to the runner without replay');
+  fourth.send({ type: 'result', requestId: a2.requestId, ok: true, data: { written: true } });
+  assert.is((await approve).status, 200);
+  fourth.ws.close();
+});
+
+test('repo in the watch list: only a runner that announces the codehost capability gets each project\'s repo (an older runner\'s strict frames would refuse it)', async () => {
+  const { runnerId, token } = await pairRunner(server.api, server.url, 'lambda');
+  const project = await (await server.api('/api/projects', { method: 'POST', json: { name: 'Lambda', repo: 'acme/lambda', runnerId, rootPath: '/srv/lambda' } })).json();
+  const old = connect(server.url, token);
+  assert.equal((await old.next('welcome')).projects, [{ id: project.id, root: '/srv/lambda' }]);
+  old.send({ type: 'hello', version: '0.1.0', target: 'linux-amd64', hostname: 'h', capabilities: ['terminal'] });
+  await server.api(`/api/projects/${project.id}`, { method: 'PATCH', json: { repo: 'acme/lambda2' } });
+  assert.equal((await old.next('projects')).projects, [{ id: project.id, root: '/srv/lambda' }], 'no repo for a runner without the capability');
+  old.ws.close();
+  await old.closed;
+  const c = connect(server.url, token);
+  assert.equal((await c.next('welcome')).projects, [{ id: project.id, root: '/srv/lambda' }], 'the welcome precedes hello: no repo yet');
+  c.send({ type: 'hello', version: '0.2.0', target: 'linux-amd64', hostname: 'h', capabilities: ['terminal', 'codehost'] });
+  assert.equal((await c.next('projects')).projects, [{ id: project.id, root: '/srv/lambda', repo: 'acme/lambda2' }]);
+  await server.api(`/api/projects/${project.id}`, { method: 'PATCH', json: { repo: 'acme/lambda3' } });
+  await waitUntil(() => c.frames.filter((f) => f.type === 'projects').some((f) => (f as { projects: { repo?: string }[] }).projects[0]?.repo === 'acme/lambda3'), 30_000, 'the changed repo');
+  c.ws.close();
+});
+
 test('roles: runner-wide commands are for instance admins (a member gets 403, a stranger 404); project commands follow the project role', async () => {
   const { runnerId, token } = await pairRunner(server.api, server.url, 'kappa');
   const c = connect(server.url, token);

@@ -200,4 +200,32 @@ test('a transcript deleted while it is read is no crash; other files go on being
   assert.not.match(d.output(), /ingest pass failed/);
 });
 
+test("Codex: a subagent rollout's replayed parent history is not sent; a home asking for the priority tier sends fast requests; after a restart too", async () => {
+  config();
+  writeFileSync(join(sb.codex, 'config.toml'), 'service_tier = "priority"\n');
+  const P = '019b0000-0000-7000-8000-0000000000a1';
+  const A = '019b0000-0000-7000-8000-0000000000a2';
+  append(join(sb.codex, 'sessions', '2026', '01', '20', `rollout-2026-01-20T10-00-00-${P}.jsonl`), codexLines(P, '/work/app', [{ input: 1000, cached: 100, output: 200 }, { input: 500, cached: 50, output: 100 }]));
+  const u = (input: number, cached: number, output: number) => ({ input_tokens: input, cached_input_tokens: cached, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output });
+  const tc = (ts: string, total: number[], last: number[]) => JSON.stringify({ timestamp: ts, type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: u(total[0]!, total[1]!, total[2]!), last_token_usage: u(last[0]!, last[1]!, last[2]!) } } }) + '\n';
+  const sub = join(sb.codex, 'sessions', '2026', '01', '20', `rollout-2026-01-20T10-10-00-${A}.jsonl`);
+  append(sub, [
+    JSON.stringify({ timestamp: '2026-01-20T10:10:00.010Z', type: 'session_meta', payload: { id: A, cwd: '/work/app', source: { subagent: { thread_spawn: { parent_thread_id: P, depth: 1 } } } } }),
+    JSON.stringify({ timestamp: '2026-01-20T10:10:00.011Z', type: 'session_meta', payload: { id: P, cwd: '/work/app' } }),
+    JSON.stringify({ timestamp: '2026-01-20T10:10:00.012Z', type: 'turn_context', payload: { cwd: '/work/app', model: 'gpt-5.4' } }),
+  ].join('\n') + '\n' + tc('2026-01-20T10:10:00.100Z', [1000, 100, 200], [1000, 100, 200]) + tc('2026-01-20T10:10:00.200Z', [1500, 150, 300], [500, 50, 100]) + tc('2026-01-20T10:11:00.000Z', [1600, 160, 320], [100, 10, 20]));
+  let d = startDaemon(sb, POLL);
+  await waitKeys([`codex:${P}:1200`, `codex:${P}:1800`, `codex:${A}:1920`]);
+  await waitUntil(() => tracked(sub)?.offset === statSync(sub).size, 10_000, 'offsets saved');
+  const got = requests(fake.received).map((e) => e.payload as any);
+  assert.ok(got.every((r) => r.speed === 'fast'), JSON.stringify(got.map((r) => r.speed)));
+  assert.equal(got.find((r) => r.sessionId === A)!.inputTokens, 90, "the subagent's own request: 100 − 10 cached");
+  assert.is((await d.kill()).code, 0);
+  // Restarted: the replay rule is rebuilt from the file's start, and the next count is sent once.
+  append(sub, tc('2026-01-20T10:12:00.000Z', [1650, 165, 330], [50, 5, 10]));
+  d = startDaemon(sb, POLL);
+  await waitKeys([`codex:${P}:1200`, `codex:${P}:1800`, `codex:${A}:1920`, `codex:${A}:1980`]);
+  assert.is(distinct(requests(fake.received)).length, 4, 'nothing sent twice');
+});
+
 test.run();

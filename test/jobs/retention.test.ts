@@ -115,4 +115,29 @@ test('a large backlog is deleted in batches, all of it', async () => {
   assert.is(c, 0);
 });
 
+test('code-host app deliveries as the hook records them: older than 14 days purged, newer kept, a redelivery of a purged id is new again', async () => {
+  await db.query(sql`
+    insert into codehost_apps (id, name, public_id, public_id_hash, webhook_secret_ciphertext)
+    values ('app', 'a', ${'a'.repeat(24)}, 'ha', 'c')`);
+  const add = (id: string, delivery: string, daysAgo: number) =>
+    db.query(sql`
+      insert into codehost_deliveries (id, app_id, delivery_id, event, action, repo, outcome, polls, created_at)
+      values (${id}, 'app', ${delivery}, 'pull_request', 'opened', 'a/p', 'polled', ${sql.json([{ projectId: 'p', runnerId: 'r', status: 'done' }])},
+              now() - make_interval(days => ${daysAgo}, mins => 1))`);
+  await add('gh-old', 'd-old', 14);
+  await add('gh-edge', 'd-edge', 13);
+  const s = new Scheduler(db, quiet, 60);
+  for (const job of retentionJobs(loadConfig({}))) s.register(job);
+  await s.runNow('retention.codehost_deliveries');
+  await s.settled();
+  const left = (await db.query<{ id: string }>(sql`select id from codehost_deliveries where app_id = 'app' order by id`)).map((r) => r.id);
+  assert.equal(left, ['gh-edge']);
+  // The unique (app, delivery id) no longer holds the purged id.
+  await add('gh-again', 'd-old', 0);
+  // Deleting the app deletes its log.
+  await db.query(sql`delete from codehost_apps where id = 'app'`);
+  const [{ n }] = await db.query<{ n: number }>(sql`select count(*)::int as n from codehost_deliveries where id like 'gh-%'`);
+  assert.is(n, 0);
+});
+
 test.run();

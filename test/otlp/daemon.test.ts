@@ -3,7 +3,6 @@
 // daemon, which spools them as `llm.request` events with stable ids and sends them to the server;
 // `otlp.enabled=false` means no listener; a taken port is logged and the daemon keeps running;
 // `svc-runner status` says which of these it is.
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { test } from 'uvu';
@@ -97,7 +96,7 @@ test('records that arrive while the server is away wait in the spool (durable be
   const client = sdkClient(`http://127.0.0.1:${port}`, 'proto');
   client.emit('claude_code.api_request', apiRequestAttrs({ sessionId: 's', requestId: 'req_durable', model: 'claude-opus-4-5', input: 1, output: 2 }));
   await client.shutdown();
-  const onDisk = sb.spoolFiles().map((n) => JSON.parse(readFileSync(`${sb.spoolDir}/${n}`, 'utf8')));
+  const onDisk = sb.spoolEvents();
   assert.ok(onDisk.some((e) => e.kind === 'llm.request' && e.payload.requestId === 'req_durable'), 'spooled when the exporter got its answer');
   await d.kill();
 });

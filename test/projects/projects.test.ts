@@ -303,6 +303,34 @@ test('changing and removing a member takes effect at once', async () => {
   assert.equal((await call(`/api/projects/${alpha.id}`)).body, alpha, 'the refused PATCH changed nothing');
 });
 
+test('add a member by e-mail (POST members): project admins name people they cannot list; unknown or inactive e-mail → 400 on the email field; operators → 403; audited', async () => {
+  const padminToken = padmin.token;
+  const newcomer = await makeUser('newcomer');
+  const added = await call(`/api/projects/${alpha.id}/members`, { method: 'POST', json: { email: newcomer.email.toUpperCase(), role: 'operator' }, token: padminToken });
+  assert.is(added.status, 201, JSON.stringify(added.body));
+  assert.equal([added.body.userId, added.body.email, added.body.role], [newcomer.id, newcomer.email, 'operator']);
+  const members = (await call(`/api/projects/${alpha.id}/members`)).body.members as { userId: string; role: string }[];
+  assert.is(members.find((m) => m.userId === newcomer.id)?.role, 'operator');
+  // Again with another role: the role changes (no duplicate row).
+  assert.is((await call(`/api/projects/${alpha.id}/members`, { method: 'POST', json: { email: newcomer.email, role: 'viewer' }, token: padminToken })).status, 201);
+  assert.is(((await call(`/api/projects/${alpha.id}/members`)).body.members as { userId: string }[]).filter((m) => m.userId === newcomer.id).length, 1);
+  const unknown = await call(`/api/projects/${alpha.id}/members`, { method: 'POST', json: { email: 'nobody-here@example.test', role: 'viewer' }, token: padminToken });
+  assert.is(unknown.status, 400);
+  assert.match(unknown.body.error.fields.email, /no active user/);
+  assert.is((await call(`/api/users/${newcomer.id}`, { method: 'PATCH', json: { active: false } })).status, 200);
+  const inactive = await call(`/api/projects/${alpha.id}/members`, { method: 'POST', json: { email: newcomer.email, role: 'admin' }, token: padminToken });
+  assert.is(inactive.status, 400, 'an inactive user answers like an unknown one');
+  assert.equal(inactive.body.error.fields, unknown.body.error.fields);
+  const bad = await call(`/api/projects/${alpha.id}/members`, { method: 'POST', json: { email: 'not-an-email', role: 'owner' } });
+  assert.is(bad.status, 400);
+  assert.ok(bad.body.error.fields.email && bad.body.error.fields.role, 'both fields named');
+  const byOperator = await call(`/api/projects/${alpha.id}/members`, { method: 'POST', json: { email: newcomer.email, role: 'admin' }, token: operator.token });
+  assert.is(byOperator.status, 403);
+  const audit = await call(`/api/audit?action=project.member_set&targetId=${alpha.id}`);
+  const mine = (audit.body.records as { diff: { userId: string; after: string } }[]).filter((r) => r.diff.userId === newcomer.id);
+  assert.equal(mine.map((r) => r.diff.after), ['viewer', 'operator'], 'both audited, newest first');
+});
+
 test('delete: 204, then 404 everywhere; memberships go with it; a second delete → 404', async () => {
   const del = await call(`/api/projects/${alpha.id}`, { method: 'DELETE' });
   assert.is(del.status, 204);

@@ -12,7 +12,8 @@ export const BUNDLE = join(BUNDLE_DIR, 'svc-runner.mjs');
 copyFileSync(join(ROOT, 'dist', 'svc-runner.mjs'), BUNDLE);
 process.on('exit', () => rmSync(BUNDLE_DIR, { recursive: true, force: true }));
 
-export const SPOOL_FILE = /^\d{13}\.\d{8}\.[a-z0-9]{6}\.json$/;
+/** Spool files: one per append, JSON lines (runner/spool.ts); `spoolIds`/`spoolEvents` read the events in them. */
+export const SPOOL_FILE = /^\d{13}\.\d{8}\.[a-z0-9]{6}(\.\d{1,6}\.jsonl|\.json)$/;
 
 export interface Sandbox {
   dir: string;
@@ -25,6 +26,7 @@ export interface Sandbox {
   readConfig: () => any;
   spoolFiles: () => string[];
   spoolIds: () => string[];
+  spoolEvents: () => any[];
   /** A directory on PATH for fake executables; `fakeBin` writes a shell script there. */
   bin: string;
   fakeBin: (name: string, script: string) => string;
@@ -47,6 +49,14 @@ export function sandbox(): Sandbox {
   const configPath = join(env.XDG_CONFIG_HOME, 'svc', 'runner.json');
   const spoolDir = join(env.XDG_STATE_HOME, 'svc', 'spool');
   const spoolFiles = () => (existsSync(spoolDir) ? readdirSync(spoolDir).filter((n) => SPOOL_FILE.test(n)).sort() : []);
+  const spoolEvents = () =>
+    spoolFiles().flatMap((n) => {
+      try {
+        return readFileSync(join(spoolDir, n), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      } catch {
+        return []; // removed while reading (acknowledged)
+      }
+    });
   return {
     dir,
     home,
@@ -61,7 +71,8 @@ export function sandbox(): Sandbox {
     },
     readConfig: () => JSON.parse(readFileSync(configPath, 'utf8')),
     spoolFiles,
-    spoolIds: () => spoolFiles().map((n) => JSON.parse(readFileSync(join(spoolDir, n), 'utf8')).id),
+    spoolIds: () => spoolEvents().map((e) => e.id),
+    spoolEvents,
     fakeBin: (name, script) => {
       const p = join(bin, name);
       writeFileSync(p, `#!/bin/sh\n${script}\n`);

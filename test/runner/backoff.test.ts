@@ -97,6 +97,94 @@ test('with the largest jitter the cap still holds: never more than 60 s', async 
   assert.equal(low.waited.slice(6), Array(24).fill(48000), '60 s − 20 % at the cap');
 });
 
+/** A socket that is welcomed (the connection becomes ready) and then closes with `code`. */
+function welcomedSocket(code: number): SocketLike {
+  const handlers: Record<string, (...a: any[]) => void> = {};
+  const s = {
+    readyState: 1,
+    on(event: string, fn: (...a: any[]) => void) {
+      handlers[event] = fn;
+      if (event === 'close')
+        queueMicrotask(() => {
+          handlers.open();
+          const welcome = { type: 'welcome', runnerId: 'r1', serverTime: new Date(0).toISOString(), projects: [] };
+          handlers.message(Buffer.from(JSON.stringify(welcome)), false);
+          fn(code, Buffer.from(''));
+        });
+      return s;
+    },
+    send() {},
+    close() {},
+    terminate() {},
+  };
+  return s as SocketLike;
+}
+
+test('a graceful server restart (1012 on a ready connection) resets the backoff to its first step; a lost socket (1006, kill -9) keeps growing it', async () => {
+  const { clock, next } = fakeClock(() => 0.5);
+  const reported: { code: number; ms: number }[] = [];
+  let ready = 0;
+  // Five failed dials (1006), a welcomed connection the server closes with 1012, two failures, then
+  // a welcomed connection lost without a close frame (1006: a killed server), then one more failure.
+  const script = [1006, 1006, 1006, 1006, 1006, 'w1012', 1006, 1006, 'w1006', 1006];
+  let dials = 0;
+  const conn = new Connection({
+    server: 'http://127.0.0.1:9',
+    token: 'svc_rt_test',
+    clock,
+    dial: () => {
+      const step = script[dials++] ?? 1006;
+      return typeof step === 'string' ? welcomedSocket(Number(step.slice(1))) : closingSocket(step);
+    },
+    onReady: () => ready++,
+    onFrame: () => {},
+    onInvalid: () => {},
+    onFatal: () => assert.unreachable('1006 and 1012 are not final'),
+    onDown: (code, _reason, retryInMs) => reported.push({ code, ms: retryInMs }),
+  });
+  conn.start();
+  for (let i = 0; i < script.length; i++) {
+    await new Promise((r) => setImmediate(r));
+    next();
+  }
+  await new Promise((r) => setImmediate(r));
+  conn.stop();
+  assert.is(ready, 2);
+  assert.equal(
+    reported.map((r) => `${r.code}:${r.ms}`),
+    ['1006:1000', '1006:2000', '1006:4000', '1006:8000', '1006:16000', '1012:1000', '1006:2000', '1006:4000', '1006:8000', '1006:16000', '1006:32000'],
+  );
+});
+
+test('1012 resets to the first step with its jitter (±20 %), never more than 1.2 s', async () => {
+  for (const random of [0, 0.25, 0.999999]) {
+    const { clock, next } = fakeClock(() => random);
+    const reported: number[] = [];
+    let dials = 0;
+    const conn = new Connection({
+      server: 'http://127.0.0.1:9',
+      token: 'svc_rt_test',
+      clock,
+      dial: () => (dials++ < 6 ? closingSocket(1006) : welcomedSocket(1012)),
+      onReady: () => {},
+      onFrame: () => {},
+      onInvalid: () => {},
+      onFatal: () => assert.unreachable('not final'),
+      onDown: (_code, _reason, ms) => reported.push(ms),
+    });
+    conn.start();
+    for (let i = 0; i < 7; i++) {
+      await new Promise((r) => setImmediate(r));
+      next();
+    }
+    await new Promise((r) => setImmediate(r));
+    conn.stop();
+    assert.ok(reported[5] > 20_000, `grown before the restart: ${reported[5]}`);
+    assert.is(reported[6], backoffDelay(0, random));
+    assert.ok(reported[6] >= 1000 && reported[6] <= 1200);
+  }
+});
+
 test('jitter: over many draws each delay is within ±20 % of its step (clipped to 1 s … 60 s) and spans the band', () => {
   for (let attempt = 0; attempt < 12; attempt++) {
     const step = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** attempt);

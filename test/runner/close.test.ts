@@ -34,7 +34,7 @@ for (const [code, words] of [
     assert.match(d.output(), words);
     await sleep(1500); // longer than the first backoff step
     assert.is(fake.conns.length, 1);
-    assert.equal(sb.spoolFiles().length, 1, 'the runner.started event stays spooled for the next start');
+    assert.equal(sb.spoolEvents().length, 1, 'the runner.started event stays spooled for the next start');
   });
 }
 

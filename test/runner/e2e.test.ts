@@ -129,17 +129,17 @@ test('spooled events reach the database exactly once across a kill -9 of the ser
   const pad = 'x'.repeat(900);
   const filled = await runCli(sb, [SPOOL_APPEND, 'test.e2e', '--source', 'tests/e2e', '--count', String(total), '--payload', JSON.stringify({ pad })], {}, 60_000);
   assert.is(filled.status, 0, filled.stderr);
-  assert.is(sb.spoolFiles().length, total);
+  assert.is(sb.spoolEvents().length, total);
 
   let d = startDaemon(sb);
   // Kill the server while the spool drains, then bring it back on the same port and database.
-  await waitUntil(() => sb.spoolFiles().length < total - 200, 30_000, () => `the spool to start draining\n${d.output()}`);
+  await waitUntil(() => sb.spoolEvents().length < total - 200, 30_000, () => `the spool to start draining\n${d.output()}`);
   await restartServer('SIGKILL');
   // Kill the runner while it drains again, then start a new one (the stale lock is taken over).
-  await waitUntil(() => sb.spoolFiles().length < total / 2, 60_000, () => `the spool to drain after the server came back; left ${sb.spoolFiles().length}\n${d.output()}`);
+  await waitUntil(() => sb.spoolEvents().length < total / 2, 60_000, () => `the spool to drain after the server came back; left ${sb.spoolEvents().length}\n${d.output()}`);
   assert.is((await d.kill('SIGKILL')).signal, 'SIGKILL');
   d = startDaemon(sb);
-  await waitUntil(() => sb.spoolFiles().length === 0, 90_000, () => `the spool to empty; left ${sb.spoolFiles().length}\n${d.output()}`);
+  await waitUntil(() => sb.spoolEvents().length === 0, 90_000, () => `the spool to empty; left ${sb.spoolEvents().length}\n${d.output()}`);
   assert.match(d.output(), /connected to/);
   assert.equal(await d.kill('SIGTERM'), { code: 0, signal: null });
 
@@ -152,6 +152,35 @@ test('spooled events reach the database exactly once across a kill -9 of the ser
   assert.equal(stored[0], { n: total, distinct_seq: total, min: 0, max: total - 1 });
   const started = await withDb((db) => db.query<{ n: number }>(sql`select count(*)::int as n from runner_events where runner_id = ${runnerId} and kind = 'runner.started'`));
   assert.is(started[0].n, 2, 'one runner.started per daemon start');
+});
+
+test('a graceful server restart (SIGTERM) closes the runner socket with 1012 and the runner comes back from the first backoff step; a kill -9 keeps growing the backoff', async () => {
+  const { sb, runnerId } = await newPairedSandbox('e2e-restart');
+  const d = startDaemon(sb);
+  const downs = () => [...d.output().matchAll(/connection down \((\d+)[^)]*\); reconnecting in ([\d.]+) s/g)].map((m) => ({ code: Number(m[1]), s: Number(m[2]) }));
+  const connects = () => d.output().match(/connected to /g)?.length ?? 0;
+  await waitUntil(async () => connects() === 1 && (await runnerRow(runnerId))?.status === 'online', 15_000, () => `the runner online\n${d.output()}`);
+  // Two kills -9, the second within the stability window of the reconnect: a lost socket (1006), and
+  // the backoff goes on growing (≥ the 2 s step; more when dials failed while the server started).
+  for (const [n, lo, hi] of [[1, 0.8, 1.2], [2, 1.6, 60]]) {
+    const k = downs().length;
+    await restartServer('SIGKILL');
+    await waitUntil(() => connects() === n + 1, 30_000, () => `reconnect ${n}\n${d.output()}`);
+    const down = downs()[k];
+    assert.is(down.code, 1006);
+    assert.ok(down.s >= lo && down.s <= hi, `kill -9 #${n}: reconnecting in ${down.s} s, expected ${lo}–${hi}`);
+  }
+  // SIGTERM: the server says 1012 and the runner waits the first step (1 s ± 20 %), not 4 s.
+  const before = downs().length;
+  const t0 = Date.now();
+  await restartServer('SIGTERM');
+  await waitUntil(() => connects() === 4, 30_000, () => `reconnect after SIGTERM\n${d.output()}`);
+  const graceful = downs()[before];
+  assert.is(graceful.code, 1012, d.output());
+  assert.ok(graceful.s >= 0.8 && graceful.s <= 1.2, `after 1012: reconnecting in ${graceful.s} s`);
+  assert.match(d.output(), /connection down \(1012: server restarting\)/);
+  process.stderr.write(`  graceful restart: runner back ${((Date.now() - t0) / 1000).toFixed(1)} s after SIGTERM (server restart included)\n`);
+  await d.kill();
 });
 
 test('revoked: the daemon exits 78; replaced by a newer pairing: the old daemon exits 78 and the new one connects', async () => {

@@ -55,7 +55,7 @@ test('connects to /runner with the bearer token, protocol and version headers; h
   assert.is(hello.version, pkg.version);
   assert.match(hello.target, /^linux-(amd64|arm64)$/);
   assert.is(hello.hostname, hostname());
-  assert.equal(hello.capabilities, ['terminal']);
+  assert.equal(hello.capabilities, ['terminal', 'codehost', 'commands.replay']);
   await d.waitFor(/no runtime profiles are configured/);
   assert.not.match(d.output(), /svc_rt_test_token/);
   assert.equal(await d.kill('SIGTERM'), { code: 0, signal: null });
@@ -75,8 +75,9 @@ test('answers runner.ping, and disabled / unknown / not implemented / invalid co
   assert.equal([disabled.ok, disabled.error.code], [false, 'disabled']);
   const unknown = await conn.command('rm.everything', {});
   assert.equal([unknown.ok, unknown.error.code], [false, 'unknown_command']);
-  const later = await conn.command('issue.create', { projectId: 'p1', title: 't' });
-  assert.equal([later.ok, later.error.code], [false, 'not_implemented']);
+  // Every command of the allowlist has a handler now; a command's own error still comes back as a code.
+  const notWatched = await conn.command('issue.create', { projectId: 'p1', title: 't' });
+  assert.equal([notWatched.ok, notWatched.error.code], [false, 'unknown_project']);
   const bad = await conn.command('project.inspect', { path: 'relative/path', extra: 1 });
   assert.equal([bad.ok, bad.error.code], [false, 'invalid_args']);
   assert.match(bad.error.message, /path/);
@@ -91,7 +92,7 @@ test('runner.describe: host facts and versions; disabling terminal.attach remove
   const d = startDaemon(sb);
   const conn = await fake.waitConns(1);
   const hello = await conn.next('hello');
-  assert.equal(hello.capabilities, []);
+  assert.equal(hello.capabilities, ['codehost', 'commands.replay']);
   const r = await conn.command('runner.describe');
   assert.is(r.ok, true);
   assert.is(r.data.hostname, hostname());
@@ -99,7 +100,7 @@ test('runner.describe: host facts and versions; disabling terminal.attach remove
   assert.is(r.data.node, process.version);
   assert.is(r.data.version, pkg.version);
   assert.is(r.data.protocol, PROTOCOL_VERSION);
-  assert.equal(r.data.capabilities, []);
+  assert.equal(r.data.capabilities, ['codehost', 'commands.replay']);
   assert.equal(r.data.runtimes, []);
   assert.equal(r.data.disabledCommands, ['terminal.attach']);
   await d.kill();
@@ -109,7 +110,7 @@ test('runner.describe: host facts and versions; disabling terminal.attach remove
   const d2 = startDaemon(sb);
   const conn2 = await fake.waitConns(2);
   const r2 = await conn2.command('runner.describe');
-  assert.equal(r2.data.capabilities, ['terminal']);
+  assert.equal(r2.data.capabilities, ['terminal', 'codehost', 'commands.replay']);
   assert.equal(r2.data.runtimes.map((x: any) => [x.runtime, x.version, x.authenticated]), [['claude', '2.0.1 (Claude Code)', false]]);
   await d2.kill();
 });

@@ -49,9 +49,9 @@ test('without an ack nothing leaves the spool; after kill -9 and a restart the e
   const firstId = sent.events[0].id;
   const emitted = await runCli(sb, ['spool-append', 'test.item', '--source', 'tests/a', '--count', '5']);
   assert.is(emitted.status, 0, emitted.stderr);
-  assert.is(sb.spoolFiles().length, 6);
+  assert.is(sb.spoolEvents().length, 6);
   await sleep(700); // time for any (wrong) removal
-  assert.is(sb.spoolFiles().length, 6, 'no ack: still spooled');
+  assert.is(sb.spoolEvents().length, 6, 'no ack: still spooled');
   assert.ok(sb.spoolIds().includes(firstId));
 
   const killed = await d1.kill('SIGKILL');
@@ -110,6 +110,52 @@ test('a spool file that is not an event is moved to spool/corrupt and the rest s
   assert.is(readFileSync(join(sb.spoolDir, 'corrupt', '0000000000001.00000001.zzzzzz.json'), 'utf8'), '{"half":');
   assert.match(d.output(), /spool file unreadable; moved to spool\/corrupt/);
   await d.kill();
+});
+
+test('kill -9 mid-batch: two batches of different sources in flight at once, one partly acked; after the restart nothing is lost, only ids of a file not wholly acked come again (same id, same content: the server stores them once), and each source stays in order', async () => {
+  fake.options.autoAck = false;
+  for (const source of ['tests/a', 'tests/b']) {
+    const r = await runCli(sb, ['spool-append', 'test.kill', '--source', source, '--count', '1000', '--payload', '{"pad":"yyyyyyyy"}']);
+    assert.is(r.status, 0, r.stderr);
+  }
+  assert.is(sb.spoolFiles().length, 4, 'two files of 500 per append of 1000');
+  const d1 = startDaemon(sb);
+  const conn1 = await fake.waitConns(1);
+  // The first file of each source, then runner.started (spooled at the start, so the newest): three batches in flight before any ack.
+  await waitUntil(() => conn1.frames.filter((f) => f.type === 'events').length >= 3, 15_000, () => `three batches in flight\n${d1.output()}`);
+  const frames = conn1.frames.filter((f) => f.type === 'events');
+  const sourcesOf = (f: any) => [...new Set(f.events.map((e: any) => e.source))];
+  assert.equal(frames.map(sourcesOf), [['tests/a'], ['tests/b'], ['runner']], 'never two batches of one source in flight');
+  const [a, b] = frames;
+  assert.equal(a.events.map((e: any) => e.payload.seq), [...Array(500).keys()]);
+  // Ack half of tests/a's batch and all of tests/b's: b's first file goes, a's first file stays.
+  const ackedA = a.events.slice(0, 250).map((e: any) => e.id);
+  conn1.send({ type: 'ack', ids: ackedA });
+  conn1.send({ type: 'ack', ids: b.events.map((e: any) => e.id) });
+  await waitUntil(() => sb.spoolEvents().length === 1 + 1500, 10_000, () => `b's first file removed; ${sb.spoolEvents().length} left`);
+  assert.is(sb.spoolFiles().length, 4, "runner.started, a's two files (one partly acked) and b's second");
+  const firstSend = new Map([...a.events, ...b.events].map((e: any) => [e.id, JSON.stringify(e)]));
+  assert.is((await d1.kill('SIGKILL')).signal, 'SIGKILL');
+
+  const before = fake.received.length;
+  fake.options.autoAck = true;
+  const d2 = startDaemon(sb);
+  await fake.waitConns(2);
+  await waitUntil(() => sb.spoolFiles().length === 0, 20_000, () => `the spool to empty; left ${sb.spoolEvents().length}\n${d2.output()}`);
+  const after = fake.received.slice(before);
+  for (const source of ['tests/a', 'tests/b']) {
+    const all = fake.received.filter((e) => e.source === source);
+    assert.equal(new Set(all.map((e) => e.payload.seq)).size, 1000, `${source}: none lost`);
+    const again = after.filter((e) => e.source === source).map((e) => e.payload.seq);
+    assert.equal(again, source === 'tests/a' ? [...Array(1000).keys()] : [...Array(500).keys()].map((i) => 500 + i), `${source}: resent in order, from the first file not wholly acked`);
+  }
+  // Duplicates are only ids sent before the kill, with the same content (the server's on conflict (runner_id, event_id) stores them once).
+  const dup = after.filter((e) => firstSend.has(e.id));
+  assert.is(dup.length, 500, "a's first file, all of it (250 of it acked)");
+  for (const e of dup) assert.is(JSON.stringify(e), firstSend.get(e.id));
+  assert.ok(ackedA.every((id: string) => dup.some((e) => e.id === id)));
+  assert.not.ok(after.some((e) => b.events.some((x: any) => x.id === e.id)), "b's wholly acked file is not sent again");
+  await d2.kill();
 });
 
 test('spool-append refuses bad arguments with exit 2', async () => {

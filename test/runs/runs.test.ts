@@ -96,7 +96,7 @@ test('a run from queued to succeeded: record, progress lines, report, result, pa
         costUsd: 0.0123,
         usage: { input_tokens: 10, output_tokens: 5 },
         turns: 3,
-        pullRequest: { branch: `svc/run-${id}`, base: 'a'.repeat(40), head: 'b'.repeat(40), commits: 1, files: 1, patchBytes: patch.length, patchSha256: 'ab'.repeat(32) },
+        pullRequest: { branch: `svc/run-${id}`, base: 'a'.repeat(40), head: 'b'.repeat(40), commits: 1, files: 1, patchBytes: patch.length, patchSha256: 'ab'.repeat(32), url: 'https://github.com/acme/app/pull/12', number: 12 },
       },
     }),
   ]);
@@ -107,9 +107,18 @@ test('a run from queued to succeeded: record, progress lines, report, result, pa
   const one = await call(`/api/runs/${id}`);
   assert.is(one.status, 200);
   assert.equal([one.body.report, one.body.exitCode, one.body.durationMs, one.body.patch, one.body.patchBytes, one.body.patchTruncated], ['All good.', 0, 8000, patch, patch.length, false]);
-  assert.equal(one.body.pullRequest.commits, 1);
+  assert.equal([one.body.pullRequest.commits, one.body.pullRequest.url, one.body.pullRequest.number], [1, 'https://github.com/acme/app/pull/12', 12], 'the record links the pull request the runner opened');
   assert.equal(one.body.progress, [{ seq: 1, text: 'session started' }, { seq: 2, text: 'tool: Bash ls' }]);
   assert.equal([one.body.projectId, one.body.runnerId, one.body.output, one.body.branch, one.body.startedAt], [p1, runner.runnerId, 'pull_request', `svc/run-${id}`, '2026-11-23T10:00:01.000Z']);
+});
+
+test('a pull request the runner could not open: openError is kept in the record (a token without the scope)', async () => {
+  const id = `r${++seq}-${randomBytes(4).toString('hex')}`;
+  const openError = 'the code-host token may not open pull requests on acme/app (POST /repos/acme/app/pulls: HTTP 403: Resource not accessible by personal access token); give the token write access';
+  const pullRequest = { branch: `svc/run-${id}`, base: 'a'.repeat(40), head: 'b'.repeat(40), commits: 1, files: 1, patchBytes: 10, patchSha256: 'ab'.repeat(32), openError };
+  await send([stateEv(id, 'succeeded', { result: { report: 'r', reportTruncated: false, exitCode: 0, durationMs: 1, sessionId: null, costUsd: null, usage: null, pullRequest } })]);
+  const one = await call(`/api/runs/${id}`);
+  assert.equal([one.body.state, one.body.pullRequest.openError, one.body.pullRequest.url], ['succeeded', openError, undefined]);
 });
 
 test('re-sent and late events change nothing: a final state stays final, progress is stored once', async () => {

@@ -101,7 +101,7 @@ test('disabledCommands: ["terminal.attach"] → no terminal capability and the a
   await daemon.kill('SIGTERM');
   await startRunner({ disabledCommands: ['terminal.attach'] });
   const runners = (await (await server.api('/api/runners')).json()).runners;
-  await waitUntil(async () => (await (await server.api('/api/runners')).json()).runners[0].capabilities.length === 0, 10_000, 'the capability gone');
+  await waitUntil(async () => (await (await server.api('/api/runners')).json()).runners[0].capabilities.includes('terminal') === false, 10_000, 'the capability gone');
   assert.equal(runners.length, 1);
   const t = openTerminal(`projectId=${projectId}&session=${session}`);
   assert.is(await t.closed, 4409);

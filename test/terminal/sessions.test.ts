@@ -115,7 +115,7 @@ test("the runner going away ends the browser's terminal; with the runner offline
 
   const offline = openTerminal(session);
   assert.is(await offline.closed, 4503);
-  assert.is(offline.messages[0].code, 'runner_elsewhere');
+  assert.is(offline.messages[0].code, 'runner_offline');
 });
 
 test.run();

@@ -158,5 +158,33 @@ export function writeFixtures(root: string): FixtureDirs {
     line('2026-01-22T08:00:01.000Z', 'turn_context', { cwd: '/work/swe', model: 'gpt-5.4' }),
     line('2026-01-22T08:01:00.000Z', 'event_msg', tc([450_000, 100_000, 20_000, 5_000], [450_000, 100_000, 20_000, 5_000])),
   ]);
+  // A subagent rollout (session_meta source.subagent.thread_spawn, as Codex writes it, then its parent's
+  // session_meta) starts with a replay of its parent's token counts, all stamped with the second it was
+  // spawned: skipped, their totals kept as the baseline for the subagent's own totals-only counts.
+  const X4 = '019b0000-0000-7000-8000-000000000004';
+  const X5 = '019b0000-0000-7000-8000-000000000005';
+  write(join(codex, 'sessions', '2026', '01', '22', `rollout-2026-01-22T10-00-00-${X4}.jsonl`), [
+    line('2026-01-22T10:00:00.000Z', 'session_meta', { id: X4, cwd: '/work/swe', source: 'cli' }),
+    line('2026-01-22T10:00:01.000Z', 'turn_context', { cwd: '/work/swe', model: 'gpt-5.2' }),
+    line('2026-01-22T10:01:00.000Z', 'event_msg', tc([1_000, 100, 200, 0], [1_000, 100, 200, 0])),
+    line('2026-01-22T10:02:00.000Z', 'event_msg', tc([1_500, 150, 300, 0], [500, 50, 100, 0])),
+  ]);
+  write(join(codex, 'sessions', '2026', '01', '22', `rollout-2026-01-22T10-03-00-${X5}.jsonl`), [
+    line('2026-01-22T10:03:00.120Z', 'session_meta', { id: X5, cwd: '/work/swe', source: { subagent: { thread_spawn: { parent_thread_id: X4, depth: 1 } } } }),
+    line('2026-01-22T10:03:00.121Z', 'session_meta', { id: X4, cwd: '/work/swe', source: 'cli' }),
+    line('2026-01-22T10:03:00.122Z', 'turn_context', { cwd: '/work/swe', model: 'gpt-5.2' }),
+    line('2026-01-22T10:03:00.200Z', 'event_msg', tc([1_000, 100, 200, 0], [1_000, 100, 200, 0])),
+    line('2026-01-22T10:03:00.300Z', 'event_msg', tc([1_500, 150, 300, 0], [500, 50, 100, 0])),
+    line('2026-01-22T10:04:00.000Z', 'event_msg', tc([1_600, 160, 320, 0], null)),
+    line('2026-01-22T10:05:00.000Z', 'event_msg', tc([1_650, 165, 330, 0], [50, 5, 10, 0])),
+  ]);
+  // A rollout that is not a subagent's may have two counts in one second: both count.
+  const X6 = '019b0000-0000-7000-8000-000000000006';
+  write(join(codex, 'sessions', '2026', '01', '22', `rollout-2026-01-22T11-00-00-${X6}.jsonl`), [
+    line('2026-01-22T11:00:00.000Z', 'session_meta', { id: X6, cwd: '/work/swe', source: 'exec' }),
+    line('2026-01-22T11:00:00.100Z', 'turn_context', { cwd: '/work/swe', model: 'gpt-5.2' }),
+    line('2026-01-22T11:00:01.100Z', 'event_msg', tc([700, 0, 70, 0], [700, 0, 70, 0])),
+    line('2026-01-22T11:00:01.900Z', 'event_msg', tc([1_400, 0, 140, 0], [700, 0, 70, 0])),
+  ]);
   return { home, claudeConfigDir: `${c1},${c2}`, codexHome: codex };
 }

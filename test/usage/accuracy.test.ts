@@ -2,7 +2,7 @@
 // runtimes with every counting trap, the runner bundle's `usage daily --json` must give ccusage 20.0.20's
 // token counts exactly, per day, runtime and model, and its cost within 0.5 %.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -77,6 +77,64 @@ for (const tz of ['UTC', 'America/New_York', 'Asia/Tokyo']) {
     }
   });
 }
+
+test('Codex fast mode: a config.toml asking for the priority tier prices every rollout of that home as ccusage does', async () => {
+  const fastHome = join(dir, 'codex-fast');
+  cpSync(fx.codexHome, fastHome, { recursive: true });
+  writeFileSync(join(fastHome, 'config.toml'), 'model = "gpt-5.4"\n# service_tier = "flex"\nservice_tier = \'priority\'  # the fast tier\n');
+  const fastEnv = { ...env, CODEX_HOME: fastHome };
+  const want = new Map<string, number>();
+  const r = spawnSync(process.execPath, [CCUSAGE, 'codex', 'daily', '--json', '--offline', '--timezone', 'UTC'], { env: { PATH: process.env.PATH, TZ: 'UTC', ...fastEnv }, encoding: 'utf8' });
+  assert.is(r.status, 0, r.stderr);
+  for (const d of JSON.parse(r.stdout).daily) want.set(d.date, d.costUSD);
+  const fast = await runCli(sb, ['usage', 'daily', '--json', '--tz', 'UTC', '--runtime', 'codex'], fastEnv);
+  assert.is(fast.status, 0, fast.stderr);
+  const standard = (await ours('UTC')).days.filter((d) => d.runtime === 'codex');
+  const days: any[] = JSON.parse(fast.stdout).days;
+  assert.equal(days.map(tokens), standard.map(tokens), 'the same tokens');
+  let fastDays = 0;
+  for (const [date, cost] of want) {
+    const sum = days.filter((d) => d.date === date).reduce((a, d) => a + d.costUSD, 0);
+    const base = standard.filter((d) => d.date === date).reduce((a, d) => a + d.costUSD, 0);
+    assert.ok(close(sum, cost), `codex ${date} fast cost ${sum} vs ccusage ${cost}`);
+    fastDays += sum > base * 1.5 ? 1 : 0;
+  }
+  // gpt-5.4 has a multiplier (2×) in ccusage 20.0.20's table; the other models have none, so they cost the same.
+  assert.is(fastDays, 1, 'one day (gpt-5.4) costs more in the fast tier');
+  writeFileSync(join(fastHome, 'config.toml'), 'service_tier = "breakfast"\nservice_tier_override = "fast"\n');
+  const off = await runCli(sb, ['usage', 'daily', '--json', '--tz', 'UTC', '--runtime', 'codex'], fastEnv);
+  assert.equal(JSON.parse(off.stdout).days, standard, 'no priority tier asked: standard prices');
+});
+
+test("usage session --json follows ccusage's session report: per session the same tokens, --since by the last activity", async () => {
+  let whole: ReturnType<typeof tokens> | undefined;
+  for (const since of [undefined, '2026-01-21', '2026-01-22']) {
+    const flags = since ? ['--since', since.replaceAll('-', '')] : [];
+    const want = new Map<string, ReturnType<typeof tokens>>();
+    for (const r of ccusage(['claude', 'session', '--timezone', 'UTC', ...flags]).sessions) want.set(`claude ${r.sessionId}`, tokens(r));
+    for (const r of ccusage(['codex', 'session', '--timezone', 'UTC', ...flags]).sessions) want.set(`codex ${r.sessionId.split('-').slice(-5).join('-')}`, tokens(r));
+    const r = await runCli(sb, ['usage', 'session', '--json', '--tz', 'UTC', ...(since ? ['--since', since] : [])], env);
+    assert.is(r.status, 0, r.stderr);
+    const got = new Map<string, ReturnType<typeof tokens>>(JSON.parse(r.stdout).sessions.map((s: any) => [`${s.runtime} ${s.sessionId}`, tokens(s)]));
+    assert.equal([...got.keys()].sort(), [...want.keys()].sort(), `sessions (since ${since})`);
+    for (const [k, w] of want) assert.equal(got.get(k), w, `${k} (since ${since})`);
+    // A Claude session last active on the 21st keeps its requests of the 20th (daily would drop them).
+    if (!since) whole = got.get('claude 11111111-1111-4111-8111-111111111111');
+    if (since === '2026-01-21') assert.equal(got.get('claude 11111111-1111-4111-8111-111111111111'), whole, 'whole session kept');
+    if (since === '2026-01-22') assert.not.ok(got.has('claude 11111111-1111-4111-8111-111111111111'), 'last active before --since: dropped whole');
+  }
+});
+
+test('two threads (SVC_USAGE_WORKER_BYTES=0 forces the worker on these small files) give the same output byte for byte', async () => {
+  for (const args of [['daily', '--json', '--tz', 'Asia/Tokyo'], ['monthly', '--json'], ['session', '--json', '--since', '2026-01-21'], ['daily']]) {
+    const one = await runCli(sb, ['usage', ...args], env);
+    const two = await runCli(sb, ['usage', ...args], { ...env, SVC_USAGE_WORKER_BYTES: '0' });
+    assert.is(one.status, 0, one.stderr);
+    assert.is(two.status, 0, two.stderr);
+    assert.is(two.stdout, one.stdout, args.join(' '));
+    assert.is(two.stderr, one.stderr, 'the same corrupt-line count');
+  }
+});
 
 test('the fixtures exercise what they claim: fast, above-200k, unknown model, gpt-5 fallback, several days', async () => {
   const got = await ours('UTC');

@@ -11,7 +11,7 @@ import { ClaudeDedup, fileContext, hasRejectedNull, parseClaudeLine, parseTimest
 import type { ClaudeEntry } from '../../runner/usage/claude.ts';
 import type { Profile } from '../../runner/config.ts';
 import { newCodexFileState, parseCodexLine } from '../../runner/usage/codex.ts';
-import { claudeRequest, codexFiles, codexRequest, readClaudeFile, readCodexFile, usageDirs } from '../../runner/usage/scan.ts';
+import { claudeRequest, codexFiles, codexRequest, configRequestsFast, detectCodexReplaySync, readClaudeFile, readCodexFile, usageDirs } from '../../runner/usage/scan.ts';
 import type { CodexEvent } from '../../runner/usage/codex.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-usage-rules-'));
@@ -196,6 +196,53 @@ test('prices: per-term tiering above 200k, per-request long context, fast multip
   assert.ok(Math.abs(costUsd({ ...t, inputTokens: 1e6 }, opus46, 'fast') - 30) < 1e-9);
   assert.ok(Math.abs(costUsd({ ...t, inputTokens: 1e6 }, findPrice('gpt-5', DEFAULT_PRICES)!, 'fast') - 1.25) < 1e-9);
   assert.is(findPrice('claude-unknown-9', DEFAULT_PRICES), null);
+});
+
+test('Codex subagent replay: only a thread_spawn rollout (in its first 16 KiB) whose first two counts share a second', () => {
+  const tc = (ts: string, input: number) => JSON.stringify({ timestamp: ts, type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: { input_tokens: input, cached_input_tokens: 0, output_tokens: 1, reasoning_output_tokens: 0, total_tokens: input + 1 } } } });
+  const meta = (source: unknown, pad = '') => JSON.stringify({ timestamp: '2026-01-22T10:03:00.000Z', type: 'session_meta', payload: { id: 'sub', instructions: pad, source } });
+  const spawn = { subagent: { thread_spawn: { parent_thread_id: 'p' } } };
+  const file = (name: string, lines: string[]) => {
+    const f = join(dir, name);
+    writeFileSync(f, lines.join('\n') + '\n');
+    return f;
+  };
+  const same = [tc('2026-01-22T10:03:00.100Z', 10), tc('2026-01-22T10:03:00.900Z', 20), tc('2026-01-22T10:04:00.000Z', 30)];
+  assert.is(detectCodexReplaySync(file('r1.jsonl', [meta(spawn), ...same])), '2026-01-22T10:03:00');
+  assert.is(detectCodexReplaySync(file('r2.jsonl', [meta('cli'), ...same])), null, 'not a subagent');
+  assert.is(detectCodexReplaySync(file('r3.jsonl', [meta('cli', 'x'.repeat(17_000)), JSON.stringify({ type: 'x', payload: spawn }), ...same])), null, 'thread_spawn after the first 16 KiB');
+  assert.is(detectCodexReplaySync(file('r4.jsonl', [meta(spawn), tc('2026-01-22T10:03:00.100Z', 10), tc('2026-01-22T10:03:01.000Z', 20)])), null, 'first two counts in different seconds');
+  assert.is(detectCodexReplaySync(file('r5.jsonl', [meta(spawn), tc('2026-01-22T10:03:00.100Z', 10)])), null, 'one count: no replay');
+  // Read: the replayed counts are skipped, the next one counts from their totals.
+  const st = newCodexFileState();
+  const got: CodexEvent[] = [];
+  return readCodexFile(join(dir, 'r1.jsonl'), 0, st, (e) => got.push(e), { sync: true }).then(() => {
+    assert.equal(got.map((e) => e.usage.input), [10], 'only the count after the replay, as a delta from its totals');
+  });
+});
+
+test('non-ASCII text: kept strings come out as UTF-8 (raw or escaped), content is no reason to re-read', () => {
+  const e = entry({ cwd: '/home/jörg/日本', gitBranch: 'fix-é', uuid: 'u→1' }, {}, { content: [{ type: 'text', text: 'naïve “quotes” ✓' }] });
+  assert.is(e.cwd, '/home/jörg/日本');
+  assert.is(e.branch, 'fix-é');
+  assert.is(e.uuid, 'u→1');
+  const raw = JSON.stringify(line({ cwd: 'X' })).replace('"X"', '"/h/caf\\u00e9/\\ud83d\\ude00"');
+  const v = parse(raw);
+  assert.ok('entry' in v && v.entry.cwd === '/h/café/😀', JSON.stringify(v));
+  // Invalid UTF-8 inside the content is not a corrupt line (as before: decoded with replacement characters).
+  const bad = Buffer.concat([Buffer.from(JSON.stringify(line()).slice(0, -1) + ',"x":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  assert.ok('entry' in parseClaudeLine(bad, 0, ctx));
+});
+
+test("Codex config.toml: service_tier fast or priority (ccusage's reading)", () => {
+  assert.ok(configRequestsFast('service_tier = "fast"'));
+  assert.ok(configRequestsFast("model = 'x'\nservice_tier = 'priority' # higher tier"));
+  assert.ok(configRequestsFast('  service_tier=priority'));
+  assert.not.ok(configRequestsFast('# service_tier = "fast"'));
+  assert.not.ok(configRequestsFast('service_tier_override = "fast"'));
+  assert.not.ok(configRequestsFast('service_tier = "breakfast"'));
+  assert.not.ok(configRequestsFast('service_tier = "flex"'));
+  assert.equal(codexRequest({ sessionId: 's', file: 'f', lineOffset: 0, timestamp: 't', ms: 0, model: 'gpt-5.4', fallbackModel: false, usage: { input: 2, cached: 1, output: 1, reasoning: 0, total: 3 }, runningTotal: 3 }, true).speed, 'fast');
 });
 
 test.run();

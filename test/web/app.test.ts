@@ -1,5 +1,5 @@
 // The admin app's frame in a real browser: where sign-in lands, unknown routes, the Terminal page of an
-// instance without projects, and every page at a phone's width (390 px) without sideways scrolling.
+// instance without projects, and every page at a phone's width (360 px) without sideways scrolling.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser, Page } from 'playwright-core';
@@ -41,17 +41,25 @@ async function signIn(page: Page, path: string) {
   await page.click('form button');
 }
 
-test('sign-in at the root lands on Runners; an unknown route says not found instead of showing another page', async () => {
+test('sign-in at the root lands on Getting started (no project yet); an unknown route says not found instead of showing another page', async () => {
   const page = await browser.newPage();
   await signIn(page, '/');
-  await page.waitForSelector('h2:has-text("Runners")');
+  await page.waitForSelector('h2:has-text("Getting started")');
+  assert.is(await page.getAttribute('nav a[href="#/start"]', 'aria-current'), 'page');
   await page.goto(server.url + '/#/no-such-page');
   const alert = await page.waitForSelector('[role=alert]:has-text("Not found")');
   assert.match((await alert.textContent()) ?? '', /#\/no-such-page/);
   assert.is(await page.$('h2:has-text("Schedules")'), null);
-  await page.click('a:has-text("Go to Runners")');
+  await page.click('a:has-text("Go to Getting started")');
+  await page.waitForSelector('h2:has-text("Getting started")');
+  await page.click('nav a[href="#/runners"]');
   await page.waitForSelector('h2:has-text("Runners")');
   assert.is(await page.getAttribute('nav a[href="#/runners"]', 'aria-current'), 'page');
+  // Each page's main heading names it.
+  for (const [route, heading] of [['projects', 'Projects'], ['audit', 'Audit log'], ['activity', 'Activity'], ['settings', 'Settings'], ['notifications', 'Notifications'], ['fleet', 'Fleet']]) {
+    await page.goto(`${server.url}/#/${route}`);
+    await page.waitForSelector(`main h2:text-is("${heading}")`);
+  }
 });
 
 test('Terminal with no project on a runner explains what to do instead of an empty select and a black box', async () => {
@@ -63,8 +71,8 @@ test('Terminal with no project on a runner explains what to do instead of an emp
   assert.is(await page.$('.terminal'), null);
 });
 
-test('every page at 390 px wide: no sideways scrolling of the page', async () => {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+test('every page at 360 px wide: no sideways scrolling of the page', async () => {
+  const context = await browser.newContext({ viewport: { width: 360, height: 800 } });
   const page = await context.newPage();
   await signIn(page, '/#/runners');
   await page.waitForSelector('h2:has-text("Runners")');
@@ -73,7 +81,7 @@ test('every page at 390 px wide: no sideways scrolling of the page', async () =>
   await page.click('form.inline button');
   await page.waitForSelector('[role=status]');
   const wide: string[] = [];
-  for (const name of ['runners', 'runs', 'sessions', `sessions?session=${sessionId}`, 'cost', 'cost?price=an-unpriced-model-with-a-long-name', 'integrations', 'terminal', 'schedules', 'settings']) {
+  for (const name of ['runners', 'start', 'projects', 'fleet', 'audit', 'activity', 'notifications', 'runs', 'sessions', `sessions?session=${sessionId}`, 'cost', 'cost?price=an-unpriced-model-with-a-long-name', 'integrations', 'terminal', 'schedules', 'settings']) {
     if (name !== 'runners') {
       await page.goto(`${server.url}/#/${name}`);
       await page.waitForSelector('h2');

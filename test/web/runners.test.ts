@@ -98,6 +98,7 @@ test('add a runner → three commands, each in its own block; copied from the pa
     assert.match(text, new RegExp(sb.readConfig().runnerId));
     assert.match(text, /terminal/, 'capabilities');
     assert.match(text, /none configured/, 'profiles, from runner.describe');
+    assert.match(text, /Code host(idle|ok) \(https:\/\/api\.github\.com/, "the code-host client's state, from runner.describe");
     assert.match(text, /runner\./, 'its last events');
     await page.screenshot({ path: '.tmp/runner-detail.png' });
     await daemon.kill();

@@ -51,7 +51,10 @@ test.before(async () => {
       state('done-1', 'succeeded', {
         startedAt: '2026-11-23T10:00:01.000Z',
         endedAt: '2026-11-23T10:00:09.000Z',
-        result: { report: 'All good: nothing to fix.', reportTruncated: false, exitCode: 0, durationMs: 8000, sessionId: 's', costUsd: 0.0123, usage: null, pullRequest: null },
+        result: {
+          report: 'All good: nothing to fix.', reportTruncated: false, exitCode: 0, durationMs: 8000, sessionId: 's', costUsd: 0.0123, usage: null,
+          pullRequest: { branch: 'svc/run-done-1', base: 'a'.repeat(40), head: 'b'.repeat(40), commits: 1, files: 1, patchBytes: patch.length, patchSha256: 'ab'.repeat(32), url: 'https://github.com/acme/widgets/pull/12', number: 12 },
+        },
       }),
     ],
   });
@@ -85,6 +88,8 @@ test('runs with state and cost; details with report, patch and progress; Cancel 
   assert.is((await page.textContent('.run-detail pre.report'))?.trim(), 'All good: nothing to fix.');
   assert.match((await page.textContent('.run-detail pre.patch')) ?? '', /hello from the patch/);
   assert.match((await page.textContent('.run-detail pre.progress')) ?? '', /tool: Bash ls/);
+  // The pull request the run opened is linked from its record.
+  assert.match((await page.textContent('.run-detail a[href="https://github.com/acme/widgets/pull/12"]')) ?? '', /#12/);
 
   // Cancel goes to the runner as skill.cancel for that run; the runner answers and reports the state.
   await page.click('tr[data-run=live-1] button:has-text("Cancel")');

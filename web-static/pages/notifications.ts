@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { notificationText } from '../../functions/notifications/chat.ts';
 import { FieldError } from '../components.ts';
+import { useLiveRefetch } from '../live.ts';
 
 interface Notification {
   id: string;
@@ -24,12 +25,13 @@ interface NotificationList {
 
 /** Fired after marking read, so the bell updates at once. */
 const CHANGED = 'svc-notifications-changed';
-const POLL_MS = 30_000;
+const POLL_MS = 120_000; // a safety net: new notifications and read state arrive live
 
 export function NotificationBell() {
   const [unread, setUnread] = useState<number | null>(null);
+  const load = () => api<NotificationList>('/api/notifications?limit=1').then((l) => setUnread(l.unread), () => {});
+  useLiveRefetch(['notification', 'notification.read'], load);
   useEffect(() => {
-    const load = () => api<NotificationList>('/api/notifications?limit=1').then((l) => setUnread(l.unread), () => {});
     load();
     const timer = setInterval(load, POLL_MS);
     addEventListener(CHANGED, load);
@@ -49,6 +51,7 @@ export function Notifications() {
       .then((l) => (setList(l), setError(null)))
       .catch((e) => setError(errorText(e)));
   useEffect(() => void load(), []);
+  useLiveRefetch(['notification', 'notification.read'], load);
   const mark = async (body: { ids: string[] } | { all: true }) => {
     try {
       await api('/api/notifications/read', { method: 'POST', body });

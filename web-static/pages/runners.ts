@@ -5,7 +5,8 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
-import { CopyBlock, RichText } from '../components.ts';
+import { PairingCommands, RichText } from '../components.ts';
+import { useLiveRefetch } from '../live.ts';
 
 interface Runner {
   id: string;
@@ -23,10 +24,38 @@ interface Detail extends Runner {
   projects: { id: string; name: string; rootPath: string | null }[];
   lastEvents: { kind: string; source: string; ts: string; receivedAt: string }[];
 }
+interface CodeHostState {
+  state: 'idle' | 'ok' | 'rate_limited' | 'backoff' | 'no_token';
+  until: string | null;
+  remaining: number | null;
+  limit: number | null;
+  lastError: string | null;
+  apiUrl: string;
+  lastPollAt: string | null;
+}
 interface Described {
   profiles: { id: string; runtime: string; found: boolean; authenticated: boolean }[];
   node: string;
   os: string;
+  /** Runners with the code-host client (docs/runner.md, Code host). */
+  codehost?: CodeHostState;
+}
+
+/** One line for the runner's code-host client: ok with its rate limit left, or why it waits. */
+function codeHostText(c: CodeHostState): string {
+  const left = c.remaining !== null && c.limit !== null ? `, ${c.remaining}/${c.limit} requests left` : '';
+  switch (c.state) {
+    case 'ok':
+      return `ok (${c.apiUrl}${left}; last poll ${when(c.lastPollAt)})`;
+    case 'rate_limited':
+      return `rate limited until ${when(c.until)}`;
+    case 'backoff':
+      return `failing, retrying after ${when(c.until)}: ${c.lastError ?? ''}`;
+    case 'no_token':
+      return `no token: ${c.lastError ?? ''}`;
+    default:
+      return `idle (${c.apiUrl})`;
+  }
 }
 
 const label = (r: Pick<Runner, 'name'>) => r.name || '(named after its hostname when it pairs)';
@@ -65,6 +94,9 @@ function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
             ? described.profiles.map((p) => html`<div>${p.id} (${p.runtime}) ${p.found ? '' : 'binary not found'} ${p.authenticated ? 'signed in' : 'not signed in'}</div>`)
             : 'none configured'
       }</dd>
+      ${typeof described === 'object' && described?.codehost
+        ? html`<dt>Code host</dt><dd class=${`codehost ${described.codehost.state}`}>${codeHostText(described.codehost)}</dd>`
+        : null}
     </dl>
     <h4>Last events</h4>
     ${d.lastEvents.length
@@ -87,9 +119,10 @@ export function Runners() {
       .catch((e) => setError(e.message));
   useEffect(() => {
     void load();
-    const t = setInterval(load, 10_000);
+    const t = setInterval(load, 60_000); // a safety net: online/offline flips arrive live
     return () => clearInterval(t);
   }, []);
+  useLiveRefetch('runner', load);
 
   const act = async (work: () => Promise<unknown>) => {
     try {
@@ -127,21 +160,13 @@ export function Runners() {
       if (open === r.id) setOpen(null);
     });
   };
-  const base = location.origin + location.pathname.replace(/\/[^/]*$/, '');
 
   return html`
     <form class="inline" onSubmit=${add}>
       <input name="name" placeholder="Machine name (optional: its hostname)" maxlength="100" aria-label="Machine name" />
       <button>Add runner</button>
     </form>
-    ${pairing &&
-    html`<div class="card notice" role="status">
-      Pairing code for <strong>${pairing.name}</strong>: <code class="code">${pairing.code}</code>
-      (valid until ${when(pairing.expiresAt)}, single use). On the agent machine, run these one after the other:
-      <${CopyBlock} label="1. Install the runner (needs Node.js 20 or newer; verifies the download's SHA-256)" text=${`curl -fsSL ${base}/install-runner.sh | sh`} />
-      <${CopyBlock} label="2. Pair it with this server" text=${`~/.local/bin/svc-runner pair --server ${base} --code ${pairing.code}`} />
-      <${CopyBlock} label="3. Run it as a service (prints the command that starts it)" text="~/.local/bin/svc-runner install-service" />
-    </div>`}
+    ${pairing && html`<${PairingCommands} ...${pairing} />`}
     ${warnings.map((w) => html`<p class="running" role="note">${w}</p>`)}
     ${error && html`<p class="failed" role="alert">${error}</p>`}
     ${open && html`<${RunnerDetail} id=${open} onClose=${() => setOpen(null)} />`}

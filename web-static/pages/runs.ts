@@ -5,6 +5,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
+import { useLiveRefetch } from '../live.ts';
 
 interface Run {
   id: string;
@@ -28,6 +29,8 @@ interface RunDetail extends Run {
   patch: string | null;
   patchBytes: number | null;
   patchTruncated: boolean;
+  /** Output "Pull request": the pull request the run opened, or why it could not. */
+  pullRequest: { url?: string; number?: number; openError?: string } | null;
 }
 
 const ENDED = new Set(['succeeded', 'failed', 'timed_out', 'cancelled']);
@@ -38,14 +41,18 @@ const runInHash = (hash: string) => /^#\/runs\?(?:.*&)?run=([^&]+)/.exec(hash)?.
 
 function Detail({ id, onError }: { id: string; onError: (m: string) => void }) {
   const [run, setRun] = useState<RunDetail | null>(null);
-  useEffect(() => {
+  const load = () =>
     api<RunDetail>(`/api/runs/${id}`)
       .then(setRun)
       .catch((e) => onError(message(e)));
-  }, [id]);
+  useEffect(() => void load(), [id]);
+  useLiveRefetch((n) => (n.type === 'run' || n.type === 'run.progress') && n.id === id, load, [id]);
   if (!run) return html`<p class="muted">Loading…</p>`;
   return html`<div class="run-detail">
     ${run.error && html`<p class="failed">${run.error}</p>`}
+    ${run.pullRequest?.url &&
+    html`<p>Pull request: <a href=${run.pullRequest.url} target="_blank" rel="noopener noreferrer">#${run.pullRequest.number} ${run.pullRequest.url}</a></p>`}
+    ${run.pullRequest?.openError && html`<p class="failed">The pull request could not be opened: ${run.pullRequest.openError}</p>`}
     ${run.report !== null &&
     html`<h4>Report${run.reportTruncated ? ' (cut)' : ''}</h4>
       <pre class="report">${run.report}</pre>`}
@@ -72,9 +79,10 @@ export function Runs() {
       .catch((e) => setError(message(e)));
   useEffect(() => {
     void load();
-    const timer = setInterval(load, 5000); // runs move on their own
+    const timer = setInterval(load, 60_000); // a safety net: state changes and progress arrive live
     return () => clearInterval(timer);
   }, []);
+  useLiveRefetch(['run', 'run.progress'], load);
   const cancel = async (r: Run) => {
     if (!confirm(`Cancel the ${r.skill} run?`)) return;
     setError(null);

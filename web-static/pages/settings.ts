@@ -4,7 +4,10 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
+import type { Me } from '../session.ts';
+import { GithubApps } from './github-app.ts';
 import { ChatChannels } from './notifications.ts';
+import { Retention, Tokens, Users } from './users.ts';
 
 interface KeyStatus {
   set: boolean;
@@ -38,7 +41,12 @@ function EncryptionKey({ k }: { k: KeyStatus }) {
   </div>`;
 }
 
-export function Settings() {
+/** Everyone: their own API tokens. Instance admins also: the key, instance secrets, users, prices, retention, chat. */
+export function Settings({ me }: { me: Me }) {
+  return me.user.instanceAdmin ? html`<${InstanceSettings} me=${me} />` : html`<${Tokens} />`;
+}
+
+function InstanceSettings({ me }: { me: Me }) {
   const [key, setKey] = useState<KeyStatus | null>(null);
   const [secrets, setSecrets] = useState<SecretStatus[] | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -67,5 +75,10 @@ export function Settings() {
         )}
       </tbody>
     </table></div>
-    <${ChatChannels} />`;
+    <${Users} me=${me} />
+    <${Tokens} />
+    <section class="card prices-link"><h3>Prices</h3><p>The price table that turns tokens into cost is on <a href="#/cost">Cost</a> (per model, with its history).</p></section>
+    <${Retention} />
+    <${ChatChannels} />
+    <${GithubApps} />`;
 }

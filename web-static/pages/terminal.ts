@@ -5,6 +5,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import { hashQuery } from '../components.ts';
 import type { Mounted } from '../terminal-view.ts';
 
 interface Project {
@@ -29,12 +30,16 @@ export function TerminalPage() {
   useEffect(() => {
     api<{ projects: Project[] }>('/api/projects')
       .then((r) => {
-        const mine = r.projects.filter((p) => p.runnerId);
+        // terminal.attach needs the admin role on the project (instance admins have it everywhere).
+        const mine = r.projects.filter((p) => p.runnerId && p.role === 'admin');
         setProjects(mine);
         setLoaded(true);
-        if (mine[0]) {
-          setProjectId(mine[0].id);
-          setSession(`svc-${mine[0].id}-orch`);
+        // `#/terminal?project=<id>&session=<name>` (the Fleet page's Open terminal) preselects both.
+        const q = hashQuery();
+        const asked = mine.find((p) => p.id === q.get('project')) ?? mine[0];
+        if (asked) {
+          setProjectId(asked.id);
+          setSession(asked.id === q.get('project') && q.get('session') ? q.get('session')! : `svc-${asked.id}-orch`);
         }
       })
       .catch((e) => setStatus(e.message));

@@ -59,8 +59,11 @@ export interface Queryable {
 export interface Db extends Queryable {
   readonly driver: 'pglite' | 'postgres' | 'neon';
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Subscribe to NOTIFY on a channel; returns the unsubscribe function. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Subscribe to NOTIFY on a channel; returns the unsubscribe function. `onListen` is called each time
+   * the subscription is (re)made after the first: notifications sent meanwhile were lost.
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onListen?: () => void): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
   close(): Promise<void>;
 }

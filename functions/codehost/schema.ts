@@ -1,0 +1,39 @@
+// Shapes of the code-host app admin API (docs/github-app.md), validated at the boundary; every refusal
+// is a 400 naming its field.
+import { createPrivateKey } from 'node:crypto';
+import { z } from 'zod';
+
+export const appParams = z.strictObject({ appId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be an app id' }) });
+
+/** The .pem GitHub gives for an app: it must parse as a private key (never echoed in the error). */
+const privateKey = z
+  .string()
+  .max(16 * 1024)
+  .superRefine((pem, ctx) => {
+    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(pem)) return void ctx.addIssue({ code: 'custom', message: 'must be a PEM private key (the .pem file GitHub generated for the app)' });
+    try {
+      createPrivateKey(pem);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'is not a readable PEM private key' });
+    }
+  })
+  .describe("The app's private key (PEM); stored encrypted, never shown again");
+
+const fields = {
+  name: z.string().trim().min(1).max(100).describe('A name to tell apps apart'),
+  githubAppId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).nullable().describe("The GitHub App's numeric App ID (on its settings page)"),
+};
+
+export const appCreate = z.strictObject({
+  name: fields.name,
+  githubAppId: fields.githubAppId.optional(),
+  privateKey: privateKey.optional(),
+});
+export const appPatch = z.strictObject({
+  name: fields.name.optional(),
+  githubAppId: fields.githubAppId.optional(),
+  privateKey: privateKey.nullable().optional().describe('A new private key (PEM), or null to remove the stored one'),
+});
+export const deliveryQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});

@@ -1,0 +1,96 @@
+// A project's fleet as its runner's events tell it (GET /api/projects/:id/fleet): per slot the issue it
+// works on, its latest checkpoint, its pull request and that PR's checks, and whether it stopped; and the
+// orchestrator's last start or stop. The live state of the tmux sessions comes from the runner itself
+// (orchestrator.status); this is what the server has recorded, so it is there when the runner is not.
+import { sql } from '../lib/db/index.ts';
+import type { Queryable } from '../lib/db/index.ts';
+
+const KINDS = ['orchestrator.started', 'orchestrator.stopped', 'slot.dispatched', 'slot.checkpoint', 'slot.stopped', 'pr.opened', 'pr.checks_changed', 'pr.merged', 'pr.closed'];
+/** How far back the fleet view reads (events of older rounds no longer describe a slot). */
+const WINDOW_DAYS = 14;
+const EVENTS_MAX = 2000;
+
+interface Pr {
+  number: number;
+  url?: string;
+  title?: string;
+  state: 'open' | 'merged' | 'closed';
+}
+export interface SlotView {
+  slot: string;
+  issue: number | null;
+  title: string | null;
+  branch: string | null;
+  checkpoint: { name: string; summary: string | null; at: string } | null;
+  pr: Pr | null;
+  checks: { state: string; summary: string | null; at: string } | null;
+  stopped: { reason: string | null; at: string } | null;
+  lastEventAt: string;
+}
+export interface FleetView {
+  orchestrator: { state: 'started' | 'stopped'; at: string; reason: string | null } | null;
+  slots: SlotView[];
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : null);
+const prOf = (v: unknown): { number: number; url?: string } | null => {
+  if (!v || typeof v !== 'object') return null;
+  const p = v as { number?: unknown; url?: unknown };
+  return Number.isSafeInteger(p.number) ? { number: p.number as number, ...(typeof p.url === 'string' ? { url: p.url } : {}) } : null;
+};
+
+export async function fleetView(db: Queryable, runnerId: string | null, projectId: string): Promise<FleetView> {
+  if (!runnerId) return { orchestrator: null, slots: [] };
+  const rows = await db.query<{ kind: string; ts: Date; payload: { slot?: string; issue?: number; data?: Record<string, unknown> } }>(sql`
+    select kind, ts, payload from (
+      select kind, ts, payload, received_at, event_id from runner_events
+       where runner_id = ${runnerId} and payload ->> 'project' = ${projectId} and kind = any(${KINDS})
+         and ts > now() - make_interval(days => ${WINDOW_DAYS})
+       order by ts desc, received_at desc limit ${EVENTS_MAX}) recent
+     order by ts, received_at, event_id`);
+  let orchestrator: FleetView['orchestrator'] = null;
+  const slots = new Map<string, SlotView>();
+  const byPr = new Map<number, SlotView>();
+  for (const r of rows) {
+    const at = new Date(r.ts).toISOString();
+    const d = r.payload.data ?? {};
+    if (r.kind === 'orchestrator.started' || r.kind === 'orchestrator.stopped') {
+      orchestrator = { state: r.kind === 'orchestrator.started' ? 'started' : 'stopped', at, reason: str(d.reason) };
+      continue;
+    }
+    const prNumber = prOf(d.pr)?.number;
+    let s = r.payload.slot ? slots.get(r.payload.slot) : prNumber ? byPr.get(prNumber) : undefined;
+    if (!s && r.payload.slot) {
+      s = { slot: r.payload.slot, issue: null, title: null, branch: null, checkpoint: null, pr: null, checks: null, stopped: null, lastEventAt: at };
+      slots.set(r.payload.slot, s);
+    }
+    if (!s) continue;
+    s.lastEventAt = at;
+    if (Number.isSafeInteger(r.payload.issue)) s.issue = r.payload.issue!;
+    switch (r.kind) {
+      case 'slot.dispatched': // a new issue in this slot: what was known of the previous one goes
+        Object.assign(s, { title: str(d.title), branch: str(d.branch), checkpoint: null, pr: null, checks: null, stopped: null });
+        break;
+      case 'slot.checkpoint':
+        s.checkpoint = { name: str(d.checkpoint) ?? 'checkpoint', summary: str(d.summary), at };
+        if (prOf(d.pr) && !s.pr) s.pr = { ...prOf(d.pr)!, state: 'open' };
+        break;
+      case 'slot.stopped':
+        s.stopped = { reason: str(d.reason), at };
+        break;
+      case 'pr.opened':
+        s.pr = { ...prOf(d.pr)!, ...(str(d.title) ? { title: str(d.title)! } : {}), state: 'open' };
+        if (str(d.branch)) s.branch = str(d.branch);
+        break;
+      case 'pr.checks_changed':
+        s.checks = { state: str(d.state) ?? 'unknown', summary: str(d.summary), at };
+        break;
+      case 'pr.merged':
+      case 'pr.closed':
+        if (s.pr) s.pr.state = r.kind === 'pr.merged' ? 'merged' : 'closed';
+        break;
+    }
+    if (s.pr) byPr.set(s.pr.number, s);
+  }
+  return { orchestrator, slots: [...slots.values()].sort((a, b) => a.slot.localeCompare(b.slot, 'en', { numeric: true })) };
+}

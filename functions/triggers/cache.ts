@@ -1,0 +1,79 @@
+// The hook's cache of enabled triggers' verification material (docs/performance.md, Inbound triggers):
+// the row and its decrypted secrets, by SHA-256 of the publicId, so a delivery — and above all a refused
+// one — costs no lookup query. What keeps it correct:
+//   - It only ever serves ENABLED triggers; unknown and disabled ids always go to the database, so a 404
+//     takes the same time whether or not the id exists (spec: Inbound trigger responses).
+//   - It never decides an acceptance: hook.ts records a delivery only if the trigger row's version
+//     (xmin, new on every UPDATE) is still the one the cached entry was read at, in the same statement
+//     that records it; if not, the entry is dropped and the request is checked again from the database.
+//     So a disabled, deleted, rotated or edited trigger is refused at once, on every process.
+//   - Entries are dropped when the row changes: in this process synchronously by the route that changed
+//     it (invalidate), in the others by the svc_trigger_changed notification (sql/0018), and in any case
+//     after TTL_MS. A load that raced with an invalidation is not stored (generation counter).
+// Until another process hears of a change, its stale entry can at worst answer 401 where the database
+// would now answer 404 (a just-disabled trigger, bad signature) or refuse a just-rotated trigger's NEW
+// secret; it never accepts what the database would refuse.
+import type { TriggerRow } from './triggers.ts';
+
+export const TRIGGER_CHANGED_CHANNEL = 'svc_trigger_changed';
+const TTL_MS = 10_000;
+const MAX_ENTRIES = 1000;
+
+export interface CachedTrigger {
+  row: TriggerRow;
+  /** The row version (xmin) it was read at: hook.ts records only while it is still current. */
+  version: string;
+  /** Decrypted: the current secret, and the previous one with the end of its overlap (ms), or null when none decrypts. */
+  secrets: { current: string; previous: string | null; previousUntilMs: number } | null;
+}
+
+interface Entry {
+  value: CachedTrigger;
+  expiresAt: number;
+}
+
+export class TriggerCache {
+  private readonly entries = new Map<string, Entry>();
+  private generation = 0;
+
+  constructor(
+    private readonly ttlMs = TTL_MS,
+    private readonly maxEntries = MAX_ENTRIES,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get(publicIdHash: string): CachedTrigger | undefined {
+    const e = this.entries.get(publicIdHash);
+    if (!e) return undefined;
+    if (e.expiresAt <= this.now()) {
+      this.entries.delete(publicIdHash);
+      return undefined;
+    }
+    return e.value;
+  }
+
+  /** Call before reading from the database; pass the answer to set(). */
+  mark(): number {
+    return this.generation;
+  }
+
+  /** Keep an enabled trigger, unless something was invalidated since `mark` (the read may predate it). */
+  set(publicIdHash: string, value: CachedTrigger, mark: number): void {
+    if (mark !== this.generation || !value.row.enabled) return;
+    if (this.entries.size >= this.maxEntries && !this.entries.has(publicIdHash)) {
+      this.entries.delete(this.entries.keys().next().value as string); // the oldest
+    }
+    this.entries.set(publicIdHash, { value, expiresAt: this.now() + this.ttlMs });
+  }
+
+  /** The trigger changed (or: anything may have, when no id): drop it, and any read under way. */
+  invalidate(triggerId?: string): void {
+    this.generation++;
+    if (triggerId === undefined) return this.entries.clear();
+    for (const [k, e] of this.entries) if (e.value.row.id === triggerId) this.entries.delete(k);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}

@@ -1,0 +1,123 @@
+// The few GitHub REST shapes the runner reads (only the fields it uses; the rest is ignored), and the
+// calls built on them: open issues, open pull requests, a head commit's checks (check runs and the
+// combined status), one pull request, its files, reviews, and creating issues and pull requests.
+import * as z from 'zod';
+import type { GitHubClient } from './client.ts';
+
+const user = z.object({ login: z.string() }).nullable().optional();
+const label = z.union([z.string(), z.object({ name: z.string() })]);
+
+export const issueShape = z.object({
+  number: z.number().int(),
+  title: z.string(),
+  html_url: z.string(),
+  state: z.string(),
+  labels: z.array(label).default([]),
+  user,
+  updated_at: z.string().optional(),
+  /** The issues list also returns pull requests; those carry this key. */
+  pull_request: z.unknown().optional(),
+});
+
+export const pullShape = z.object({
+  number: z.number().int(),
+  title: z.string(),
+  html_url: z.string(),
+  state: z.string(),
+  draft: z.boolean().optional(),
+  merged_at: z.string().nullable().optional(),
+  merged: z.boolean().optional(),
+  mergeable: z.boolean().nullable().optional(),
+  mergeable_state: z.string().optional(),
+  head: z.object({ ref: z.string(), sha: z.string() }),
+  base: z.object({ ref: z.string() }),
+  user,
+});
+export type Pull = z.infer<typeof pullShape>;
+
+const checkRuns = z.object({
+  total_count: z.number().int(),
+  check_runs: z.array(z.object({ name: z.string(), status: z.string(), conclusion: z.string().nullable(), html_url: z.string().nullable().optional() })),
+});
+const combinedStatus = z.object({
+  state: z.string(),
+  statuses: z.array(z.object({ context: z.string(), state: z.string(), target_url: z.string().nullable().optional() })),
+});
+const fileShape = z.object({ filename: z.string(), status: z.string(), additions: z.number().int(), deletions: z.number().int(), changes: z.number().int().optional() });
+const reviewShape = z.object({ id: z.number(), user, state: z.string(), submitted_at: z.string().nullable().optional() });
+const repoShape = z.object({ default_branch: z.string(), full_name: z.string().optional() });
+
+export type CheckState = 'none' | 'pending' | 'passed' | 'failed';
+export interface Check {
+  name: string;
+  state: CheckState;
+  url: string | null;
+}
+
+const FAILED = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure', 'stale', 'error']);
+
+/** One check run or commit status → our four states. */
+export function checkState(status: string, conclusion: string | null): CheckState {
+  if (status !== 'completed' && conclusion === null) return status === 'success' ? 'passed' : FAILED.has(status) ? 'failed' : 'pending';
+  return conclusion && FAILED.has(conclusion) ? 'failed' : 'passed';
+}
+
+/** All checks of a commit → one state: any failed → failed; else any pending → pending; else passed. */
+export function overall(checks: Check[]): CheckState {
+  if (checks.length === 0) return 'none';
+  if (checks.some((c) => c.state === 'failed')) return 'failed';
+  if (checks.some((c) => c.state === 'pending')) return 'pending';
+  return 'passed';
+}
+
+const repoPath = (repo: string) => `/repos/${repo.split('/').map(encodeURIComponent).join('/')}`;
+
+export interface CallOptions {
+  urgent?: boolean;
+}
+
+/** Open issues (the queue), pull requests left out. */
+export async function openIssues(c: GitHubClient, repo: string, o: CallOptions = {}) {
+  const r = await c.paginate(`${repoPath(repo)}/issues?state=open&per_page=100`, issueShape, 10, o.urgent);
+  return { ...r, items: r.items.filter((i) => i.pull_request === undefined) };
+}
+
+export const openPulls = (c: GitHubClient, repo: string, o: CallOptions = {}) => c.paginate(`${repoPath(repo)}/pulls?state=open&per_page=100`, pullShape, 10, o.urgent);
+
+export async function pull(c: GitHubClient, repo: string, n: number, o: CallOptions = {}): Promise<Pull | null> {
+  const a = await c.request('GET', `${repoPath(repo)}/pulls/${n}`, { schema: pullShape, accept: [404, 410], urgent: o.urgent });
+  return a.status >= 400 ? null : a.data;
+}
+
+/** The head commit's checks: its check runs and its commit statuses (the combined status). */
+export async function checksOf(c: GitHubClient, repo: string, sha: string, o: CallOptions = {}): Promise<Check[]> {
+  const runs = await c.request('GET', `${repoPath(repo)}/commits/${encodeURIComponent(sha)}/check-runs?per_page=100`, { schema: checkRuns, urgent: o.urgent });
+  const status = await c.request('GET', `${repoPath(repo)}/commits/${encodeURIComponent(sha)}/status`, { schema: combinedStatus, urgent: o.urgent });
+  return [
+    ...runs.data.check_runs.map((r) => ({ name: r.name, state: checkState(r.status, r.conclusion), url: r.html_url ?? null })),
+    ...status.data.statuses.map((s) => ({ name: s.context, state: checkState(s.state, null), url: s.target_url ?? null })),
+  ];
+}
+
+export const pullFiles = (c: GitHubClient, repo: string, n: number) => c.paginate(`${repoPath(repo)}/pulls/${n}/files?per_page=100`, fileShape, 100, true);
+export const pullReviews = (c: GitHubClient, repo: string, n: number) => c.paginate(`${repoPath(repo)}/pulls/${n}/reviews?per_page=100`, reviewShape, 10, true);
+
+export async function createIssue(c: GitHubClient, repo: string, body: { title: string; body: string; labels?: string[] }) {
+  const a = await c.request('POST', `${repoPath(repo)}/issues`, { schema: issueShape, body, urgent: true });
+  return { number: a.data.number, url: a.data.html_url };
+}
+
+export async function defaultBranch(c: GitHubClient, repo: string, token?: string): Promise<string> {
+  return (await c.request('GET', repoPath(repo), { schema: repoShape, urgent: true, token })).data.default_branch;
+}
+
+/** An open pull request from `branch` (owner:branch), if one exists already. */
+export async function pullFromBranch(c: GitHubClient, repo: string, branch: string, token?: string): Promise<Pull | null> {
+  const owner = repo.split('/')[0];
+  const a = await c.request('GET', `${repoPath(repo)}/pulls?state=open&head=${encodeURIComponent(`${owner}:${branch}`)}`, { schema: z.array(pullShape), urgent: true, token });
+  return a.data[0] ?? null;
+}
+
+export async function createPull(c: GitHubClient, repo: string, body: { title: string; body: string; head: string; base: string }, token?: string) {
+  return (await c.request('POST', `${repoPath(repo)}/pulls`, { schema: pullShape, body, urgent: true, token })).data;
+}

@@ -1,0 +1,241 @@
+// A small GitHub REST server on loopback for the code-host tests and the benchmark. It speaks the parts
+// of the API the runner uses, with GitHub's shapes and headers:
+//   GET  /repos/:o/:r                                   default_branch, full_name
+//   GET  /repos/:o/:r/issues?state=open                 issues (and pull requests, with `pull_request`, as GitHub does)
+//   POST /repos/:o/:r/issues                            201, {number, html_url, …}
+//   GET  /repos/:o/:r/pulls?state=open[&head=o:b]       open pull requests
+//   GET  /repos/:o/:r/pulls/:n                          one, with merged/merged_at/mergeable
+//   POST /repos/:o/:r/pulls                             201; 422 when the head branch is not on the remote
+//   GET  /repos/:o/:r/pulls/:n/files, …/reviews         lists
+//   GET  /repos/:o/:r/commits/:sha/check-runs, …/status checks
+// Every list is paginated (per_page, page; `Link: <…>; rel="next"`, rel="last"); every 200 carries an
+// ETag (a hash of the body) and a request with a matching If-None-Match gets 304, which does not count
+// against the rate limit (as on GitHub). x-ratelimit-limit/remaining/reset/used on every answer; when
+// the budget is spent: 403 with x-ratelimit-remaining 0 (or 429 with retry-after, `secondary`).
+// Bearer token required (401 otherwise); a token listed in `readOnly` gets 403 "Resource not accessible
+// by personal access token" on writes. `fail(n, mode)` answers the next n requests with 500, garbage
+// (HTML with 200) or a connection drop. Every request is recorded in `requests`.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeCheckRun {
+  name: string;
+  status: 'queued' | 'in_progress' | 'completed';
+  conclusion: string | null;
+}
+export interface FakePull {
+  number: number;
+  title: string;
+  body: string;
+  head: string;
+  sha: string;
+  base: string;
+  state: 'open' | 'closed';
+  merged: boolean;
+  files: { filename: string; status: string; additions: number; deletions: number }[];
+  reviews: { id: number; user: { login: string }; state: string; submitted_at: string }[];
+}
+export interface FakeRepo {
+  name: string;
+  defaultBranch: string;
+  issues: { number: number; title: string; body: string; labels: string[]; state: 'open' | 'closed' }[];
+  pulls: FakePull[];
+  checkRuns: Record<string, FakeCheckRun[]>;
+  statuses: Record<string, { context: string; state: string }[]>;
+  next: number;
+  /** A bare git repository the pull requests' head branches must exist in (POST /pulls checks it). */
+  bare?: string;
+}
+export interface FakeRequest {
+  method: string;
+  path: string;
+  status: number;
+  conditional: boolean;
+  token: string | null;
+  body?: any;
+  /** When it arrived (ms). */
+  at: number;
+}
+
+export interface GitHubFake {
+  url: string;
+  token: string;
+  readOnly: Set<string>;
+  requests: FakeRequest[];
+  rate: { limit: number; remaining: number; reset: number; secondary: number | null };
+  repo: (name: string) => FakeRepo;
+  addPull: (repo: string, p: Partial<FakePull> & { title: string; head: string }) => FakePull;
+  fail: (n: number, mode: '500' | 'garbage' | 'drop') => void;
+  close: () => Promise<void>;
+}
+
+const etagOf = (text: string) => `W/"${createHash('sha256').update(text).digest('hex').slice(0, 32)}"`;
+
+export async function githubFake(): Promise<GitHubFake> {
+  const repos = new Map<string, FakeRepo>();
+  const failing = { n: 0, mode: '500' as '500' | 'garbage' | 'drop' };
+  const fake = {
+    token: 'ghp_faketoken0123456789abcdefABCDEF0123',
+    readOnly: new Set<string>(),
+    requests: [] as FakeRequest[],
+    rate: { limit: 5000, remaining: 5000, reset: Math.floor(Date.now() / 1000) + 3600, secondary: null as number | null },
+  } as GitHubFake;
+  fake.repo = (name) => {
+    let r = repos.get(name);
+    if (!r) repos.set(name, (r = { name, defaultBranch: 'main', issues: [], pulls: [], checkRuns: {}, statuses: {}, next: 1 }));
+    return r;
+  };
+  fake.addPull = (repo, p) => {
+    const r = fake.repo(repo);
+    const pull: FakePull = { number: r.next++, body: '', sha: createHash('sha1').update(`${repo}${r.next}${p.head}`).digest('hex'), base: r.defaultBranch, state: 'open', merged: false, files: [], reviews: [], ...p };
+    r.pulls.push(pull);
+    return pull;
+  };
+  fake.fail = (n, mode) => Object.assign(failing, { n, mode });
+
+  const pullJson = (r: FakeRepo, p: FakePull) => ({
+    number: p.number,
+    title: p.title,
+    body: p.body,
+    html_url: `https://github.example/${r.name}/pull/${p.number}`,
+    state: p.state,
+    draft: false,
+    merged: p.merged,
+    merged_at: p.merged ? '2026-11-23T12:00:00Z' : null,
+    mergeable: p.state === 'open' ? true : null,
+    mergeable_state: p.state === 'open' ? 'clean' : 'unknown',
+    head: { ref: p.head, sha: p.sha },
+    base: { ref: p.base },
+    user: { login: 'octo' },
+  });
+  const issueJson = (r: FakeRepo, i: FakeRepo['issues'][number]) => ({
+    number: i.number,
+    title: i.title,
+    body: i.body,
+    html_url: `https://github.example/${r.name}/issues/${i.number}`,
+    state: i.state,
+    labels: i.labels.map((name) => ({ name })),
+    user: { login: 'octo' },
+    updated_at: '2026-11-23T12:00:00Z',
+  });
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', fake.url);
+      const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? null;
+      const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+      const record: FakeRequest = { method: req.method ?? 'GET', path: url.pathname + url.search, status: 0, conditional: false, token, body, at: Date.now() };
+      fake.requests.push(record);
+      const send = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+        record.status = status;
+        res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...limits(), ...headers });
+        res.end(value === undefined ? '' : JSON.stringify(value));
+      };
+      const limits = () => ({
+        'x-ratelimit-limit': String(fake.rate.limit),
+        'x-ratelimit-remaining': String(fake.rate.remaining),
+        'x-ratelimit-reset': String(fake.rate.reset),
+        'x-ratelimit-used': String(fake.rate.limit - fake.rate.remaining),
+      });
+      if (failing.n > 0) {
+        failing.n--;
+        record.status = -1;
+        if (failing.mode === 'drop') return req.socket.destroy();
+        if (failing.mode === 'garbage') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Unicorn! This page is taking too long to load.</html>');
+        return send(502, { message: 'Server Error' });
+      }
+      // A new rate-limit window at the reset time, as on GitHub.
+      if (Date.now() / 1000 >= fake.rate.reset) Object.assign(fake.rate, { remaining: fake.rate.limit, reset: Math.floor(Date.now() / 1000) + 3600 });
+      if (token !== fake.token && !fake.readOnly.has(token ?? '')) return send(401, { message: 'Bad credentials' });
+      if (fake.rate.secondary !== null) return send(429, { message: 'You have exceeded a secondary rate limit' }, { 'retry-after': String(fake.rate.secondary) });
+      if (fake.rate.remaining <= 0) return send(403, { message: 'API rate limit exceeded' });
+      // Answers a GET with an ETag; a matching If-None-Match is 304 and free.
+      const ok = (value: unknown, status = 200, headers: Record<string, string> = {}) => {
+        const text = JSON.stringify(value);
+        const etag = etagOf(text + (headers.link ?? ''));
+        if (req.method === 'GET' && req.headers['if-none-match'] === etag) {
+          record.conditional = true;
+          record.status = 304;
+          res.writeHead(304, { etag, ...limits() });
+          return res.end();
+        }
+        fake.rate.remaining--;
+        send(status, value, { ...(req.method === 'GET' ? { etag } : {}), ...headers });
+      };
+      const page = (items: unknown[]) => {
+        const per = Math.min(100, Number(url.searchParams.get('per_page') ?? 30) || 30);
+        const n = Math.max(1, Number(url.searchParams.get('page') ?? 1) || 1);
+        const last = Math.max(1, Math.ceil(items.length / per));
+        const link = (p: number, rel: string) => {
+          const u = new URL(url);
+          u.searchParams.set('page', String(p));
+          return `<${u}>; rel="${rel}"`;
+        };
+        const links = [...(n < last ? [link(n + 1, 'next'), link(last, 'last')] : []), ...(n > 1 ? [link(1, 'first'), link(n - 1, 'prev')] : [])];
+        ok(items.slice((n - 1) * per, n * per), 200, links.length ? { link: links.join(', ') } : {});
+      };
+      const m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(url.pathname);
+      if (!m) return send(404, { message: 'Not Found' });
+      const r = repos.get(`${m[1]}/${m[2]}`);
+      if (!r) return send(404, { message: 'Not Found' });
+      const rest = m[3] ?? '';
+      const write = req.method === 'POST' || req.method === 'PATCH';
+      if (write && fake.readOnly.has(token ?? '')) return send(403, { message: 'Resource not accessible by personal access token', documentation_url: 'https://docs.github.com/rest' });
+      let g: RegExpExecArray | null;
+      if (rest === '' && req.method === 'GET') return ok({ full_name: r.name, default_branch: r.defaultBranch });
+      if (rest === '/issues' && req.method === 'GET') {
+        const open = [...r.issues.filter((i) => i.state === 'open').map((i) => issueJson(r, i)), ...r.pulls.filter((p) => p.state === 'open').map((p) => ({ ...issueJson(r, { number: p.number, title: p.title, body: p.body, labels: [], state: 'open' }), pull_request: { url: '' } }))];
+        return page(open.sort((a, b) => b.number - a.number));
+      }
+      if (rest === '/issues' && req.method === 'POST') {
+        if (typeof body?.title !== 'string' || !body.title) return send(422, { message: 'Validation Failed', errors: [{ field: 'title', code: 'missing_field' }] });
+        const issue = { number: r.next++, title: body.title, body: body.body ?? '', labels: body.labels ?? [], state: 'open' as const };
+        r.issues.push(issue);
+        return ok(issueJson(r, issue), 201);
+      }
+      if (rest === '/pulls' && req.method === 'GET') {
+        const head = url.searchParams.get('head');
+        const open = r.pulls.filter((p) => p.state === 'open' && (!head || `${r.name.split('/')[0]}:${p.head}` === head));
+        return page(open.sort((a, b) => b.number - a.number).map((p) => pullJson(r, p)));
+      }
+      if (rest === '/pulls' && req.method === 'POST') {
+        if (!body?.title || !body?.head || !body?.base) return send(422, { message: 'Validation Failed' });
+        if (r.bare) {
+          try {
+            const sha = execFileSync('git', ['rev-parse', '--verify', '-q', `refs/heads/${body.head}`], { cwd: r.bare, encoding: 'utf8' }).trim();
+            const p = fake.addPull(r.name, { title: body.title, body: body.body ?? '', head: body.head, base: body.base, sha });
+            return ok(pullJson(r, p), 201);
+          } catch {
+            return send(422, { message: 'Validation Failed', errors: [{ resource: 'PullRequest', field: 'head', code: 'invalid' }] });
+          }
+        }
+        return ok(pullJson(r, fake.addPull(r.name, { title: body.title, body: body.body ?? '', head: body.head, base: body.base })), 201);
+      }
+      if ((g = /^\/pulls\/(\d+)(\/files|\/reviews)?$/.exec(rest)) && req.method === 'GET') {
+        const p = r.pulls.find((x) => x.number === Number(g![1]));
+        if (!p) return send(404, { message: 'Not Found' });
+        if (g[2] === '/files') return page(p.files);
+        if (g[2] === '/reviews') return page(p.reviews);
+        return ok(pullJson(r, p));
+      }
+      if ((g = /^\/commits\/([0-9a-f]{7,40})\/(check-runs|status)$/.exec(rest)) && req.method === 'GET') {
+        if (g[2] === 'check-runs') {
+          const runs = (r.checkRuns[g[1]] ?? []).map((c, i) => ({ id: i + 1, name: c.name, status: c.status, conclusion: c.conclusion, html_url: `https://github.example/${r.name}/runs/${i + 1}` }));
+          return ok({ total_count: runs.length, check_runs: runs });
+        }
+        const statuses = r.statuses[g[1]] ?? [];
+        const state = statuses.some((s) => s.state === 'failure' || s.state === 'error') ? 'failure' : statuses.some((s) => s.state === 'pending') || statuses.length === 0 ? 'pending' : 'success';
+        return ok({ state, statuses: statuses.map((s) => ({ ...s, target_url: null })) });
+      }
+      send(404, { message: 'Not Found' });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.close = () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())));
+  return fake;
+}

@@ -1,0 +1,95 @@
+// Settings → GitHub App in a real browser against the real server (docs/github-app.md): register an app
+// through the form; the webhook URL and secret are shown once in a dialog, and that secret is the one
+// the hook verifies with; after closing it, the page never shows the secret again; a bad private key
+// is named next to its field; the app's deliveries are listed; rotate shows the new secret once.
+import { generateKeyPairSync } from 'node:crypto';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from '../helpers/browser.ts';
+import { startServer } from '../helpers/server.ts';
+import type { RunningServer } from '../helpers/server.ts';
+import { postGithub } from '../codehost/_github.ts';
+
+let browser: Browser;
+let server: RunningServer;
+
+test.before(async () => {
+  server = await startServer({ admin: true, env: { APP_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64') } });
+  browser = await launchBrowser();
+});
+test.after(async () => {
+  await browser?.close();
+  await server?.cleanup();
+});
+
+async function open(): Promise<Page> {
+  const page = await (await browser.newContext()).newPage();
+  page.on('dialog', (d) => void d.accept()); // confirm() of rotate
+  await page.goto(`${server.url}/#/settings`);
+  await page.fill('input[name=email]', server.admin.email);
+  await page.fill('input[name=password]', server.admin.password);
+  await page.click('form button');
+  await page.waitForSelector('form.add-github-app');
+  return page;
+}
+
+const copied = async (page: Page, label: string) => (await page.textContent(`dialog.github-app-secret .copyblock:has(.muted:text-is("${label}")) pre`))?.trim() ?? '';
+
+test('register through the form: URL and secret once in a dialog, the secret verifies, and is never shown after', async () => {
+  const page = await open();
+  // A private key that is not one: named next to its field, nothing registered.
+  await page.fill('form.add-github-app input[name=name]', 'acme bot');
+  await page.fill('form.add-github-app textarea[name=privateKey]', '-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----');
+  await page.click('form.add-github-app button[type=submit]');
+  await page.waitForSelector('.field-error[data-field=privateKey]');
+  assert.equal((await server.api('/api/github-apps').then((r) => r.json())).apps, []);
+
+  const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+  await page.fill('form.add-github-app input[name=githubAppId]', '4242');
+  await page.fill('form.add-github-app textarea[name=privateKey]', pem);
+  await page.click('form.add-github-app button[type=submit]');
+  await page.waitForSelector('dialog.github-app-secret[open]');
+  const url = await copied(page, 'Webhook URL');
+  const secret = await copied(page, 'Webhook secret');
+  const [app] = (await server.api('/api/github-apps').then((r) => r.json())).apps;
+  assert.equal([app.name, app.githubAppId, app.privateKeySet, app.webhookUrl], ['acme bot', 4242, true, url]);
+  assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
+  const hook = await postGithub(url, secret, 'issues', { action: 'opened', repository: { full_name: 'acme/widgets' } });
+  assert.is(hook.status, 202, 'the secret shown is the one the hook verifies with');
+
+  await page.click('dialog.github-app-secret button[type=submit]');
+  await page.waitForSelector('dialog.github-app-secret', { state: 'detached' });
+  await page.reload();
+  const row = await page.waitForSelector(`tr[data-github-app="${app.id}"]`);
+  await page.waitForSelector(`tr[data-github-app="${app.id}"] li[data-delivery]`);
+  const text = (await row.textContent()) ?? '';
+  assert.match(text, /Webhook secret set/);
+  assert.match(text, /Private key set/);
+  assert.match(text, /issues\.opened/);
+  assert.ok(text.includes(url));
+  assert.not.ok((await page.content()).includes(secret), 'the secret is not on the page any more');
+  assert.not.ok((await page.content()).includes(pem.split('\n')[1]), 'nor the key');
+
+  // Rotate: a new secret, once, in the dialog; the old one is refused.
+  await page.click(`tr[data-github-app="${app.id}"] button:text("Rotate secret")`);
+  await page.waitForSelector('dialog.github-app-secret[open]');
+  const fresh = await copied(page, 'Webhook secret');
+  assert.is.not(fresh, secret);
+  assert.is((await postGithub(url, secret, 'ping', { zen: 'x' })).status, 401);
+  assert.is((await postGithub(url, fresh, 'ping', { zen: 'x' })).status, 202);
+  await page.click('dialog.github-app-secret button[type=submit]');
+
+  // Edit: another App ID, and the stored key removed.
+  const edit = `tr[data-github-app="${app.id}"] details.edit-github-app`;
+  await page.click(`${edit} summary`);
+  await page.fill(`${edit} input[name=githubAppId]`, '5151');
+  await page.check(`${edit} input[name=removeKey]`);
+  await page.click(`${edit} button[type=submit]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes('No private key'), `tr[data-github-app="${app.id}"]`);
+  const after = await server.api(`/api/github-apps/${app.id}`).then((r) => r.json());
+  assert.equal([after.githubAppId, after.privateKeySet], [5151, false]);
+  await page.context().close();
+});
+
+test.run();

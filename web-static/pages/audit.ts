@@ -1,0 +1,159 @@
+// Audit log (#/audit, instance admins; functions/audit/routes.ts): the latest verification of the hash
+// chain first — a failed one as a red alert at the top that names the first broken record — then the
+// records, newest first, filtered by actor, action, target and time (kept in the hash, so a filtered
+// view is a link), paged with the API's cursor.
+import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, api, errorText, when } from '../api.ts';
+import { Alert, FieldError, hashOf, hashQuery } from '../components.ts';
+
+interface AuditRecord {
+  seq: number;
+  at: string;
+  actorId: string | null;
+  actorLabel: string | null;
+  action: string;
+  targetType: string | null;
+  targetId: string | null;
+  diff: unknown;
+  requestId: string | null;
+}
+interface Verification {
+  ok: boolean;
+  recordsChecked: number;
+  firstBrokenSeq: number | null;
+  problem: string | null;
+  scope: string;
+  startedAt: string;
+  finishedAt: string;
+}
+
+const FILTERS = ['actor', 'action', 'targetType', 'targetId', 'since', 'until'] as const;
+const PAGE = 50;
+
+/** A datetime-local value (the browser's local time) as ISO 8601 with a zone; '' stays ''. */
+const toIso = (local: string) => (local ? new Date(local).toISOString() : '');
+/** ISO 8601 back to what a datetime-local input shows. */
+function toLocal(iso: string | null): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+function VerificationBanner({ onRun }: { onRun: () => void }) {
+  const [v, setV] = useState<{ verification: Verification | null; nextRunAt: string | null } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [started, setStarted] = useState(false);
+  const load = () => api<{ verification: Verification | null; nextRunAt: string | null }>('/api/audit/verification').then(setV, (e) => setError(errorText(e)));
+  useEffect(() => {
+    void load();
+    const t = setInterval(load, 15_000);
+    return () => clearInterval(t);
+  }, []);
+  // Verify now: the job runs in the background; its result is read every 2 s until a newer one is there.
+  const verify = async () => {
+    const before = v?.verification?.finishedAt ?? null;
+    try {
+      await api('/api/schedules/audit.verify/run', { method: 'POST' });
+      setStarted(true);
+      for (let i = 0; i < 60; i++) {
+        const now = await api<{ verification: Verification | null; nextRunAt: string | null }>('/api/audit/verification');
+        setV(now);
+        if (now.verification && now.verification.finishedAt !== before) break;
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+      setStarted(false);
+      onRun();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  if (error) return html`<${Alert} error=${`Could not read the verification: ${error}`} />`;
+  if (!v) return html`<p class="muted">Loading…</p>`;
+  const x = v.verification;
+  const next = v.nextRunAt ? html` Next run: ${when(v.nextRunAt)}.` : null;
+  const button = html`<button type="button" class="secondary" onClick=${verify} disabled=${started}>${started ? 'Verifying…' : 'Verify now'}</button>`;
+  if (!x) return html`<div class="banner warn verification" data-verified="never" role="status"><h3>Not verified yet</h3><p>The chain of audit records has not been checked yet.${next}</p>${button}</div>`;
+  if (!x.ok) {
+    return html`<div class="banner failed verification" data-verified="failed" role="alert">
+      <h3>Audit log verification FAILED</h3>
+      <p><strong>${x.problem ?? 'the chain does not verify'}</strong>${x.firstBrokenSeq !== null && html` — first broken record: #${x.firstBrokenSeq}`}.</p>
+      <p>Checked ${x.recordsChecked} record(s) (${x.scope}) at ${when(x.finishedAt)}. Records may have been changed or removed outside svc: see docs/security.md, "Audit log".${next}</p>
+      ${button}
+    </div>`;
+  }
+  return html`<div class="banner ok verification" data-verified="ok" role="status">
+    <p><strong>Chain verified</strong>: ${x.recordsChecked} record(s) checked (${x.scope}), last run ${when(x.finishedAt)}.${next}</p>${button}
+  </div>`;
+}
+
+export function Audit() {
+  const q = hashQuery();
+  const [users, setUsers] = useState<{ id: string; email: string }[]>([]);
+  const [records, setRecords] = useState<AuditRecord[] | null>(null);
+  const [next, setNext] = useState<string | null>(null);
+  const [fields, setFields] = useState<Record<string, string> | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [version, setVersion] = useState(0);
+  const cursor = q.get('cursor');
+  const key = FILTERS.map((f) => q.get(f) ?? '').join('|') + `|${cursor ?? ''}`;
+  useEffect(() => void api<{ users: { id: string; email: string }[] }>('/api/users').then((u) => setUsers(u.users), () => {}), []);
+  useEffect(() => {
+    const params = new URLSearchParams({ limit: String(PAGE) });
+    for (const f of FILTERS) if (q.get(f)) params.set(f, q.get(f)!);
+    if (cursor) params.set('cursor', cursor);
+    setRecords(null);
+    api<{ records: AuditRecord[]; nextCursor: string | null }>(`/api/audit?${params}`)
+      .then((r) => (setRecords(r.records), setNext(r.nextCursor), setFields(null), setError(null)))
+      .catch((e) => {
+        setRecords([]);
+        if (e instanceof ApiError && e.fields) setFields(e.fields);
+        else setError(errorText(e));
+      });
+  }, [key, version]);
+
+  const filter = (e: Event) => {
+    e.preventDefault();
+    const f = new FormData(e.target as HTMLFormElement);
+    const get = (n: string) => String(f.get(n) ?? '').trim();
+    location.hash = hashOf('audit', { actor: get('actor'), action: get('action'), targetType: get('targetType'), targetId: get('targetId'), since: toIso(get('since')), until: toIso(get('until')) });
+  };
+  const current = Object.fromEntries(FILTERS.map((f) => [f, q.get(f) ?? ''])) as Record<(typeof FILTERS)[number], string>;
+  const email = (id: string | null) => users.find((u) => u.id === id)?.email;
+  const filtered = FILTERS.some((f) => current[f]);
+
+  return html`<${VerificationBanner} onRun=${() => setVersion((n) => n + 1)} />
+    <form class="filters audit-filters" onSubmit=${filter} key=${key} aria-label="Filter audit records">
+      <label>Actor <select name="actor" value=${current.actor}>
+          <option value="">anyone</option>
+          ${users.map((u) => html`<option value=${u.id}>${u.email}</option>`)}
+          ${current.actor && !users.some((u) => u.id === current.actor) && html`<option value=${current.actor}>${current.actor}</option>`}
+        </select><${FieldError} fields=${fields} name="actor" /></label>
+      <label>Action <input name="action" placeholder="project.update" defaultValue=${current.action} /><${FieldError} fields=${fields} name="action" /></label>
+      <label>Target type <input name="targetType" placeholder="project" defaultValue=${current.targetType} /><${FieldError} fields=${fields} name="targetType" /></label>
+      <label>Target id <input name="targetId" defaultValue=${current.targetId} /><${FieldError} fields=${fields} name="targetId" /></label>
+      <label>From <input name="since" type="datetime-local" defaultValue=${toLocal(current.since)} /><${FieldError} fields=${fields} name="since" /></label>
+      <label>Until <input name="until" type="datetime-local" defaultValue=${toLocal(current.until)} /><${FieldError} fields=${fields} name="until" /></label>
+      <div class="buttons"><button>Filter</button>${filtered && html`<a href="#/audit">Clear</a>`}</div>
+    </form>
+    <${Alert} error=${error} />
+    ${records === null
+      ? html`<p class="muted">Loading…</p>`
+      : records.length === 0
+        ? html`<p class="empty" role="note">${filtered || cursor ? 'No records match. Widen the filters or clear them.' : 'No audit records yet: every change made through svc is recorded here.'}</p>`
+        : html`<div class="scroll"><table class="audit"><thead><tr><th>#</th><th>When</th><th>Actor</th><th>Action</th><th>Target</th><th>Change</th></tr></thead><tbody>
+            ${records.map(
+              (r) => html`<tr data-seq=${r.seq} data-action=${r.action}>
+                <td>${r.seq}</td><td>${when(r.at)}</td>
+                <td>${r.actorId ? html`<a href=${hashOf('audit', { actor: r.actorId })}>${email(r.actorId) ?? r.actorLabel ?? r.actorId}</a>` : r.actorLabel ?? '—'}</td>
+                <td><a href=${hashOf('audit', { action: r.action })}><code>${r.action}</code></a></td>
+                <td>${r.targetType ? html`<a href=${hashOf('audit', { targetType: r.targetType, targetId: r.targetId })}>${r.targetType} <code>${r.targetId}</code></a>` : '—'}</td>
+                <td class="diff">${r.diff === null || r.diff === undefined ? html`<span class="muted">—</span>` : html`<pre>${JSON.stringify(r.diff, null, 1)}</pre>`}</td></tr>`,
+            )}</tbody></table></div>`}
+    <nav class="pager" aria-label="Pages of records">
+      ${cursor && html`<a href=${hashOf('audit', { ...current })}>Newest</a>`}
+      ${next && html`<a href=${hashOf('audit', { ...current, cursor: next })}>Older records</a>`}
+    </nav>`;
+}
