@@ -208,8 +208,16 @@ test("a viewer's restricted view: no admin pages in the navigation, the project 
 test('the audit page after those actions: verification state, records of each action, filters and field errors', async () => {
   const page = await signedIn('/#/audit');
   await page.waitForSelector('.verification');
+  // The banner and the records load separately: wait for the records before reading them.
+  const expected = ['runner.create', 'runner.pair', 'project.create', 'project.member_set', 'webhook.create'];
+  await page
+    .waitForFunction((want) => {
+      const seen = new Set([...document.querySelectorAll('table.audit tr[data-action]')].map((t) => t.getAttribute('data-action')));
+      return want.every((a) => seen.has(a));
+    }, expected, { timeout: 30_000 })
+    .catch(() => {});
   const rows = await page.$$eval('table.audit tr[data-action]', (trs) => trs.map((t) => t.getAttribute('data-action')));
-  for (const action of ['runner.create', 'runner.pair', 'project.create', 'project.member_set', 'webhook.create']) assert.ok(rows.includes(action), `${action} in ${rows.join(', ')}`);
+  for (const action of expected) assert.ok(rows.includes(action), `${action} in ${rows.join(', ')}`);
   // Verify now: the chain verifies, and the banner says so with when it ran.
   await page.click('.verification button:has-text("Verify now")');
   await page.waitForSelector('.verification[data-verified=ok]', { timeout: 30_000 });
