@@ -6,12 +6,13 @@
 // itself, the runner's spool catches up (every event stored once), and commands cross replicas again
 // (the LISTEN connections came back).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { onlyOn, tempDir } from '../helpers/db.ts';
+import { onlyOn } from '../helpers/db.ts';
 import { freePort } from '../otlp/_otlp.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
@@ -26,7 +27,9 @@ const PG_BIN = (() => {
 
 /** A PostgreSQL cluster of this test's own, run by the postgres user (initdb refuses root). */
 async function privateCluster() {
-  const dir = tempDir('pgcluster-');
+  // Under the system's temporary directory, not the project's .tmp: the postgres user must be able to reach
+  // it, and a checkout's parent directories (or .tmp itself) may be closed to other users.
+  const dir = mkdtempSync(join(tmpdir(), 'svc-pgcluster-'));
   chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })));
   const port = await freePort();
   const data = join(dir, 'data');
