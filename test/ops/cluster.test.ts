@@ -14,6 +14,7 @@ import * as assert from 'uvu/assert';
 import WebSocket from 'ws';
 import { ROOT, freshPostgres, onlyOn, tempDir } from '../helpers/db.ts';
 import { openLive } from '../helpers/live.ts';
+import { signTrigger } from '../../docs/examples/sign-trigger.ts';
 import { waitUntil } from '../runner/_harness.ts';
 
 const SCRIPT = join(ROOT, 'scripts', 'cluster.sh');
@@ -109,7 +110,7 @@ onlyOn('postgres', test, 6, () => {
     }
   });
 
-  test('kill -9 of each replica in turn, then of the balancer, while events and webhook deliveries flow: every event stored once and delivered, runners back', async () => {
+  test('kill -9 of each replica in turn, then of the balancer, while events, trigger calls and webhook deliveries flow: every event stored once and delivered, every trigger call recorded once and settled, runners back', async () => {
     const runner = state.runners[1];
     const { root, project } = await watchedProject(runner, 'gadgets');
     // A webhook receiver on loopback, subscribed to the events the runner sends.
@@ -130,6 +131,35 @@ onlyOn('postgres', test, 6, () => {
       assert.is((await api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } })).status, 200);
       const hook = await api('/api/webhooks', { method: 'POST', json: { url: `${rxUrl}/svc`, events: ['slot.checkpoint'] } });
       assert.is(hook.status, 201, await hook.clone().text());
+      // A trigger called as a sender would: each call keeps its delivery id across retries; a lost answer
+      // (the replica died, the balancer answered 502/503) is retried, and a 409 then means the first try got in.
+      const made = await api(`/api/projects/${project.id}/triggers`, { method: 'POST', json: { name: 'round on push', action: 'next_round' } });
+      assert.is(made.status, 201, await made.clone().text());
+      const trig = await made.json();
+      const calls = 20;
+      const answers = { accepted: 0, replayed: 0, retries: 0, other: [] as string[] };
+      const caller = (async () => {
+        for (let i = 0; i < calls; i++) {
+          for (let attempt = 0; ; attempt++) {
+            const body = JSON.stringify({ ref: `r${i}` });
+            const status = await fetch(trig.trigger.url, { method: 'POST', headers: { 'content-type': 'application/json', ...signTrigger(trig.secret, body, { delivery: `fault-${i}` }) }, body, signal: AbortSignal.timeout(15_000) })
+              .then(async (r) => (await r.arrayBuffer(), r.status))
+              .catch(() => 0);
+            if (status === 202) answers.accepted++;
+            else if (status === 409 && attempt > 0) answers.replayed++;
+            else if (status === 0 || status >= 500) {
+              answers.retries++;
+              if (attempt < 60) {
+                await new Promise((r) => setTimeout(r, 500));
+                continue;
+              }
+              answers.other.push(`fault-${i}: still ${status} after ${attempt} retries`);
+            } else answers.other.push(`fault-${i}: ${status}`);
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 600));
+        }
+      })();
       const total = 60;
       let written = 0;
       const writer = (async () => {
@@ -148,6 +178,14 @@ onlyOn('postgres', test, 6, () => {
       const b = await sh(['restart-balancer'], env);
       assert.is(b.code, 0, b.out);
       await writer;
+      await caller;
+      assert.equal(answers.other, [], 'every trigger call answered 202 (or 409 on a retry of an accepted one)');
+      assert.is(answers.accepted + answers.replayed, calls);
+      const recorded = await db`select delivery_id, status from inbound_deliveries where trigger_id = ${trig.trigger.id}`;
+      assert.equal(recorded.map((r) => r.delivery_id).sort(), Array.from({ length: calls }, (_, i) => `fault-${i}`).sort(), 'each call recorded once: 0 lost, 0 twice');
+      // None left unsettled: one whose replica died before or while firing is taken over after its lease.
+      let open: string[] = [];
+      await waitUntil(async () => (open = (await db`select delivery_id || ' ' || status as d from inbound_deliveries where trigger_id = ${trig.trigger.id} and status in ('accepted', 'firing')`).map((r) => r.d)).length === 0, 150_000, () => `every trigger delivery settled; open: ${open.join(', ')}`);
       const stored = async () => (await db`select payload->'data'->>'summary' as s from runner_events where runner_id = ${runner.id} and kind = 'slot.checkpoint'`).map((r) => Number(String(r.s).slice(1)));
       let have = 0;
       await waitUntil(async () => (have = (await stored()).length) >= total, 120_000, () => `all ${total} events stored; have ${have}`);
@@ -162,7 +200,7 @@ onlyOn('postgres', test, 6, () => {
         return runners.every((x: any) => x.status === 'online');
       }, 90_000, 'both runners online again');
       for (const r of state.runners) assert.is(await ping(r.id), 200);
-      console.log(`kill -9 of 3 replicas and the balancer: ${total} events, ${ns.length} stored, ${received.length} deliveries received for ${delivered().size} events`);
+      console.log(`kill -9 of 3 replicas and the balancer: ${total} events, ${ns.length} stored, ${received.length} deliveries received for ${delivered().size} events; ${calls} trigger calls, ${answers.accepted} answered 202, ${answers.replayed} 409 on a retry, ${answers.retries} retries, ${recorded.length} recorded`);
     } finally {
       rx.close();
     }
