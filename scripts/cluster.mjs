@@ -16,7 +16,9 @@
 //
 // Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/svc_cluster, created when
 // missing), CLUSTER_DIR (default .tmp/cluster: state, logs, runner homes), CLUSTER_RUNNERS (3),
-// CLUSTER_PORT (the balancer's port; a free one by default). The state of a topology is in
+// CLUSTER_PORT (the balancer's port; a free one by default), CLUSTER_SERVER_ENV (settings for every
+// replica, `NAME=value` separated by spaces, read by `up` and kept for later starts, e.g.
+// `TRIGGER_RATE_PER_HOUR=1000000` for a benchmark). The state of a topology is in
 // $CLUSTER_DIR/cluster.json: ports, pids, the instance admin's e-mail, password and API token.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -95,7 +97,19 @@ function serverEnv(s, i) {
     AUDIT_ANCHOR_PATH: join(DIR, `replica-${i}`, 'audit-anchor.json'),
     LOG_LEVEL: 'info',
     SHUTDOWN_TIMEOUT_SECONDS: '5',
+    ...(s.serverEnv ?? {}),
   };
+}
+
+/** CLUSTER_SERVER_ENV: `NAME=value` pairs separated by spaces, for every replica. */
+function extraServerEnv() {
+  const out = {};
+  for (const pair of (process.env.CLUSTER_SERVER_ENV ?? '').split(/\s+/).filter(Boolean)) {
+    const m = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(pair);
+    if (!m) fail(`CLUSTER_SERVER_ENV: "${pair}" is not NAME=value`);
+    out[m[1]] = m[2];
+  }
+  return out;
 }
 
 async function startReplica(s, i, dist) {
@@ -273,6 +287,7 @@ async function up(args) {
     balancer: `${balancerKind === 'nginx' ? 'https' : 'http'}://127.0.0.1:${balancerPort}`,
     balancerPid: 0,
     encryptionKey: randomBytes(32).toString('base64'),
+    serverEnv: extraServerEnv(),
     replicas: [],
     runners: [],
     admin: null,
