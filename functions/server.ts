@@ -107,6 +107,11 @@ function logExchange(log: Logger, req: IncomingMessage, res: ServerResponse): vo
   res.once('close', () => log.debug('response', { method: req.method, path, status: res.statusCode, ms: Math.round(performance.now() - started) }));
 }
 
+/** On SIGTERM, the listener closes once no request has arrived for this long (a balancer has taken the replica out)… */
+const DRAIN_QUIET_MS = 1_000;
+/** …or after this long at most. */
+const DRAIN_MAX_MS = 5_000;
+
 async function serve(config: Config, log: Logger): Promise<void> {
   // Signals first: a SIGTERM while connecting or migrating exits at once (the migration's transaction
   // rolls back); once serving, it drains. Installed before "listening" is logged, so no window where
@@ -165,7 +170,22 @@ async function serve(config: Config, log: Logger): Promise<void> {
     const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
     return first || req.socket.remoteAddress || '';
   };
-  const server = createServer(createServerAdapter<{ req: IncomingMessage }>((request, { req }) => fetch(request, clientAddress(req))));
+  const adapter = createServerAdapter<{ req: IncomingMessage }>((request, { req }) => fetch(request, clientAddress(req)));
+  // Draining (after SIGTERM, before the listener closes): see `shutdown` below.
+  let draining = false;
+  let lastRequestAt = 0;
+  const server = createServer((req, res) => {
+    if (draining) {
+      res.shouldKeepAlive = false; // every answer closes its connection: none is left idle for a balancer to reuse
+      if (req.url === '/health' || req.url?.startsWith('/health?')) {
+        const body = JSON.stringify({ status: 'stopping', timestamp: new Date().toISOString() });
+        res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'retry-after': '1' });
+        res.end(body);
+        return;
+      }
+    }
+    void adapter(req, res);
+  });
   // In-flight = requests Node has accepted and not finished answering, counted where Node sees them
   // (the adapter may not have called the handler yet while a body is still arriving). This listener runs
   // for every request: no closure per request, and the debug lines' fields only when they are written.
@@ -179,6 +199,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
     // Only a request with a body can leave one unread (HTTP/1.1: no length and no chunking = no body).
     if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) closeUnreadBody(req, res);
     inFlight++;
+    if (req.url !== '/health') lastRequestAt = performance.now(); // a balancer's checks keep coming while it drains
     res.on('close', onResponseClose); // emitted once per response
     if (debug) logExchange(log, req, res);
   });
@@ -189,6 +210,8 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const live = new LiveHub({ config, db, log: log.child({ area: 'live' }), scheduler, keys, hub, clock });
   await live.start();
   server.on('upgrade', (req, socket, head) => {
+    // A draining replica takes no new WebSocket: the client's next try lands on another replica.
+    if (draining) return void socket.end('HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (path === '/runner') return hub.handleUpgrade(req, socket, head);
     if (path === '/api/terminal') return terminals.handleUpgrade(req, socket, head);
@@ -211,6 +234,15 @@ async function serve(config: Config, log: Logger): Promise<void> {
     stopping = true;
     const graceMs = config.SHUTDOWN_TIMEOUT_SECONDS * 1000;
     log.info('shutting down', { signal, inFlight });
+    // Drain first, so that a balancer stops sending here before any connection is closed: /health answers
+    // 503, every answer closes its connection, new WebSockets are refused, and the listener stays open
+    // until no request (but /health) has arrived for DRAIN_QUIET_MS (at most DRAIN_MAX_MS, and never
+    // longer than SHUTDOWN_TIMEOUT_SECONDS); a server that was already quiet closes at once. Closing a
+    // keep-alive connection that the balancer is about to reuse loses that request without an answer
+    // (HAProxy then closes the client's connection for it to retry, which API clients do not).
+    draining = true;
+    const drainUntil = performance.now() + Math.min(graceMs, DRAIN_MAX_MS);
+    while (performance.now() < drainUntil && (inFlight > 0 || performance.now() - lastRequestAt < DRAIN_QUIET_MS)) await new Promise((r) => setTimeout(r, 50));
     server.close(); // stop accepting; in-flight requests continue
     server.closeIdleConnections();
     const idle = setInterval(() => server.closeIdleConnections(), 100);

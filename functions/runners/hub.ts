@@ -62,6 +62,8 @@ const HEARTBEAT_MS = 20_000;
 const FLEET_KINDS = /^(orchestrator|slot|pr|issue|pane|person)\./;
 /** How long a command waits for a runner that was connected moments ago to come back (awaitOnline). */
 const RECONNECT_GRACE_MS = 5_000;
+/** How often a waiting command checks that it was not lost with a socket (redeliver). */
+const REDELIVER_CHECK_MS = 1_000;
 /** Frames a connection may send per second (burst twice that); beyond it frames are dropped. */
 const FRAME_RATE = 100;
 
@@ -476,12 +478,20 @@ export class Hub {
     await this.db.query(sql`
       insert into runner_commands (request_id, runner_id, name, args, requested_by, status)
       values (${requestId}, ${runnerId}, ${name}, ${sql.json(args)}, ${userId}, ${local ? 'sent' : 'pending'})`);
-    const answered = new Promise<void>((resolve) => this.waiters.set(requestId, resolve));
+    let isAnswered = false;
+    const answered = new Promise<void>((resolve) => this.waiters.set(requestId, () => ((isAnswered = true), resolve())));
     let timer: NodeJS.Timeout | undefined;
     try {
+      // The process holding the runner's socket now, read while the command goes out (redeliver compares).
+      const holder = { instance: this.holderOf(runnerId) };
       if (local) this.send(local, { type: 'command', requestId, name, args, timeoutMs: COMMANDS[name].timeoutMs });
       else await this.db.notify(CMD, requestId);
-      await Promise.race([answered, new Promise((r) => (timer = setTimeout(r, COMMANDS[name].timeoutMs)))]);
+      const deadline = Date.now() + COMMANDS[name].timeoutMs;
+      while (!isAnswered && Date.now() < deadline) {
+        await Promise.race([answered, new Promise((r) => (timer = setTimeout(r, Math.min(REDELIVER_CHECK_MS, deadline - Date.now()))))]);
+        clearTimeout(timer);
+        if (!isAnswered && Date.now() < deadline) await this.redeliver(requestId, name, holder).catch((err) => this.log.warn('command redelivery check failed', { requestId, error: err instanceof Error ? err.message : String(err) }));
+      }
     } finally {
       clearTimeout(timer);
       this.waiters.delete(requestId);
@@ -493,6 +503,35 @@ export class Hub {
     if (row.status === 'done') return { status: 'done', data: row.result };
     if (row.status === 'failed') return { status: 'failed', error: row.error! };
     return { status: 'timeout' };
+  }
+
+  private holderOf(runnerId: string): Promise<string | null> {
+    return this.db.query<{ connected_instance: string | null }>(sql`select connected_instance from runners where id = ${runnerId}`).then(
+      ([r]) => r?.connected_instance ?? null,
+      () => null,
+    );
+  }
+
+  /**
+   * While its requester waits, a command is not left behind by a socket that went away. Whichever process
+   * sent it (or would have), and whichever build that process runs (a rolling upgrade mixes them):
+   * still `pending` while the runner is connected somewhere → announced again, so its holder sends it;
+   * `sent`, but the runner has since connected to another process (the socket that carried the command,
+   * or would carry its answer, is gone) → put back to `pending` and announced, when sending it again
+   * cannot make it run twice (read-only, or a runner with REPLAY_CAPABILITY).
+   */
+  private async redeliver(requestId: string, name: CommandName, holder: { instance: Promise<string | null> | string | null }): Promise<void> {
+    const before = await holder.instance;
+    const [row] = await this.db.query<{ status: string; instance: string | null; capabilities: string[] }>(sql`
+      select c.status, r.connected_instance as instance, r.capabilities from runner_commands c join runners r on r.id = c.runner_id where c.request_id = ${requestId}`);
+    if (!row) return;
+    holder.instance = row.instance;
+    if (!row.instance) return; // nobody holds the runner: its hello (sendUnanswered) or a later check sends it
+    if (row.status === 'pending') return void (await this.db.notify(CMD, requestId));
+    if (row.status !== 'sent' || row.instance === before) return;
+    if (!READ_ONLY_COMMANDS.has(name) && !(Array.isArray(row.capabilities) && row.capabilities.includes(REPLAY_CAPABILITY))) return;
+    const [back] = await this.db.query(sql`update runner_commands set status = 'pending' where request_id = ${requestId} and status = 'sent' returning 1`);
+    if (back) await this.db.notify(CMD, requestId);
   }
 
   /** Every process hears every command; only the one holding the runner's socket sends it. */

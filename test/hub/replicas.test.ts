@@ -8,7 +8,7 @@ import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 
-onlyOn('postgres', test, 6, () => {
+onlyOn('postgres', test, 8, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let a: RunningServer;
   let b: RunningServer;
@@ -72,6 +72,45 @@ onlyOn('postgres', test, 6, () => {
     const [row] = await db`select status, name from runner_commands where request_id = ${frame.requestId}`;
     assert.equal([row.status, row.name], ['done', 'runner.describe']);
     c.ws.close();
+  });
+
+  // A process of another build (a rolling upgrade) may hold the runner's new socket and never send what
+  // is still unanswered on hello: the process whose request waits sees the runner moved and announces the
+  // command again. The runner here sends no hello, so only that path can deliver it a second time.
+  test('a read-only command lost with a socket is sent again once the runner is connected to another process', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'moved');
+    const first = connect(a.url, token);
+    await first.next('welcome');
+    const answer = asAdmin(b)(`/api/runners/${runnerId}/commands`, { method: 'POST', json: { name: 'runner.describe' } });
+    const lost = await first.next('command');
+    first.ws.close(); // the socket goes before the answer
+    await first.closed;
+    const second = connect(b.url, token);
+    await second.next('welcome');
+    const again = await second.next('command', 10_000);
+    assert.is(again.requestId, lost.requestId, 'the same request, sent again');
+    second.send({ type: 'result', requestId: again.requestId, ok: true, data: { hostname: 'moved-host' } });
+    const res = await answer;
+    assert.is(res.status, 200);
+    assert.equal((await res.json()).data, { hostname: 'moved-host' });
+    second.ws.close();
+  });
+
+  test('a command that is not read-only is never sent twice, even when its socket went away', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'moved-write');
+    const project = await (await a.api('/api/projects', { method: 'POST', json: { name: 'moved-write', repo: 'acme/moved-write', runnerId, rootPath: '/srv/moved-write' } })).json();
+    const first = connect(a.url, token);
+    await first.next('welcome');
+    const answer = asAdmin(b)(`/api/runners/${runnerId}/commands`, { method: 'POST', json: { name: 'orchestrator.stop', args: { projectId: project.id } } });
+    const sent = await first.next('command');
+    first.ws.close();
+    await first.closed;
+    const second = connect(b.url, token);
+    await second.next('welcome');
+    // It may have run: the requester gets its timeout (after redelivery checks every second), never a second send.
+    assert.is((await answer).status, 504);
+    assert.is(second.frames.filter((f) => f.type === 'command' && f.requestId === sent.requestId).length, 0);
+    second.ws.close();
   });
 
   test('a newer connection on replica B closes the older one on replica A with 4409', async () => {

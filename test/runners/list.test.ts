@@ -85,7 +85,9 @@ test('detail: id, version, capabilities, projects and the last events, newest fi
   const ts = new Date().toISOString();
   c.send({ type: 'events', events: [1, 2, 3].map((i) => ({ id: `e${i}`, source: 'runner', kind: `runner.test_${i}`, ts, payload: {} })) });
   await c.next('ack');
-  const d = await call(`/api/runners/${id}`);
+  // Frames are handled as they come, each with its own queries: the hello's row update may land after the ack.
+  let d = await call(`/api/runners/${id}`);
+  for (const until = Date.now() + 10_000; d.body.capabilities?.length === 0 && Date.now() < until; d = await call(`/api/runners/${id}`)) await new Promise((r) => setTimeout(r, 50));
   assert.is(d.status, 200);
   assert.is(d.body.id, id);
   assert.is(d.body.name, 'detailed');

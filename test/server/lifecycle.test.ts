@@ -8,8 +8,11 @@ import { ADMIN_URL, TEST_DB, freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function waitFor(check: () => boolean, ms = 10_000): Promise<void> {
+  for (const until = Date.now() + ms; !check(); await sleep(20)) if (Date.now() > until) throw new Error('timed out');
+}
 
-test('SIGTERM: an in-flight request finishes, new connections are refused, exit 0', async () => {
+test('SIGTERM: drains (/health 503 and connection: close while requests are under way), the in-flight request finishes, then new connections are refused, exit 0', async () => {
   const s = await startServer({ admin: true, env: { LOG_LEVEL: 'debug' } });
   try {
     // Start a PUT whose body arrives slowly, so it is in flight when SIGTERM lands.
@@ -24,17 +27,23 @@ test('SIGTERM: an in-flight request finishes, new connections are refused, exit 
       setTimeout(() => req.end('"outputUsdPerMTok": 2}'), 1000);
     });
     for (let i = 0; i < 100 && !/DEBUG request method=PUT path=\/api\/prices\/slow-model/.test(s.output()); i++) await sleep(20);
+    response.catch(() => {}); // awaited below; never an unhandled rejection if an assertion fails first
     s.proc.kill('SIGTERM');
-    await sleep(300);
-    const refused = await fetch(`${s.url}/health`).then(
-      () => false,
-      () => true,
-    );
-    assert.ok(refused, 'no new connections after SIGTERM');
+    await waitFor(() => /shutting down signal=SIGTERM/.test(s.output()));
+    // Draining: a balancer's health check is told to take this replica out, and the answer closes its connection.
+    const health = await fetch(`${s.url}/health`);
+    assert.is(health.status, 503);
+    assert.is(health.headers.get('connection'), 'close');
+    assert.is((await health.json()).status, 'stopping');
     const done = await response;
     assert.is(done.status, 200);
     assert.is(JSON.parse(done.body).model, 'slow-model');
     assert.is(await s.exited, 0);
+    const refused = await fetch(`${s.url}/health`).then(
+      () => false,
+      () => true,
+    );
+    assert.ok(refused, 'no new connections once stopped');
     assert.match(s.output(), /shutting down signal=SIGTERM inFlight=1/);
     assert.match(s.output(), /stopped/);
   } finally {
