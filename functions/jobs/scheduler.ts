@@ -56,6 +56,10 @@ export class Scheduler {
   private readonly running = new Set<Running>();
   private sweepTimer?: unknown;
   private stopped = true;
+  /** Claims (and take-overs) under way: stop() waits for them, so none starts a run after it. */
+  private readonly claiming = new Set<Promise<unknown>>();
+  /** stop() was called (unlike `stopped`, which is also the state before start(): run-now works then). */
+  private halted = false;
 
   constructor(
     private readonly db: Db,
@@ -80,6 +84,7 @@ export class Scheduler {
 
   start(): void {
     this.stopped = false;
+    this.halted = false;
     for (const name of this.jobs.keys()) this.arm(name);
     this.armSweeper();
     this.log.info('scheduler started', { owner: this.owner, jobs: [...this.jobs.keys()].join(',') });
@@ -109,7 +114,11 @@ export class Scheduler {
   }
 
   /** A cron tick: claim the (job, scheduledFor) row; only the replica whose insert wins runs it. */
-  async fire(name: string, scheduledFor: Date): Promise<boolean> {
+  fire(name: string, scheduledFor: Date): Promise<boolean> {
+    return this.track(this.claimTick(name, scheduledFor));
+  }
+
+  private async claimTick(name: string, scheduledFor: Date): Promise<boolean> {
     const [claimed] = await this.db
       .query(sql`
         insert into job_runs (job, scheduled_for, status, lease_owner, lease_expires_at)
@@ -121,8 +130,29 @@ export class Scheduler {
         return [];
       });
     if (!claimed) return false;
+    if (this.halted) {
+      // stop() began while the claim was on its way: leave the tick to a replica that keeps running.
+      await this.release(name, scheduledFor);
+      return false;
+    }
     this.execute(name, scheduledFor, 1);
     return true;
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.claiming.add(work);
+    const done = () => void this.claiming.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  /** Give up this replica's lease on a running row at once, so another replica's sweep takes it over. */
+  private release(name: string, scheduledFor: Date): Promise<unknown> {
+    return this.db
+      .query(sql`
+        update job_runs set lease_owner = null, lease_expires_at = now() - interval '1 second'
+         where job = ${name} and scheduled_for = ${scheduledFor} and lease_owner = ${this.owner} and status = 'running'`)
+      .catch(() => {});
   }
 
   /**
@@ -134,18 +164,28 @@ export class Scheduler {
    */
   async claimAndRun(name: string, scheduledFor: Date, run: JobDefinition['run']): Promise<boolean> {
     if (this.jobs.has(name)) throw new Error(`${name} is a registered job; use fire()`);
-    const [claimed] = await this.db.query(sql`
-      insert into job_runs (job, scheduled_for, status, lease_owner, lease_expires_at)
-      values (${name}, ${scheduledFor}, 'running', ${this.owner}, now() + make_interval(secs => ${this.leaseSeconds}))
-      on conflict (job, scheduled_for) do nothing
-      returning job`);
+    const [claimed] = await this.track(
+      this.db.query(sql`
+        insert into job_runs (job, scheduled_for, status, lease_owner, lease_expires_at)
+        values (${name}, ${scheduledFor}, 'running', ${this.owner}, now() + make_interval(secs => ${this.leaseSeconds}))
+        on conflict (job, scheduled_for) do nothing
+        returning job`),
+    );
     if (!claimed) return false;
+    if (this.halted) {
+      await this.release(name, scheduledFor);
+      return false;
+    }
     await this.execute(name, scheduledFor, 1, run);
     return true;
   }
 
   /** Take over running rows whose holder stopped renewing its lease (it crashed or hung). */
-  async sweep(): Promise<number> {
+  sweep(): Promise<number> {
+    return this.track(this.sweepOnce());
+  }
+
+  private async sweepOnce(): Promise<number> {
     const names = [...this.jobs.keys()];
     if (names.length === 0) return 0;
     const taken = await this.db.query<{ job: string; scheduled_for: Date; attempt: number }>(sql`
@@ -162,6 +202,10 @@ export class Scheduler {
       returning r.job, r.scheduled_for, r.attempt`);
     for (const row of taken) {
       const scheduledFor = new Date(row.scheduled_for);
+      if (this.halted) {
+        await this.release(row.job, scheduledFor); // stopping meanwhile: another replica takes it over
+        continue;
+      }
       if (row.attempt > MAX_ATTEMPTS) {
         await this.finish(row.job, scheduledFor, 'failed', null, `lease expired ${row.attempt - 1} times; giving up`);
         continue;
@@ -232,6 +276,7 @@ export class Scheduler {
 
   /** Wait for the given job runs started by this replica (tests, run-now). */
   async settled(): Promise<void> {
+    await Promise.allSettled([...this.claiming]); // a claim under way may be about to start one
     await Promise.all([...this.running].map((r) => r.done));
   }
 
@@ -241,18 +286,16 @@ export class Scheduler {
    */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
+    this.halted = true;
     for (const job of this.jobs.values()) this.timers.clearTimeout(job.timer);
     this.timers.clearTimeout(this.sweepTimer);
+    await Promise.allSettled([...this.claiming]);
     const pending = [...this.running];
     if (pending.length === 0) return;
     await Promise.race([Promise.all(pending.map((r) => r.done)), new Promise((r) => setTimeout(r, graceMs))]);
     for (const r of this.running) {
       r.controller.abort(new Error('shutting down'));
-      await this.db
-        .query(sql`
-          update job_runs set lease_owner = null, lease_expires_at = now() - interval '1 second'
-           where job = ${r.job} and scheduled_for = ${r.scheduledFor} and lease_owner = ${this.owner} and status = 'running'`)
-        .catch(() => {});
+      await this.release(r.job, r.scheduledFor);
       this.log.warn('released lease of unfinished job', { job: r.job });
     }
   }

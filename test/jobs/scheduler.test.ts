@@ -98,6 +98,41 @@ test('the same tick on two schedulers runs once', async () => {
   assert.is(ja.runs.length + jb.runs.length, 1);
 });
 
+test('stop() while a tick is being claimed: the tick does not run here, its row is released for another replica', async () => {
+  // The claim's INSERT is held until stop() has begun (the race of a replica stopping mid-claim).
+  let openGate: () => void = () => {};
+  const gate = new Promise<void>((r) => (openGate = r));
+  const slow: Db = Object.create(db);
+  slow.query = (async (q: Parameters<Db['query']>[0]) => {
+    const rows = await db.query(q);
+    if (/insert into job_runs/.test(JSON.stringify(q))) await gate;
+    return rows;
+  }) as Db['query'];
+  const s = new Scheduler(slow, quiet, 60);
+  const j = countingJob('mid-claim');
+  s.register(j.def);
+  s.start();
+  const at = new Date('2026-03-01T04:30:00.000Z');
+  const fired = s.fire('mid-claim', at);
+  let stopped = false;
+  const stopping = s.stop(1000).then(() => (stopped = true));
+  await new Promise((r) => setTimeout(r, 50));
+  assert.is(stopped, false, 'stop() waits for the claim under way');
+  openGate();
+  assert.is(await fired, false);
+  await stopping;
+  assert.is(j.runs.length, 0, 'not run by a stopping scheduler');
+  const [row] = await db.query<{ status: string; lease_owner: string | null; expired: boolean }>(sql`select status, lease_owner, lease_expires_at < now() as expired from job_runs where job = 'mid-claim'`);
+  assert.equal([row.status, row.lease_owner, row.expired], ['running', null, true]);
+  // Another replica's sweep takes it over and runs it once.
+  const other = new Scheduler(db, quiet, 60);
+  const jo = countingJob('mid-claim');
+  other.register(jo.def);
+  assert.is(await other.sweep(), 1);
+  await other.settled();
+  assert.is(jo.runs.length, 1);
+});
+
 test('a failing job is recorded as failed with its message', async () => {
   const s = new Scheduler(db, quiet, 60);
   s.register({ name: 'fails', description: '', cron: '* * * * *', run: async () => Promise.reject(new Error('disk on fire')) });
