@@ -9,8 +9,9 @@
 //      within its 24 h (a dummy otherwise, so the work is the same) → 401 with an empty body
 //   5. in ONE autocommit statement: the delivery id is claimed for 24 h (else 409 `replayed`); a payload the
 //      placeholder rules refuse is recorded `refused` with its reasons and answered 422 `invalid_payload`
-//      (it takes no rate token); else a token is taken from the trigger's bucket (none → the statement
-//      raises SV429 and rolls back, nothing recorded: 429) and the delivery is recorded `accepted`
+//      (it takes no rate token); else a token is taken from the trigger's bucket (none → nothing is
+//      claimed or recorded: 429) and the delivery is recorded `accepted` — the deliveries of one trigger
+//      that arrive while its previous statement runs go together in the next (svc_trigger_accept)
 //   6. 202 {deliveryId, status} once that has committed; the firer (fire.ts) starts the run afterwards.
 // Replay memory and the bucket are rows, so every process behind one address agrees.
 import { z } from 'zod';
@@ -43,73 +44,102 @@ export function refusedPayload(reasons: Pick<Reason, 'field' | 'code' | 'message
   return json({ error: { code: 'invalid_payload', message: `payload refused by the placeholder rules: ${reasons.length} reason(s)`, fields }, reasons }, { status: 422 });
 }
 
-/** SQLSTATE of svc_trigger_rate_limited() (sql/0010_trigger_accept.sql): the bucket was empty. */
-const RATE_LIMITED = 'SV429';
 /** SQLSTATE foreign_key_violation: the trigger was deleted between the lookup and the record. */
 const TRIGGER_GONE = '23503';
 
 type Verdict = { kind: 'replayed' } | { kind: 'refused'; reasons: Reason[] } | { kind: 'accepted' } | { kind: 'rate_limited' } | { kind: 'gone' } | { kind: 'stale' };
 
 /**
- * Step 5: replay memory, the placeholder verdict, the rate bucket and the delivery row, atomically, as
- * ONE autocommit statement: the trigger's bucket row is locked only while PostgreSQL runs it and commits,
- * never across a round trip to this process (which serialized every accepted delivery of a trigger).
+ * Step 5: replay memory, the placeholder verdict, the rate bucket and the delivery row, atomically, in
+ * autocommit statements that lock the trigger's bucket row only inside PostgreSQL, never across a round
+ * trip to this process. Only while the trigger is enabled and its row is still the version that was
+ * verified with (the cache may hold an older one: then nothing is recorded and the verdict is `stale`).
  */
 async function record(ctx: AppContext, c: CachedTrigger, delivery: string, raw: Uint8Array): Promise<Verdict> {
   const t = c.row;
-  const now = new Date(ctx.clock.now());
   const parsed = parsePayload(raw);
   const rendered = parsed.ok ? renderArgs(t.action === 'skill' ? t.args : [], parsed.payload, t.value_pattern, t.allowed_paths) : parsed;
-  const capacity = ctx.config.TRIGGER_RATE_PER_HOUR;
-  // Only while the trigger is enabled and its row is the version that was verified with (the cache may
-  // hold an older one: then nothing is claimed and `current` is false).
-  const current = sql`select 1 from triggers where id = ${t.id} and enabled and xmin::text = ${c.version}`;
-  // The id is used up for 24 h; an older claim of it is taken over.
-  const claim = sql`
-    insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) select ${t.id}, ${delivery}, ${now} where exists (${current})
-    on conflict (trigger_id, delivery_id) do update set seen_at = excluded.seen_at
-     where trigger_delivery_ids.seen_at <= ${new Date(now.getTime() - REPLAY_MEMORY_MS)}
-    returning trigger_id`;
   try {
-    if (!rendered.ok) {
-      // A refused payload uses up its id and takes no token.
-      const [row] = await ctx.db.query<{ current: boolean; refused: boolean }>(sql`
-        with claim as (${claim}),
-        refused as (
-          insert into inbound_deliveries (id, trigger_id, delivery_id, status, reason, reasons, created_at, updated_at)
-          select gen_random_uuid()::text, trigger_id, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${now}, ${now} from claim
-          returning 1)
-        select exists (${current}) as current, exists (select 1 from refused) as refused`);
-      if (!row.current) return { kind: 'stale' };
-      return row.refused ? { kind: 'refused', reasons: rendered.reasons } : { kind: 'replayed' };
-    }
-    // Token bucket: `capacity` tokens, refilled at capacity per hour, one per accepted delivery; taken
-    // only when the id was claimed. Claimed without a token: svc_trigger_rate_limited() raises, and the
-    // claim is rolled back with the statement.
-    const refilled = sql`least(${capacity}::float8, trigger_rate.tokens + greatest(0, extract(epoch from (${now}::timestamptz - trigger_rate.updated_at))::float8) * ${capacity / 3600}::float8)`;
-    const [row] = await ctx.db.query<{ current: boolean; accepted: boolean }>(sql`
-      with claim as (${claim}),
-      token as (
-        insert into trigger_rate (trigger_id, tokens, updated_at) select trigger_id, ${capacity - 1}::float8, ${now} from claim
-        on conflict (trigger_id) do update set tokens = ${refilled} - 1, updated_at = greatest(trigger_rate.updated_at, ${now}::timestamptz)
-         where ${refilled} >= 1
+    if (rendered.ok) return await accept(ctx, c, delivery, rendered.args);
+    // A refused payload uses up its id for 24 h (an older claim of it is taken over) and takes no token.
+    const now = new Date(ctx.clock.now());
+    const current = sql`select 1 from triggers where id = ${t.id} and enabled and xmin::text = ${c.version}`;
+    const [row] = await ctx.db.query<{ current: boolean; refused: boolean }>(sql`
+      with claim as (
+        insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) select ${t.id}, ${delivery}, ${now} where exists (${current})
+        on conflict (trigger_id, delivery_id) do update set seen_at = excluded.seen_at
+         where trigger_delivery_ids.seen_at <= ${new Date(now.getTime() - REPLAY_MEMORY_MS)}
         returning trigger_id),
-      accepted as (
-        insert into inbound_deliveries (id, trigger_id, delivery_id, status, args, created_at, updated_at)
-        select gen_random_uuid()::text, trigger_id, ${delivery}, 'accepted', ${sql.json(rendered.args)}, ${now}, ${now} from token
+      refused as (
+        insert into inbound_deliveries (id, trigger_id, delivery_id, status, reason, reasons, created_at, updated_at)
+        select gen_random_uuid()::text, trigger_id, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${now}, ${now} from claim
         returning 1)
-      select exists (${current}) as current,
-             case when exists (select 1 from accepted) then true
-                  when exists (select 1 from claim) then svc_trigger_rate_limited()
-                  else false end as accepted`);
-    if (row.accepted) return { kind: 'accepted' };
-    return row.current ? { kind: 'replayed' } : { kind: 'stale' };
+      select exists (${current}) as current, exists (select 1 from refused) as refused`);
+    if (!row.current) return { kind: 'stale' };
+    return row.refused ? { kind: 'refused', reasons: rendered.reasons } : { kind: 'replayed' };
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === RATE_LIMITED) return { kind: 'rate_limited' };
-    if (code === TRIGGER_GONE) return { kind: 'gone' };
+    if ((err as { code?: string }).code === TRIGGER_GONE) return { kind: 'gone' };
     throw err;
   }
+}
+
+/** Deliveries recorded together in one statement, at most (functions/triggers/hook.ts accept()). */
+const ACCEPT_BATCH = 100;
+
+interface Waiting {
+  delivery: string;
+  args: string[];
+  resolve: (v: Verdict) => void;
+  reject: (err: unknown) => void;
+}
+interface Batch {
+  queue: Waiting[];
+}
+/** Per database handle (one per process): the deliveries waiting, by trigger and verified row version. */
+const batches = new WeakMap<object, Map<string, Batch>>();
+
+/**
+ * Replay memory, the rate bucket and the `accepted` row for a payload the placeholder rules let through.
+ * One statement per trigger is in flight in this process at a time; deliveries that arrive meanwhile wait
+ * and go together in the next one (svc_trigger_accept, sql/0019), which locks the trigger's bucket row
+ * once for all of them and decides each exactly as one-at-a-time recording would, in arrival order. An
+ * idle trigger's delivery goes at once; under a stream, one commit records many (docs/performance.md).
+ */
+function accept(ctx: AppContext, c: CachedTrigger, delivery: string, args: string[]): Promise<Verdict> {
+  let byKey = batches.get(ctx.db);
+  if (!byKey) batches.set(ctx.db, (byKey = new Map()));
+  const key = `${c.row.id}/${c.version}`;
+  let batch = byKey.get(key);
+  const verdict = new Promise<Verdict>((resolve, reject) => {
+    if (batch) return void batch.queue.push({ delivery, args, resolve, reject });
+    batch = { queue: [{ delivery, args, resolve, reject }] };
+    byKey.set(key, batch);
+    void flush(ctx, c, batch).finally(() => byKey.delete(key));
+  });
+  return verdict;
+}
+
+async function flush(ctx: AppContext, c: CachedTrigger, batch: Batch): Promise<void> {
+  while (batch.queue.length) {
+    const items = batch.queue.splice(0, ACCEPT_BATCH);
+    try {
+      const verdicts = await acceptBatch(ctx, c, items);
+      items.forEach((item, i) => item.resolve(verdicts[i]));
+    } catch (err) {
+      for (const item of items) item.reject(err);
+    }
+  }
+}
+
+async function acceptBatch(ctx: AppContext, c: CachedTrigger, items: Waiting[]): Promise<Verdict[]> {
+  const now = ctx.clock.now();
+  const payload = items.map((i) => ({ d: i.delivery, a: i.args }));
+  const [row] = await ctx.db.query<{ verdicts: ('accepted' | 'replayed' | 'rate_limited')[] | null }>(sql`
+    select svc_trigger_accept(${c.row.id}::text, ${c.version}::text, ${sql.json(payload)}::jsonb, ${new Date(now)}::timestamptz,
+                              ${ctx.config.TRIGGER_RATE_PER_HOUR}::float8, ${new Date(now - REPLAY_MEMORY_MS)}::timestamptz) as verdicts`);
+  if (row.verdicts === null) return items.map(() => ({ kind: 'stale' }));
+  if (row.verdicts.length !== items.length) throw new Error(`svc_trigger_accept answered ${row.verdicts.length} verdicts for ${items.length} deliveries`);
+  return row.verdicts.map((kind) => ({ kind }));
 }
 
 /** The row at its version, with its secrets decrypted (null when none decrypts: nothing verifies). */

@@ -285,6 +285,30 @@ test('100 concurrent POSTs with one delivery id → exactly one 202, the rest 40
   assert.is((await log(t)).length, 1);
 });
 
+test('80 concurrent POSTs (60 ids, 20 of them sent twice) recorded in batches → exactly 30 accepted, each id once; the 429 ids stay usable', async () => {
+  const t = await make();
+  const ids = Array.from({ length: 60 }, (_, i) => `c-${i}`);
+  const send = (id: string) => {
+    const body = JSON.stringify({ ref: 'main' });
+    const headers = { 'content-type': 'application/json', ...signTrigger(t.secret, body, { delivery: id }) };
+    return fetch(t.url, { method: 'POST', headers, body }).then(async (r) => (await r.arrayBuffer(), { id, status: r.status }));
+  };
+  const answers = await Promise.all([...ids, ...ids.slice(0, 20)].map(send));
+  const by = (status: number) => answers.filter((a) => a.status === status).map((a) => a.id);
+  assert.is(by(202).length, 30, JSON.stringify(answers.map((a) => a.status)));
+  assert.is(new Set(by(202)).size, 30, 'no id accepted twice');
+  assert.is(by(202).length + by(409).length + by(429).length, 80, 'only 202, 409 and 429');
+  for (const id of by(409)) assert.ok(by(202).includes(id), `${id}: 409 only for an id accepted by the other POST`);
+  const rows = await log(t);
+  assert.equal(rows.map((d) => d.deliveryId).sort(), by(202).sort(), 'one row per 202, none for a 409 or 429');
+  // An id that got only 429s was never claimed: a refused payload with it is a 422, not a 409.
+  const limited = by(429).find((id) => !by(202).includes(id));
+  assert.ok(limited, 'some id was refused with 429 only');
+  assert.is((await post(t.url, t.secret, { ref: '$' }, { delivery: limited })).status, 422);
+  // The bucket is empty now: one more new id is a 429.
+  assert.is((await post(t.url, t.secret, { ref: 'a' }, { delivery: 'c-after' })).status, 429);
+});
+
 test('GET on a trigger URL → 405, the same for any id', async () => {
   const t = await make();
   const known = await fetch(t.url);
