@@ -7,13 +7,14 @@
 //             answers 202 after one INSERT through postgres.js (pool = the server's DATABASE_POOL_MAX)
 //             into a table of the same database; the same requests, byte for byte
 //   rejected  the same POSTs signed with a wrong secret: 401/s and p50/p99 (the cheap path)
+//   floor     a node:http server that answers 401 with no work at all: the most any rejection can reach
 // The server is the real dist/server.mjs on a fresh database; the admin (real CLI), the project and
 // the trigger are made through the API, with APP_ENCRYPTION_KEY set and TRIGGER_RATE_PER_HOUR raised
 // to its maximum (README) so the bucket never refuses. The project has no runner: every accepted
 // delivery is later fired by the server's firer and ends `failed`/`runner_offline` (or `skipped`), off
 // the request path. That work runs in the same process, so the benchmark reports the backlog left at
 // the end of each accepted window and waits until it is drained before the next phase starts.
-// Per round: bare, accepted, (drain), rejected; the tables give the median and range of the rounds.
+// Per round: bare, accepted, (drain), rejected, floor (below); the tables give the median and range of the rounds.
 // --triggers N spreads the requests over N triggers of the project (request n → trigger n mod N): a
 // diagnosis, since each trigger's rate bucket is one row that every accepted delivery locks until it
 // commits; the figures of the issue are those of the default, one trigger.
@@ -132,6 +133,21 @@ async function bareServer() {
   process.on('SIGTERM', () => server.close(() => sql.end({ timeout: 2 }).then(() => process.exit(0))));
 }
 
+// ---- child role: the floor of any rejection ----------------------------------------------------------
+// A node:http server that reads the body and answers 401 with an empty body: no database, no signature.
+// No server's rejection can be much cheaper on this machine with this load generator, so floor/s says how
+// far "rejected/s ÷ accepted/s" can go at a given accepted rate.
+
+function floorServer() {
+  const server = http.createServer((req, res) => {
+    req.on('data', () => {});
+    req.on('end', () => res.writeHead(401, { 'content-length': 0 }).end());
+  });
+  server.keepAliveTimeout = 5_000;
+  server.listen(0, '127.0.0.1', () => console.log(`listening port=${server.address().port}`));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
 // ---- child role: the load generator -------------------------------------------------------------------
 
 /** Signs like docs/examples/sign-trigger.ts; `bad` signs with another secret (same work, wrong digest). */
@@ -193,6 +209,7 @@ async function load(name, target, expect, seconds, maxRequests = MAX_REQUESTS) {
 
 async function main() {
   if (opts.role === 'bare') return bareServer();
+  if (opts.role === 'floor') return floorServer();
   if (opts.role === 'load') return loadRole();
   requireBuild();
   const m = machine();
@@ -208,6 +225,7 @@ async function main() {
   const dbEnv = { DATABASE_URL: db.url };
   let server = null;
   let bare = null;
+  let floor = null;
   let sql = null;
   const outputs = [];
   const rounds = [];
@@ -240,6 +258,8 @@ async function main() {
     );
     const barePort = await waitForPort(bare, 10_000, /listening port=(\d+)/);
     const bareTarget = { port: barePort, targets };
+    floor = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'floor'], { env: { PATH: process.env.PATH } }));
+    const floorTarget = { port: await waitForPort(floor, 10_000, /listening port=(\d+)/), targets };
     log(`server on ${server.url}, ${TRIGGERS} trigger(s); bare server on 127.0.0.1:${barePort}`);
 
     /** Deliveries not yet decided by the firer. */
@@ -286,17 +306,22 @@ async function main() {
       x.cpuMsPerRequest = perRequest(cx0, cpuMs(server.proc.pid), x.requests);
       log(`round ${r} CPU ms per request: bare ${b.cpuMsPerRequest}, accepted (incl. firing) ${a.cpuMsPerRequest}, rejected ${x.cpuMsPerRequest}`);
       log(`round ${r} rejected  ${fmt(x.perSecond, 0)} 401/s  p50 ${fmt(x.p50Ms)} ms  p99 ${fmt(x.p99Ms)} ms  (other ${x.other}, errors ${x.errors})`);
+      const f = await load(`floor${r}`, floorTarget, 401, SECONDS);
+      log(`round ${r} floor     ${fmt(f.perSecond, 0)} 401/s  p50 ${fmt(f.p50Ms)} ms  p99 ${fmt(f.p99Ms)} ms  (other ${f.other}, errors ${f.errors})`);
       rounds.push({
         round: r,
         bare: b,
         accepted: a,
         drain: d,
         rejected: x,
+        floor: f,
         ratios: {
           acceptedOverBare: round(a.perSecond / b.perSecond, 3),
           acceptedP50OverBare: round(a.p50Ms / b.p50Ms, 2),
           acceptedP99OverBare: round(a.p99Ms / b.p99Ms, 2),
           rejectedOverAccepted: round(x.perSecond / a.perSecond, 2),
+          rejectedOverFloor: round(x.perSecond / f.perSecond, 3),
+          floorOverBare: round(f.perSecond / b.perSecond, 2),
           acceptedCpuOverBare: a.cpuMsPerRequest && b.cpuMsPerRequest ? round(a.cpuMsPerRequest / b.cpuMsPerRequest, 2) : null,
           acceptedCpuOverRejected: a.cpuMsPerRequest && x.cpuMsPerRequest ? round(a.cpuMsPerRequest / x.cpuMsPerRequest, 2) : null,
           // Accepting and disposing of (firing) every delivery of the window, per second of window + drain.
@@ -328,6 +353,7 @@ async function main() {
   } finally {
     await sql?.end({ timeout: 5 }).catch(() => {});
     if (bare) await stopChild(bare, 5_000);
+    if (floor) await stopChild(floor, 5_000);
     if (server) {
       await Promise.race([server.stop('SIGTERM'), sleep(15_000)]);
       outputs.push(server.output());
@@ -346,6 +372,7 @@ async function main() {
     bare: { perSecond: stat((r) => r.bare.perSecond), p50Ms: stat((r) => r.bare.p50Ms), p99Ms: stat((r) => r.bare.p99Ms) },
     accepted: { perSecond: stat((r) => r.accepted.perSecond), p50Ms: stat((r) => r.accepted.p50Ms), p99Ms: stat((r) => r.accepted.p99Ms) },
     rejected: { perSecond: stat((r) => r.rejected.perSecond), p50Ms: stat((r) => r.rejected.p50Ms), p99Ms: stat((r) => r.rejected.p99Ms) },
+    floor: { perSecond: stat((r) => r.floor.perSecond), p50Ms: stat((r) => r.floor.p50Ms), p99Ms: stat((r) => r.floor.p99Ms) },
     ratios: Object.fromEntries(Object.keys(rounds[0].ratios).map((k) => [k, stat((r) => r.ratios[k])])),
     drain: { backlog: stat((r) => r.drain.backlog), seconds: stat((r) => r.drain.seconds) },
   };
@@ -362,6 +389,7 @@ async function main() {
       ['bare node:http + 1 INSERT (202)', cell(S.bare.perSecond), cell(S.bare.p50Ms, 2), cell(S.bare.p99Ms, 2)],
       ['svc, signed POST accepted (202)', cell(S.accepted.perSecond), cell(S.accepted.p50Ms, 2), cell(S.accepted.p99Ms, 2)],
       ['svc, bad signature (401)', cell(S.rejected.perSecond), cell(S.rejected.p50Ms, 2), cell(S.rejected.p99Ms, 2)],
+      ['floor: node:http, empty 401, no work', cell(S.floor.perSecond), cell(S.floor.p50Ms, 2), cell(S.floor.p99Ms, 2)],
     ]),
   );
   console.log();
@@ -372,6 +400,8 @@ async function main() {
       ['accepted p50 ÷ bare p50', cell(S.ratios.acceptedP50OverBare, 2)],
       ['accepted p99 ÷ bare p99', cell(S.ratios.acceptedP99OverBare, 2)],
       ['rejected/s ÷ accepted/s', cell(S.ratios.rejectedOverAccepted, 2)],
+      ['rejected/s ÷ floor/s', cell(S.ratios.rejectedOverFloor, 3)],
+      ['floor/s ÷ bare/s', cell(S.ratios.floorOverBare, 2)],
       ['accepted ÷ (window + drain) ÷ bare/s', cell(S.ratios.sustainedOverBare, 3)],
     ]),
   );
