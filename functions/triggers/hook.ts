@@ -85,6 +85,8 @@ async function record(ctx: AppContext, c: CachedTrigger, delivery: string, raw: 
 
 /** Deliveries recorded together in one statement, at most (functions/triggers/hook.ts accept()). */
 const ACCEPT_BATCH = 100;
+/** Statements of one trigger in flight at once per process: the next is sent while one commits. */
+const ACCEPT_IN_FLIGHT = 2;
 
 interface Waiting {
   delivery: string;
@@ -94,34 +96,36 @@ interface Waiting {
 }
 interface Batch {
   queue: Waiting[];
+  running: number;
 }
 /** Per database handle (one per process): the deliveries waiting, by trigger and verified row version. */
 const batches = new WeakMap<object, Map<string, Batch>>();
 
 /**
  * Replay memory, the rate bucket and the `accepted` row for a payload the placeholder rules let through.
- * One statement per trigger is in flight in this process at a time; deliveries that arrive meanwhile wait
- * and go together in the next one (svc_trigger_accept, sql/0019), which locks the trigger's bucket row
- * once for all of them and decides each exactly as one-at-a-time recording would, in arrival order. An
- * idle trigger's delivery goes at once; under a stream, one commit records many (docs/performance.md).
+ * At most ACCEPT_IN_FLIGHT statements per trigger are in flight in this process; deliveries that arrive
+ * meanwhile wait and go together in the next one (svc_trigger_accept, sql/0019), which locks the
+ * trigger's bucket row once for all of them and decides each exactly as one-at-a-time recording would,
+ * in arrival order. An idle trigger's delivery goes at once; under a stream, one commit records many
+ * (docs/performance.md, "Inbound triggers").
  */
 function accept(ctx: AppContext, c: CachedTrigger, delivery: string, args: string[]): Promise<Verdict> {
   let byKey = batches.get(ctx.db);
   if (!byKey) batches.set(ctx.db, (byKey = new Map()));
   const key = `${c.row.id}/${c.version}`;
   let batch = byKey.get(key);
-  const verdict = new Promise<Verdict>((resolve, reject) => {
-    if (batch) return void batch.queue.push({ delivery, args, resolve, reject });
-    batch = { queue: [{ delivery, args, resolve, reject }] };
-    byKey.set(key, batch);
-    void flush(ctx, c, batch).finally(() => byKey.delete(key));
-  });
+  if (!batch) byKey.set(key, (batch = { queue: [], running: 0 }));
+  const b = batch;
+  const verdict = new Promise<Verdict>((resolve, reject) => b.queue.push({ delivery, args, resolve, reject }));
+  if (b.running < ACCEPT_IN_FLIGHT) void flush(ctx, c, b, () => byKey.delete(key));
   return verdict;
 }
 
-async function flush(ctx: AppContext, c: CachedTrigger, batch: Batch): Promise<void> {
-  while (batch.queue.length) {
-    const items = batch.queue.splice(0, ACCEPT_BATCH);
+/** Records what is queued until nothing is; every item is answered (resolved or rejected), nothing escapes. */
+async function flush(ctx: AppContext, c: CachedTrigger, b: Batch, done: () => void): Promise<void> {
+  b.running++;
+  while (b.queue.length) {
+    const items = b.queue.splice(0, ACCEPT_BATCH);
     try {
       const verdicts = await acceptBatch(ctx, c, items);
       items.forEach((item, i) => item.resolve(verdicts[i]));
@@ -129,6 +133,8 @@ async function flush(ctx: AppContext, c: CachedTrigger, batch: Batch): Promise<v
       for (const item of items) item.reject(err);
     }
   }
+  // In the same synchronous step as the empty queue above: a delivery queued after this starts a new batch.
+  if (--b.running === 0) done();
 }
 
 async function acceptBatch(ctx: AppContext, c: CachedTrigger, items: Waiting[]): Promise<Verdict[]> {
