@@ -10,7 +10,7 @@ import { ApiError, api, setCsrf } from './api.ts';
 import type { Me } from './session.ts';
 import { Activity } from './pages/activity.ts';
 import { Audit } from './pages/audit.ts';
-import { stopLive } from './live.ts';
+import { stopLive, useLiveRefetch } from './live.ts';
 import { Cost } from './pages/cost.ts';
 import { Fleet } from './pages/fleet.ts';
 import { Integrations } from './pages/integrations.ts';
@@ -68,6 +68,12 @@ export function route(hash: string): { name: string; param: string | null } {
   return { name: m?.[1] ?? '', param: m?.[2] ? decodeURIComponent(m[2]) : null };
 }
 
+/** While signed in: a project created, deleted or re-membered changes /api/me's projects and roles, which every page reads. */
+function LiveMe({ reload }: { reload: () => unknown }) {
+  useLiveRefetch('project', reload);
+  return null;
+}
+
 const allowed = (me: Me, page: PageDef) =>
   page.audience === 'user' || me.user.instanceAdmin || (page.audience === 'projectAdmin' && me.projects.some((p) => p.role === 'admin'));
 /** Where no hash lands: Getting started until an instance admin has a project, else Projects. */
@@ -115,7 +121,7 @@ function App() {
       html`<nav aria-label="Pages">${Object.entries(PAGES)
           .filter(([, p]) => p.nav !== null && allowed(me, p))
           .map(([n, p]) => html`<a href=${`#/${n}`} aria-current=${name === n ? 'page' : undefined}>${p.nav ?? p.title}</a>`)}</nav>
-        <span class="spacer"></span><${NotificationBell} /><span class="who">${me.user.email}</span>
+        <span class="spacer"></span><${LiveMe} reload=${load} /><${NotificationBell} /><span class="who">${me.user.email}</span>
         <button class="link" onClick=${signOut}>Sign out</button>`}
     </header>
     <main>${body}</main>`;

@@ -6,6 +6,7 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
+import { useLiveRefetch } from '../live.ts';
 import { Triggers } from './triggers.ts';
 
 interface Webhook {
@@ -119,6 +120,8 @@ export function Integrations() {
       .then((r) => setCatalogue(r.events.filter((e) => e.subscribable)))
       .catch((e) => setError(message(e)));
   }, []);
+  // A circuit opening, trying the receiver again or closing (any replica's worker, or Resume) is a notice.
+  useLiveRefetch('webhook', load);
 
   const act = async (fn: () => Promise<unknown>) => {
     setError(null);
