@@ -3,7 +3,9 @@
 // downloads on a first visit — gzipped (level 9, what a compressing proxy sends) and raw: the entry and
 // the chunks it imports statically (index.html preloads them), the page's own chunk and the chunks it
 // imports, and the style sheet. The Terminal page adds the terminal chunk (xterm.js and its CSS) only
-// when a terminal is attached. Deterministic: no server, no timing, nothing written to dist/.
+// when a terminal is attached. The baseline, built in the same run: the same code as ONE bundle (no
+// splitting; the terminal kept apart as before), which every page loaded whole. Deterministic: no
+// server, no timing, nothing written to dist/.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -51,8 +53,13 @@ console.log('| Page (first visit) | JS files | JS gzipped KB | CSS gzipped KB | 
 for (const p of pages) console.log(`| #/${p.route} | ${p.js.length} | ${kb(p.jsGzip)} | ${kb(p.css)} | ${kb(p.jsGzip + p.css)} | ${kb(p.raw)} |`);
 console.log(`| #/terminal, a terminal attached | +${terminalExtra.length} | +${kb(sum(terminalExtra))} | (in the JS) | +${kb(sum(terminalExtra))} | +${kb(sum(terminalExtra, 'raw'))} |`);
 const totals = pages.map((p) => p.jsGzip + p.css);
+// The baseline: one bundle of the same sources, as before the split.
+const one = await esbuild.build({ ...web, splitting: false, entryNames: '[name]', chunkNames: '[name]', external: ['*terminal-view.ts'], logLevel: 'warning', write: false });
+const oneGzip = one.outputFiles.filter((f) => /\.(js|css)$/.test(f.path)).reduce((n, f) => n + gzipSync(f.contents, { level: 9 }).length, 0);
+const ratio = (n) => (n / oneGzip).toFixed(2);
 console.log(`\nEvery page loads the entry and its ${entry.preload.length} preloaded chunk(s) + the style sheet: ${kb(sum(always) + (entry.css ? size(entry.css).gzip : 0))} KB gzipped; ` +
-  `a first visit costs ${kb(Math.min(...totals))}–${kb(Math.max(...totals))} KB; each further page only its own chunk(s).\n`);
+  `a first visit costs ${kb(Math.min(...totals))}–${kb(Math.max(...totals))} KB; each further page only its own chunk(s).`);
+console.log(`Baseline, the same sources as one bundle (JS + CSS, every page): ${kb(oneGzip)} KB gzipped; a first visit now costs ${ratio(Math.min(...totals))}–${ratio(Math.max(...totals))}× that.\n`);
 
 const files = Object.keys(metafile.outputs).filter((f) => !f.endsWith('.map')).sort((a, b) => size(b).gzip - size(a).gzip);
 /** The largest modules in an output (minified bytes), libraries by package name. */
@@ -82,6 +89,7 @@ console.log(
     commit,
     pages: Object.fromEntries(pages.map((p) => [p.route, { js: p.js.length, jsGzip: p.jsGzip, cssGzip: p.css }])),
     terminalAttached: sum(terminalExtra),
+    oneBundleGzip: oneGzip,
     files: Object.fromEntries(files.map((f) => [short(f), size(f)])),
   }),
 );
