@@ -1,6 +1,13 @@
 // Builds the three artifacts: dist/server.mjs (API + jobs + static serving; node_modules beside it),
 // dist/svc-runner.mjs (ONE self-contained file), dist/web/ (the admin pages).
-import { copyFileSync, cpSync, mkdirSync, readFileSync } from 'node:fs';
+// The admin pages are split and content-hashed: dist/web/assets/<name>-<hash>.js|css — the app's entry
+// (preact, the frame, sign-in, the bell), one chunk per page loaded with import() when its route is
+// opened (web-static/app.ts), shared chunks, and the terminal (xterm.js and its CSS) loaded only when a
+// terminal is attached. A hashed file never changes, so it is served with a one-year immutable cache
+// (functions/static.ts); dist/web/index.html — written here from web-static/index.html with the hashed
+// names of this build — is served with no-cache, so a deploy takes effect at the next page load.
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import * as esbuild from 'esbuild';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
@@ -26,8 +33,28 @@ const usageWorker = esbuild.buildSync({
   logLevel: 'warning',
 }).outputFiles[0].text;
 
-/** The admin pages' bundles. */
-const browser = { bundle: true, platform: 'browser', format: 'esm', target: 'es2022', minify: true, sourcemap: true };
+export const WEB_DIR = 'dist/web';
+export const ASSETS_DIR = `${WEB_DIR}/assets`;
+/** Where index.html takes the hashed entry's tags (web-static/index.html). */
+const ASSETS_MARK = '<!-- svc:assets -->';
+
+/** The admin pages: one split ESM build; the metafile says which hashed file is what (writeIndex). */
+export const web = {
+  entryPoints: ['web-static/app.ts'],
+  outdir: ASSETS_DIR,
+  bundle: true,
+  splitting: true,
+  platform: 'browser',
+  format: 'esm',
+  target: 'es2022',
+  minify: true,
+  sourcemap: true,
+  entryNames: '[name]-[hash]',
+  chunkNames: '[name]-[hash]',
+  assetNames: '[name]-[hash]',
+  metafile: true,
+  define,
+};
 
 export const builds = [
   {
@@ -55,16 +82,45 @@ export const builds = [
     // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
     // (locales included) and makes this file ~960 KB instead of ~400 KB.
   },
-  // The terminal (xterm.js) is its own file, loaded only when an admin opens one.
-  { ...browser, entryPoints: ['web-static/terminal-view.ts'], outfile: 'dist/web/terminal.js' },
-  { ...browser, entryPoints: ['web-static/app.ts'], outfile: 'dist/web/app.js', define },
+  web,
 ];
 
-/** Every file of web-static/ that esbuild does not compile (HTML, CSS, icons) goes to dist/web as is. */
+/** The app's entry output in a metafile of the `web` build, and every chunk it imports statically (to preload). */
+export function entryOf(metafile) {
+  const outputs = metafile.outputs;
+  const entry = Object.keys(outputs).find((f) => outputs[f].entryPoint === web.entryPoints[0] && f.endsWith('.js'));
+  if (!entry) throw new Error('the web build has no output for web-static/app.ts');
+  return { js: entry, css: outputs[entry].cssBundle ?? null, preload: staticImports(metafile, entry).filter((f) => f !== entry) };
+}
+
+/** `file` and the chunks it imports statically, transitively: what the browser loads before it runs. */
+export function staticImports(metafile, file) {
+  const seen = new Set([file]);
+  for (const f of seen) for (const i of metafile.outputs[f]?.imports ?? []) if (i.kind === 'import-statement' && !i.external) seen.add(i.path);
+  return [...seen];
+}
+
+/** dist/web/index.html: web-static/index.html with the hashed entry's style sheet, preloads and script. */
+export function writeIndex(metafile) {
+  const { js, css, preload } = entryOf(metafile);
+  const url = (f) => `/${relative(WEB_DIR, f)}`;
+  const tags = [
+    ...(css ? [`<link rel="stylesheet" href="${url(css)}">`] : []),
+    ...preload.map((f) => `<link rel="modulepreload" href="${url(f)}">`),
+    `<script type="module" src="${url(js)}"></script>`,
+  ].join('\n  ');
+  const template = readFileSync('web-static/index.html', 'utf8');
+  if (!template.includes(ASSETS_MARK)) throw new Error(`web-static/index.html lacks ${ASSETS_MARK}`);
+  mkdirSync(WEB_DIR, { recursive: true });
+  writeFileSync(`${WEB_DIR}/index.html`, template.replace(ASSETS_MARK, tags));
+}
+
+/** The files of web-static/ that esbuild does not bundle (icons) go to dist/web as they are; index.html is writeIndex's. */
 export function copyStatic() {
-  mkdirSync('dist/web', { recursive: true });
-  cpSync('web-static', 'dist/web', { recursive: true, filter: (src) => !/\.tsx?$/.test(src) });
-  copyFileSync('node_modules/@xterm/xterm/css/xterm.css', 'dist/web/xterm.css');
+  mkdirSync(WEB_DIR, { recursive: true });
+  for (const f of readdirSync('web-static', { withFileTypes: true })) {
+    if (f.isFile() && !/\.(tsx?|css)$/.test(f.name) && f.name !== 'index.html') copyFileSync(`web-static/${f.name}`, `${WEB_DIR}/${f.name}`);
+  }
 }
 
 /** The runner is installed by downloading one file from the server: GET /svc-runner.mjs. */
@@ -73,7 +129,9 @@ export function publishRunner() {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await Promise.all(builds.map((b) => esbuild.build({ logLevel: 'warning', ...b })));
+  rmSync(WEB_DIR, { recursive: true, force: true }); // hashed files of older builds must not pile up
+  const results = await Promise.all(builds.map((b) => esbuild.build({ logLevel: 'warning', ...b })));
+  writeIndex(results[builds.indexOf(web)].metafile);
   copyStatic();
   publishRunner();
   console.log('built dist/server.mjs, dist/svc-runner.mjs, dist/web/');

@@ -11,6 +11,12 @@ export type LiveNotice =
   | { type: 'run'; projectId: string; id: string; state: string }
   /** New progress lines (or a patch) of a running skill run. */
   | { type: 'run.progress'; projectId: string; id: string; lines?: number }
+  /**
+   * A project was created, changed (name, repository, runner, budget) or deleted, or its members or their
+   * roles changed (`members`). Sent to the project's members and instance admins; a member removed from
+   * it, or the members of a deleted project, get it too (their list loses the project).
+   */
+  | { type: 'project'; projectId: string; change: 'created' | 'updated' | 'deleted' | 'members' }
   /** An orchestrator or slot event of a project (fleet state): `kind` is the event's name. */
   | { type: 'fleet'; projectId: string; kind: string }
   /** An outbound webhook's delivery state: its circuit moved (closed, open, half-open). */

@@ -3,26 +3,17 @@
 // Getting started while an instance admin has no project yet, else on Projects. Navigation is
 // role-aware: a page only instance admins can use is neither linked nor shown to anyone else.
 // Anyone not signed in sees the sign-in form.
+// Each page's code is its own chunk, loaded with import() the first time its route is opened
+// (esbuild.config.mjs splits and hashes them); this entry holds only the frame, sign-in and the bell.
+import './app.css';
 import { html } from 'htm/preact';
 import { render } from 'preact';
+import type { ComponentType } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, setCsrf } from './api.ts';
 import type { Me } from './session.ts';
-import { Activity } from './pages/activity.ts';
-import { Audit } from './pages/audit.ts';
-import { stopLive } from './live.ts';
-import { Cost } from './pages/cost.ts';
-import { Fleet } from './pages/fleet.ts';
-import { Integrations } from './pages/integrations.ts';
+import { stopLive, useLiveRefetch } from './live.ts';
 import { NotificationBell, Notifications } from './pages/notifications.ts';
-import { Projects } from './pages/projects.ts';
-import { Runners } from './pages/runners.ts';
-import { Runs } from './pages/runs.ts';
-import { Schedules } from './pages/schedules.ts';
-import { Sessions } from './pages/sessions.ts';
-import { Settings } from './pages/settings.ts';
-import { GettingStarted } from './pages/start.ts';
-import { TerminalPage } from './pages/terminal.ts';
 import { SetPassword, SignIn } from './pages/signin.ts';
 
 function useHash() {
@@ -37,35 +28,69 @@ function useHash() {
 
 /** Who may open a page: everyone signed in, admins of at least one project, or instance admins only. */
 type Audience = 'user' | 'projectAdmin' | 'instanceAdmin';
+type PageProps = { me: Me; param: string | null; reload: () => void };
+// Pages take subsets of these props; each is rendered with all of them.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type View = ComponentType<any>;
 interface PageDef {
   title: string;
   /** The link's text when it differs from the heading; null = not in the navigation. */
   nav?: string | null;
-  view: (props: { me: Me; param: string | null; reload: () => void }) => unknown;
+  /** The page's component, from its own chunk (import() on first use). */
+  load: () => Promise<View>;
   audience: Audience;
 }
 
 export const PAGES: Record<string, PageDef> = {
-  start: { title: 'Getting started', nav: 'Start', view: GettingStarted, audience: 'instanceAdmin' },
-  projects: { title: 'Projects', view: Projects, audience: 'user' },
-  fleet: { title: 'Fleet', view: Fleet, audience: 'user' },
-  runners: { title: 'Runners', view: Runners, audience: 'instanceAdmin' },
-  runs: { title: 'Skill runs', nav: 'Runs', view: Runs, audience: 'user' },
-  sessions: { title: 'Sessions', view: Sessions, audience: 'user' },
-  cost: { title: 'Cost', view: Cost, audience: 'user' },
-  integrations: { title: 'Integrations', view: Integrations, audience: 'projectAdmin' },
-  schedules: { title: 'Schedules', view: Schedules, audience: 'user' },
-  terminal: { title: 'Terminal', view: TerminalPage, audience: 'projectAdmin' },
-  activity: { title: 'Activity', view: Activity, audience: 'user' },
-  audit: { title: 'Audit log', nav: 'Audit', view: Audit, audience: 'instanceAdmin' },
-  settings: { title: 'Settings', view: Settings, audience: 'user' },
-  notifications: { title: 'Notifications', nav: null, view: Notifications, audience: 'user' },
+  start: { title: 'Getting started', nav: 'Start', load: () => import('./pages/start.ts').then((m) => m.GettingStarted), audience: 'instanceAdmin' },
+  projects: { title: 'Projects', load: () => import('./pages/projects.ts').then((m) => m.Projects), audience: 'user' },
+  fleet: { title: 'Fleet', load: () => import('./pages/fleet.ts').then((m) => m.Fleet), audience: 'user' },
+  runners: { title: 'Runners', load: () => import('./pages/runners.ts').then((m) => m.Runners), audience: 'instanceAdmin' },
+  runs: { title: 'Skill runs', nav: 'Runs', load: () => import('./pages/runs.ts').then((m) => m.Runs), audience: 'user' },
+  sessions: { title: 'Sessions', load: () => import('./pages/sessions.ts').then((m) => m.Sessions), audience: 'user' },
+  cost: { title: 'Cost', load: () => import('./pages/cost.ts').then((m) => m.Cost), audience: 'user' },
+  integrations: { title: 'Integrations', load: () => import('./pages/integrations.ts').then((m) => m.Integrations), audience: 'projectAdmin' },
+  schedules: { title: 'Schedules', load: () => import('./pages/schedules.ts').then((m) => m.Schedules), audience: 'user' },
+  terminal: { title: 'Terminal', load: () => import('./pages/terminal.ts').then((m) => m.TerminalPage), audience: 'projectAdmin' },
+  activity: { title: 'Activity', load: () => import('./pages/activity.ts').then((m) => m.Activity), audience: 'user' },
+  audit: { title: 'Audit log', nav: 'Audit', load: () => import('./pages/audit.ts').then((m) => m.Audit), audience: 'instanceAdmin' },
+  settings: { title: 'Settings', load: () => import('./pages/settings.ts').then((m) => m.Settings), audience: 'user' },
+  // The bell is in every page's header, so its list is in the entry already.
+  notifications: { title: 'Notifications', nav: null, load: () => Promise.resolve(Notifications), audience: 'user' },
 };
+
+/** Pages loaded so far: a page opened again renders at once. */
+const loadedViews = new Map<PageDef, View>();
+
+/** A page's component once its chunk is there ("Loading…" until then; a failed load says to reload). */
+function PageView({ page, ...props }: PageProps & { page: PageDef }) {
+  const [view, setView] = useState<View | null>(() => loadedViews.get(page) ?? null);
+  const [failed, setFailed] = useState<string | null>(null);
+  useEffect(() => {
+    if (view) return;
+    let mounted = true;
+    page.load().then(
+      (v) => (loadedViews.set(page, v), mounted && setView(() => v)),
+      (e) => mounted && setFailed(e instanceof Error ? e.message : String(e)),
+    );
+    return () => void (mounted = false);
+  }, [page]);
+  // After a deploy the old build's chunks are gone: a tab opened before it needs the new index.html.
+  if (failed) return html`<p class="banner failed" role="alert">This page could not be loaded (${failed}): reload the page to get the current version.</p>`;
+  if (!view) return html`<p class="muted">Loading…</p>`;
+  return html`<${view} ...${props} />`;
+}
 
 /** The page a hash names and its parameter: `#/fleet/p1?x=1` → fleet, p1; no hash (or `#/`) → ''. */
 export function route(hash: string): { name: string; param: string | null } {
   const m = /^#\/?([^?/]*)(?:\/([^?/]+))?/.exec(hash);
   return { name: m?.[1] ?? '', param: m?.[2] ? decodeURIComponent(m[2]) : null };
+}
+
+/** While signed in: a project created, deleted or re-membered changes /api/me's projects and roles, which every page reads. */
+function LiveMe({ reload }: { reload: () => unknown }) {
+  useLiveRefetch('project', reload);
+  return null;
 }
 
 const allowed = (me: Me, page: PageDef) =>
@@ -99,7 +124,7 @@ function App() {
     } else if (!allowed(me, page)) {
       body = html`<div class="card" role="alert"><h2>${page.title}</h2><p>This page is for ${page.audience === 'projectAdmin' ? 'project admins' : 'instance admins'}. <a href=${`#/${home}`}>Go to ${PAGES[home].title}</a>.</p></div>`;
     } else {
-      body = html`<h2>${page.title}</h2><${page.view} key=${name} me=${me} param=${param} reload=${load} />`;
+      body = html`<h2>${page.title}</h2><${PageView} key=${name} page=${page} me=${me} param=${param} reload=${load} />`;
     }
   }
 
@@ -115,7 +140,7 @@ function App() {
       html`<nav aria-label="Pages">${Object.entries(PAGES)
           .filter(([, p]) => p.nav !== null && allowed(me, p))
           .map(([n, p]) => html`<a href=${`#/${n}`} aria-current=${name === n ? 'page' : undefined}>${p.nav ?? p.title}</a>`)}</nav>
-        <span class="spacer"></span><${NotificationBell} /><span class="who">${me.user.email}</span>
+        <span class="spacer"></span><${LiveMe} reload=${load} /><${NotificationBell} /><span class="who">${me.user.email}</span>
         <button class="link" onClick=${signOut}>Sign out</button>`}
     </header>
     <main>${body}</main>`;

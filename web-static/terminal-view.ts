@@ -1,8 +1,18 @@
-// The terminal itself (xterm.js), built as its own file dist/web/terminal.js and loaded only when an
-// admin opens a terminal, so the other pages do not carry it. It speaks the /api/terminal relay's
-// JSON messages (functions/runners/terminal.ts): output/exit/error in, input/resize out.
+// The terminal itself (xterm.js and its style sheet), a chunk of its own that the Terminal page imports
+// only when an admin attaches a terminal, so the other pages do not carry it. It speaks the
+// /api/terminal relay's JSON messages (functions/runners/terminal.ts): output/exit/error in, input/resize out.
 import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
+import xtermCss from '@xterm/xterm/css/xterm.css' with { type: 'text' };
+
+/** xterm's style sheet, added to the document once, with the chunk that needs it. */
+function addStyles(): void {
+  if (document.getElementById('xterm-css')) return;
+  const style = document.createElement('style');
+  style.id = 'xterm-css';
+  style.textContent = xtermCss;
+  document.head.append(style);
+}
 
 export interface Mounted {
   /** Detach: close the relay (the tmux session lives on) and dispose the terminal. */
@@ -10,6 +20,7 @@ export interface Mounted {
 }
 
 export function mountTerminal(el: HTMLElement, url: string, onEnd: (why: string) => void): Mounted {
+  addStyles();
   const term = new Terminal({ cursorBlink: true, fontSize: 13, scrollback: 5000, convertEol: false });
   const fit = new FitAddon();
   term.loadAddon(fit);

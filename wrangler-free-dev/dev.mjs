@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
 import * as esbuild from 'esbuild';
-import { builds, copyStatic, publishRunner } from '../esbuild.config.mjs';
+import { builds, copyStatic, publishRunner, web, writeIndex } from '../esbuild.config.mjs';
 
 let child;
 let restartTimer;
@@ -26,18 +26,23 @@ const onEnd = (name, after) => ({
     build.onEnd((result) => {
       if (result.errors.length) return console.error(`[dev] ${name}: build failed, keeping the previous version`);
       console.log(`[dev] ${name} rebuilt`);
-      after?.();
+      after?.(result);
     });
   },
 });
 
 const contexts = await Promise.all(
   builds.map((b, i) =>
-    esbuild.context({ logLevel: 'warning', ...b, plugins: [onEnd(b.outfile, i === 0 ? restart : b.outfile === 'dist/svc-runner.mjs' ? publishRunner : undefined)] }),
+    esbuild.context({
+      logLevel: 'warning',
+      ...b,
+      // The admin pages: each rebuild has new hashed names, which index.html must name (older files stay until a full build).
+      plugins: [onEnd(b.outfile ?? b.outdir, i === 0 ? restart : b === web ? (r) => writeIndex(r.metafile) : b.outfile === 'dist/svc-runner.mjs' ? publishRunner : undefined)],
+    }),
   ),
 );
 copyStatic();
-watch('web-static', () => copyStatic());
+watch('web-static', (_event, file) => (file === 'index.html' ? contexts[builds.indexOf(web)].rebuild() : copyStatic()));
 await Promise.all(contexts.map((c) => c.watch()));
 
 const stop = async () => {

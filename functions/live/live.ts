@@ -7,7 +7,7 @@
 //   admins         instance admins only (audit verification, webhook delivery state)
 //   project P, R   instance admins and users with at least role R on P
 //   runner X       instance admins and members of a project served by X
-//   user U         that user only (their notification read state)
+//   user U         that user only (their notification read state; a project they were removed from)
 // Project roles come from a per-process cache that any membership/project change clears (a trigger
 // sends {access}; sql/0016_live_access.sql), and that expires after ROLE_TTL_MS in any case. Each
 // connection is re-checked at every heartbeat (session or token still valid, user still active,

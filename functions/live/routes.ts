@@ -11,7 +11,7 @@ export const routes: Route[] = [
     path: '/api/live',
     summary:
       'Live change notices over a WebSocket (upgrade this GET; same-origin pages only). Each message is a JSON notice {type, projectId?, id?, …}: ' +
-      'runner, run, run.progress, fleet, webhook, notification, notification.read, audit.verification; first {type:"ready"}. ' +
+      'runner, run, run.progress, project, fleet, webhook, notification, notification.read, audit.verification; first {type:"ready"}. ' +
       'Only notices the caller may read are sent. Close codes: 4401 signed out or session ended, 4403 bad Origin, 4408 too slow (reconnect and re-fetch).',
     tag: 'live',
     access: 'user',

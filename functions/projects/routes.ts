@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { audited } from '../audit/audit.ts';
 import { requireInstanceAdmin } from '../auth/auth.ts';
+import { publish } from '../live/live.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { ROLES } from '../lib/context.ts';
@@ -135,6 +136,7 @@ export const routes: Route[] = [
           await tx.query(sql`
             insert into projects (id, name, repo, runner_id, root_path, budget_usd, budget_action)
             values (${id}, ${body.name}, ${body.repo}, ${body.runnerId}, ${body.rootPath}, ${body.budgetUsd}, ${body.budgetAction})`);
+          await publish(tx, { type: 'project', projectId: id, change: 'created' }, { projectId: id });
           return getProject(tx, id);
         },
       );
@@ -178,6 +180,7 @@ export const routes: Route[] = [
             update projects set name = ${next.name}, repo = ${next.repo}, runner_id = ${next.runnerId}, root_path = ${next.rootPath},
                    budget_usd = ${next.budgetUsd}, budget_action = ${next.budgetAction}, updated_at = now()
              where id = ${params.projectId}`);
+          await publish(tx, { type: 'project', projectId: params.projectId, change: 'updated' }, { projectId: params.projectId });
           return { before, after: await getProject(tx, params.projectId) }; // as stored (numeric rounding)
         },
       );
@@ -200,6 +203,11 @@ export const routes: Route[] = [
         (before: Project) => ({ actor: principal!, action: 'project.delete', target: { type: 'project', id: params.projectId }, diff: { before }, requestId }),
         async (tx) => {
           const before = await getProject(tx, params.projectId);
+          // Its members by name: once the rows are gone the live fan-out no longer knows who they were.
+          const members = await tx.query<{ user_id: string }>(sql`select user_id from project_members where project_id = ${params.projectId}`);
+          const notice = { type: 'project', projectId: params.projectId, change: 'deleted' } as const;
+          for (const m of members) await publish(tx, notice, { userId: m.user_id });
+          await publish(tx, notice, { admins: true });
           await tx.query(sql`delete from projects where id = ${params.projectId}`);
           return before;
         },
@@ -249,6 +257,7 @@ export const routes: Route[] = [
           await tx.query(sql`
             insert into project_members (project_id, user_id, role) values (${params.projectId}, ${user.id}, ${body.role})
             on conflict (project_id, user_id) do update set role = excluded.role`);
+          await publish(tx, { type: 'project', projectId: params.projectId, change: 'members' }, { projectId: params.projectId });
           return { userId: user.id, email: user.email, name: user.name, before: prev?.role ?? null };
         },
       );
@@ -280,6 +289,7 @@ export const routes: Route[] = [
           await tx.query(sql`
             insert into project_members (project_id, user_id, role) values (${params.projectId}, ${params.userId}, ${body.role})
             on conflict (project_id, user_id) do update set role = excluded.role`);
+          await publish(tx, { type: 'project', projectId: params.projectId, change: 'members' }, { projectId: params.projectId });
           return prev?.role ?? null;
         },
       );
@@ -301,6 +311,9 @@ export const routes: Route[] = [
         async (tx) => {
           const [gone] = await tx.query(sql`delete from project_members where project_id = ${params.projectId} and user_id = ${params.userId} returning 1`);
           if (!gone) throw notFound('that user is not a member');
+          const notice = { type: 'project', projectId: params.projectId, change: 'members' } as const;
+          await publish(tx, notice, { projectId: params.projectId });
+          await publish(tx, notice, { userId: params.userId }); // no longer a member: told by name
         },
       );
       return empty(204);

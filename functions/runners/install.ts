@@ -19,7 +19,7 @@ import type { Config } from '../lib/config.ts';
 import { HttpError } from '../lib/errors.ts';
 import { respond } from '../lib/respond.ts';
 import { USER_ENV, deprecationWarning, legacyEnvName } from '../../protocol/legacy-env.ts';
-import { legacyNamesLive } from '../../protocol/version.ts';
+import { VERSION, legacyNamesLive } from '../../protocol/version.ts';
 import { publicBase } from '../lib/urls.ts';
 import { webDir } from '../static.ts';
 
@@ -34,6 +34,16 @@ export async function bundleSha256(config: Config): Promise<string> {
   const sha256 = createHash('sha256').update(await readFile(file)).digest('hex');
   cached = { mtimeMs: info.mtimeMs, size: info.size, sha256 };
   return sha256;
+}
+
+/**
+ * The version of the runner bundle this server serves at GET /svc-runner.mjs, or null when it serves
+ * none. The bundle is built with the server from the same package version (esbuild.config.mjs), so
+ * it is the server's own version.
+ */
+export async function servedRunnerVersion(config: Config): Promise<string | null> {
+  const info = await stat(join(webDir(config), 'svc-runner.mjs')).catch(() => null);
+  return info?.isFile() ? VERSION : null;
 }
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { COMMANDS, COMMAND_NAMES, isCommandName } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, pairRequest } from '../../protocol/frames.ts';
+import { compareVersions } from '../../protocol/version.ts';
 import { appendAudit, audited } from '../audit/audit.ts';
 import { forbidden, requireProjectRole } from '../auth/auth.ts';
 import { budgetExceeded } from '../cost/budget.ts';
@@ -16,6 +17,7 @@ import { sha256Hex } from '../lib/crypto.ts';
 import { HttpError, badRequest, conflict, json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { parseWith } from '../lib/http.ts';
+import { servedRunnerVersion } from './install.ts';
 import { createPairingCode, redeemPairingCode } from './pairing.ts';
 import { onlineSql, remedy } from './presence.ts';
 
@@ -39,12 +41,17 @@ interface RunnerRow {
   online: boolean;
 }
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
-const toRunner = (r: RunnerRow) => {
+/**
+ * A runner row as the API shows it. `updateAvailable`: the server serves a newer runner bundle than the
+ * version the runner reported (in its hello, or its version header at connect); unknown versions never.
+ */
+const toRunner = (r: RunnerRow, bundleVersion: string | null) => {
   const base = {
     id: r.id,
     name: r.name,
     hostname: r.hostname,
     version: r.version,
+    updateAvailable: Boolean(bundleVersion && /^\d+\.\d+/.test(r.version) && compareVersions(r.version, bundleVersion) < 0),
     target: r.target,
     capabilities: r.capabilities,
     pairedAt: iso(r.paired_at),
@@ -123,12 +130,15 @@ export const routes: Route[] = [
   route({
     method: 'GET',
     path: '/api/runners',
-    summary: 'Runners with their status (online, offline, unpaired, revoked), last seen, and a remedy when not online',
+    summary:
+      'Runners with their status (online, offline, unpaired, revoked), last seen, a remedy when not online, and updateAvailable when ' +
+      'the runner bundle this server serves (bundleVersion; null when it serves none) is newer than the version the runner reported',
     tag: 'runners',
     access: 'instanceAdmin',
     async handler(_input, ctx) {
       const rows = await ctx.db.query<RunnerRow>(sql`${selectRunners} where r.removed_at is null order by lower(r.name), r.created_at`);
-      return json({ runners: rows.map(toRunner) });
+      const bundleVersion = await servedRunnerVersion(ctx.config);
+      return json({ runners: rows.map((r) => toRunner(r, bundleVersion)), bundleVersion });
     },
   }),
   route({
@@ -183,8 +193,10 @@ export const routes: Route[] = [
         select id, name, root_path from projects where runner_id = ${r.id} order by lower(name)`);
       const events = await ctx.db.query<{ kind: string; source: string; ts: Date; received_at: Date }>(sql`
         select kind, source, ts, received_at from runner_events where runner_id = ${r.id} order by received_at desc, event_id desc limit 20`);
+      const bundleVersion = await servedRunnerVersion(ctx.config);
       return json({
-        ...toRunner(r),
+        ...toRunner(r, bundleVersion),
+        bundleVersion,
         projects: projects.map((p) => ({ id: p.id, name: p.name, rootPath: p.root_path })),
         lastEvents: events.map((e) => ({ kind: e.kind, source: e.source, ts: iso(e.ts), receivedAt: iso(e.received_at) })),
       });

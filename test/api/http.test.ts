@@ -136,10 +136,39 @@ test('the admin page is served at / and paths cannot escape the web directory', 
   const res = await fetch(`${server.url}/`);
   assert.is(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /text\/html/);
-  assert.match(await res.text(), /<script type="module" src="\/app.js">/);
-  assert.is((await fetch(`${server.url}/app.js`)).status, 200);
+  const html = await res.text();
+  const entry = /<script type="module" src="(\/assets\/app-[A-Z2-7]{8}\.js)">/.exec(html)?.[1];
+  assert.ok(entry, 'index.html names the hashed entry');
+  assert.is((await fetch(`${server.url}${entry}`)).status, 200);
   const escape = await fetch(`${server.url}/..%2f..%2fpackage.json`);
   assert.is(escape.status, 404);
+});
+
+test('cache lifetimes: index.html is revalidated on every load (no-cache); hashed scripts, style sheets and their maps are immutable for a year; anything else 5 minutes', async () => {
+  const index = await fetch(`${server.url}/`);
+  assert.is(index.headers.get('cache-control'), 'no-cache');
+  assert.is((await fetch(`${server.url}/index.html`)).headers.get('cache-control'), 'no-cache');
+  const html = await index.text();
+  const assets = [...html.matchAll(/(?:href|src)="(\/assets\/[^"]+)"/g)].map((m) => m[1]);
+  assert.ok(assets.some((a) => a.endsWith('.js')) && assets.some((a) => a.endsWith('.css')), `a hashed script and style sheet: ${assets}`);
+  for (const path of [...assets, `${assets.find((a) => a.endsWith('.js'))}.map`]) {
+    const r = await fetch(`${server.url}${path}`);
+    assert.is(r.status, 200, path);
+    assert.is(r.headers.get('cache-control'), 'public, max-age=31536000, immutable', path);
+  }
+  // The page chunks load on demand: none is named in index.html, yet each is hashed and immutable too.
+  const entry = await (await fetch(`${server.url}${assets.find((a) => /\/app-/.test(a) && a.endsWith('.js'))}`)).text();
+  const lazy = [...entry.matchAll(/import\("\.\/([\w-]+-[A-Z2-7]{8}\.js)"\)/g)].map((m) => `/assets/${m[1]}`);
+  assert.ok(lazy.length >= 10, `the entry imports each page on demand: ${lazy}`);
+  for (const path of lazy) assert.ok(!html.includes(path), `${path} is not loaded up front`);
+  const chunk = await fetch(`${server.url}${lazy[0]}`);
+  assert.equal([chunk.status, chunk.headers.get('cache-control')], [200, 'public, max-age=31536000, immutable']);
+  assert.is((await fetch(`${server.url}/favicon.svg`)).headers.get('cache-control'), 'public, max-age=300');
+  assert.is((await fetch(`${server.url}/svc-runner.mjs`)).headers.get('cache-control'), 'public, max-age=300');
+  // A name that only looks hashed but is not there is a 404, not something cached for a year.
+  const missing = await fetch(`${server.url}/assets/app-AAAAAAAA.js`);
+  assert.is(missing.status, 404);
+  assert.not.equal(missing.headers.get('cache-control'), 'public, max-age=31536000, immutable');
 });
 
 test.run();

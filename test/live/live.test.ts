@@ -1,5 +1,6 @@
 // GET /api/live against the real server: who may connect (cookie or token, same origin), who receives
-// which notice (a viewer of project A nothing about project B; audit results only to instance admins),
+// which notice (a viewer of project A nothing about project B; audit results only to instance admins;
+// project changes to the project's members, and to a member as they are removed),
 // sign-out closes the socket, and — on PostgreSQL — a change made through one process reaches a socket
 // held by another within a second.
 import { randomBytes } from 'node:crypto';
@@ -116,6 +117,43 @@ test('role filtering: the viewer of A hears about A (runner, runs) and never abo
   await v.next((n) => n.type === 'run' && n.id === onB);
   rb2.ws.close();
   assert.not.ok(v.notices.some((n) => n.id === afterRemoval), 'a removed member hears nothing more about the project');
+  v.close();
+  admin.close();
+});
+
+test('project notices: members and instance admins hear a project change; a member removed, or of a deleted project, hears that once; nobody else', async () => {
+  // The viewer is a member of B only (the test above moved them).
+  const { cookie } = await signIn(server.url, viewer.email, viewer.password);
+  const v = openLive(server.url, { cookie });
+  const admin = openLive(server.url, { token: server.admin.token });
+  await Promise.all([v.next((n) => n.type === 'ready'), admin.next((n) => n.type === 'ready')]);
+  const is = (projectId: string, change: string) => (n: Record<string, any>) => n.type === 'project' && n.projectId === projectId && n.change === change;
+
+  // A changed, then B: the viewer hears B's only; the admin both.
+  assert.is((await callAs(server, `/api/projects/${projects.a}`, { method: 'PATCH', json: { budgetUsd: 10 } })).status, 200);
+  assert.is((await callAs(server, `/api/projects/${projects.b}`, { method: 'PATCH', json: { budgetUsd: 20 } })).status, 200);
+  assert.equal(await v.next(is(projects.b, 'updated')), { type: 'project', projectId: projects.b, change: 'updated' });
+  await admin.next(is(projects.a, 'updated'));
+  await admin.next(is(projects.b, 'updated'));
+  assert.not.ok(v.notices.some(is(projects.a, 'updated')), 'nothing about A');
+
+  // A new project: instance admins only (it has no member yet).
+  const c = await callAs(server, '/api/projects', { method: 'POST', json: { name: 'Pc', repo: 'acme/c' } });
+  await admin.next(is(c.body.id, 'created'));
+  // Removed from B: told by name, then nothing more about B; added to C: told, as C's member.
+  assert.is((await callAs(server, `/api/projects/${projects.b}/members/${viewer.id}`, { method: 'DELETE' })).status, 204);
+  await v.next(is(projects.b, 'members'));
+  assert.is((await callAs(server, `/api/projects/${projects.b}`, { method: 'PATCH', json: { budgetUsd: 30 } })).status, 200);
+  assert.is((await callAs(server, `/api/projects/${c.body.id}/members/${viewer.id}`, { method: 'PUT', json: { role: 'viewer' } })).status, 200);
+  await v.next(is(c.body.id, 'members'));
+  assert.is(v.notices.filter((n) => n.type === 'project' && n.projectId === projects.b).length, 2, 'B: its change while a member, and the removal');
+  assert.not.ok(v.notices.some(is(c.body.id, 'created')), 'C was created before the viewer joined it');
+  // C deleted: its member hears it although the membership goes with the project.
+  assert.is((await callAs(server, `/api/projects/${c.body.id}`, { method: 'DELETE' })).status, 204);
+  await v.next(is(c.body.id, 'deleted'));
+  await admin.next(is(c.body.id, 'deleted'));
+  // Back in B as a viewer for the tests below.
+  assert.is((await callAs(server, `/api/projects/${projects.b}/members/${viewer.id}`, { method: 'PUT', json: { role: 'viewer' } })).status, 200);
   v.close();
   admin.close();
 });

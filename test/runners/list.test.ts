@@ -1,7 +1,8 @@
 // The runner list's hygiene against the real server: a runner added without a name takes the machine's
 // hostname when it pairs; duplicate names are warned about; a never-paired or revoked runner can be
 // removed (and its codes stop working), a paired one is revoked first; a runner's detail shows its
-// projects and last events.
+// projects and last events; a runner older than the bundle the server serves is marked updateAvailable.
+import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
@@ -97,6 +98,27 @@ test('detail: id, version, capabilities, projects and the last events, newest fi
   assert.equal(d.body.lastEvents.map((e: { kind: string }) => e.kind).sort(), ['runner.test_1', 'runner.test_2', 'runner.test_3']);
   assert.is((await call('/api/runners/no-such-runner')).status, 404);
   c.ws.close();
+});
+
+test('updateAvailable: the runner reported a version older than the bundle this server serves; the same, a newer or no version: not', async () => {
+  const served = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version as string;
+  const flags: Record<string, boolean> = {};
+  for (const [name, version] of [['old', '0.0.1'], ['same', served], ['newer', '99.0.0'], ['unknown', 'dev']]) {
+    const made = await call('/api/runners', { method: 'POST', json: { name: `v-${name}` } });
+    const { token } = await (await pair(made.body.code, `v-${name}`)).json();
+    const c = connect(server.url, token);
+    await c.next('welcome');
+    c.send({ type: 'hello', version, target: 'linux-amd64', hostname: `v-${name}`, capabilities: [] });
+    let d = await call(`/api/runners/${made.body.runner.id}`);
+    for (const until = Date.now() + 10_000; d.body.version !== version && Date.now() < until; d = await call(`/api/runners/${made.body.runner.id}`)) await new Promise((r) => setTimeout(r, 50));
+    assert.is(d.body.version, version);
+    assert.is(d.body.bundleVersion, served);
+    flags[name] = d.body.updateAvailable;
+    assert.is((await listed(made.body.runner.id) as unknown as { updateAvailable: boolean }).updateAvailable, d.body.updateAvailable, 'the list says the same');
+    c.ws.close();
+  }
+  assert.equal(flags, { old: true, same: false, newer: false, unknown: false });
+  assert.is((await call('/api/runners')).body.bundleVersion, served);
 });
 
 test.run();

@@ -1,7 +1,10 @@
 // Live pages in a real browser (web-static/live.ts over GET /api/live): without a reload, the Runners
 // page shows a runner go offline and online again, the Runs page shows a new run and its next state,
-// and the bell counts a new notification. The pages' own polls are a minute or more apart: everything
-// here is awaited for at most 15 s, so only the live connection can make it pass.
+// the bell counts a new notification, the Fleet page follows its runner's events and its going
+// offline, the Projects page follows projects and members changed through the API, the Audit page a
+// verification's result; and a page whose live connection was cut re-fetches once it is back, showing
+// what changed during the gap. The pages' own polls are a minute or more apart (Projects and Audit
+// have none): everything here is awaited for at most 15 s, so only the live connection can make it pass.
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -9,7 +12,9 @@ import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { callAs } from '../helpers/users.ts';
+import { send } from '../helpers/usage-events.ts';
+import type { Ev } from '../helpers/usage-events.ts';
+import { callAs, makeUser } from '../helpers/users.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 import type { Client } from '../helpers/wsclient.ts';
 
@@ -30,8 +35,9 @@ test.after(async () => {
   await server?.cleanup();
 });
 
-async function signedInPage(path: string): Promise<{ page: Page; errors: string[] }> {
+async function signedInPage(path: string, before?: (page: Page) => Promise<unknown>): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage();
+  await before?.(page);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   // The page probes /api/me before sign-in; Chromium logs that expected 401 as a console error.
@@ -94,6 +100,127 @@ test('Runs page: a new run appears and moves to its next state; the bell counts 
   await page.waitForFunction((n) => Number(document.querySelector('[data-unread]')?.getAttribute('data-unread') ?? 0) > n, before, { timeout: LIVE_MS });
   assert.ok(await notReloaded(page), 'the page was not reloaded');
   rc.ws.close();
+  assert.equal(errors, []);
+  await page.close();
+});
+
+
+let seq = 0;
+/** A fleet event as the runner spools it (runner/fleet.ts). */
+function fleetEvent(kind: string, extra: { slot?: string; issue?: number; data?: Record<string, unknown> } = {}): Ev {
+  return {
+    id: `fleet.live.${++seq}.${randomBytes(3).toString('hex')}`,
+    source: `project:${projectId}`,
+    kind,
+    ts: new Date().toISOString(),
+    payload: { project: projectId, type: kind, ...(extra.slot ? { slot: extra.slot } : {}), ...(extra.issue ? { issue: extra.issue } : {}), data: extra.data ?? {}, origin: 'runner' },
+  };
+}
+
+test('Fleet page: slots, their PR and the orchestrator follow the runner\'s events; the runner going offline shows; without a reload', async () => {
+  const rc = connect(server.url, runner.token);
+  await rc.next('welcome');
+  // The runner answers orchestrator.status (the page's live half) with whatever it is now.
+  let status: Record<string, unknown> = { present: false, state: 'absent', slots: [] };
+  rc.ws.on('message', (d) => {
+    const f = JSON.parse(d.toString());
+    if (f.type === 'command') rc.send({ type: 'result', requestId: f.requestId, ok: f.name === 'orchestrator.status', ...(f.name === 'orchestrator.status' ? { data: status } : { error: { code: 'disabled', message: 'not here' } }) });
+  });
+  const { page, errors } = await signedInPage(`/#/fleet/${projectId}`);
+  await page.waitForSelector('section.orchestrator[data-state=absent]', { timeout: LIVE_MS });
+  await page.waitForSelector('text=No worker slots yet');
+
+  await send(rc, [fleetEvent('slot.dispatched', { slot: '1', issue: 12, data: { title: 'Fix the login', branch: 'svc/12' } })]);
+  await rowText(page, 'section.slot[data-slot="1"]', /#12 Fix the login/);
+  await send(rc, [
+    fleetEvent('pr.opened', { slot: '1', issue: 12, data: { pr: { number: 40, url: 'https://github.example/acme/live/pull/40' }, title: 'Fix login' } }),
+    fleetEvent('slot.checkpoint', { slot: '1', issue: 12, data: { checkpoint: 'pr_open', summary: 'waiting for review' } }),
+  ]);
+  await rowText(page, 'section.slot[data-slot="1"]', /pr_open: waiting for review/);
+  assert.match((await page.textContent('section.slot[data-slot="1"]')) ?? '', /#40/);
+  // The orchestrator starts: its event makes the page ask the runner again, which now says working.
+  status = { present: true, state: 'working', session: `svc-${projectId}-orch`, slots: [{ slot: '1', session: 's1', state: 'working', issue: 12 }] };
+  await send(rc, [fleetEvent('orchestrator.started', { data: { profile: 'cc' } })]);
+  await page.waitForSelector('section.orchestrator[data-state=working]', { timeout: LIVE_MS });
+  // The runner goes away: its offline notice makes the page re-read; the live state is unknown now.
+  rc.ws.close();
+  await page.waitForSelector('section.orchestrator[data-state=unknown]', { timeout: LIVE_MS });
+  await rowText(page, 'section.orchestrator', /Live state unavailable/);
+  assert.ok(await notReloaded(page), 'the page was not reloaded');
+  // Chromium logs the API's 503 (runner offline) as a console error: that one is expected.
+  assert.equal(errors.filter((e) => !/status of 503/.test(e)), []);
+  await page.close();
+});
+
+test('Projects page: a project created, renamed, given a member and deleted through the API shows without a reload', async () => {
+  const { page, errors } = await signedInPage('/#/projects');
+  await page.waitForSelector('tr[data-project=Live]');
+  const made = await callAs(server, '/api/projects', { method: 'POST', json: { name: 'Arrives', repo: 'acme/arrives' } });
+  assert.is(made.status, 201);
+  await page.waitForSelector('tr[data-project=Arrives]', { timeout: LIVE_MS });
+  await page.click('tr[data-project=Arrives] a');
+  await page.waitForSelector('section.members');
+  const member = await makeUser(server, 'live-member');
+  assert.is((await callAs(server, `/api/projects/${made.body.id}/members/${member.id}`, { method: 'PUT', json: { role: 'operator' } })).status, 200);
+  await page.waitForSelector(`tr[data-member="${member.email}"]`, { timeout: LIVE_MS });
+  assert.is((await callAs(server, `/api/projects/${made.body.id}`, { method: 'PATCH', json: { name: 'Renamed' } })).status, 200);
+  await page.waitForSelector('tr[data-project=Renamed]', { timeout: LIVE_MS });
+  assert.is(await page.$('tr[data-project=Arrives]'), null);
+  assert.is((await callAs(server, `/api/projects/${made.body.id}`, { method: 'DELETE' })).status, 204);
+  await page.waitForSelector('tr[data-project=Renamed]', { state: 'detached', timeout: LIVE_MS });
+  assert.ok(await notReloaded(page), 'the page was not reloaded');
+  assert.equal(errors, []);
+  await page.close();
+});
+
+test('Audit page: a verification run through the API shows its result without a reload', async () => {
+  const { page, errors } = await signedInPage('/#/audit');
+  const banner = await page.waitForSelector('.verification');
+  const before = await banner.getAttribute('data-finished');
+  assert.is((await callAs(server, '/api/schedules/audit.verify/run', { method: 'POST' })).status, 202);
+  await page.waitForFunction((b) => {
+    const el = document.querySelector('.verification[data-verified=ok]');
+    return el !== null && el.getAttribute('data-finished') !== b;
+  }, before, { timeout: LIVE_MS });
+  assert.ok(await notReloaded(page), 'the page was not reloaded');
+  assert.equal(errors, []);
+  await page.close();
+});
+
+test('a cut live connection: what changed during the gap shows once the page is connected again', async () => {
+  // The page's /api/live goes through this route: it can be cut, and the next connection held back.
+  let cut: () => void = () => {};
+  let connected!: () => void;
+  const firstConnection = new Promise<void>((r) => (connected = r));
+  let gate: Promise<void> | null = null;
+  let reached!: () => void;
+  const reconnecting = new Promise<void>((r) => (reached = r));
+  let connections = 0;
+  const { page, errors } = await signedInPage('/#/projects', (p) =>
+    p.routeWebSocket(/\/api\/live$/, async (ws) => {
+      connections++;
+      if (gate) {
+        reached();
+        await gate;
+      }
+      const upstream = ws.connectToServer();
+      cut = () => (ws.close({ code: 1012, reason: 'cut by the test' }), upstream.close());
+      connected();
+    }),
+  );
+  await page.waitForSelector('tr[data-project=Live]');
+  await firstConnection;
+  let open!: () => void;
+  gate = new Promise<void>((r) => (open = r));
+  cut();
+  await reconnecting; // the page is reconnecting; the server does not hear it yet
+  const made = await callAs(server, '/api/projects', { method: 'POST', json: { name: 'DuringTheGap', repo: 'acme/gap' } });
+  assert.is(made.status, 201);
+  assert.is(await page.$('tr[data-project=DuringTheGap]'), null, 'no notice reached the page during the gap');
+  open();
+  await page.waitForSelector('tr[data-project=DuringTheGap]', { timeout: LIVE_MS });
+  assert.is(connections, 2);
+  assert.ok(await notReloaded(page), 'the page was not reloaded');
   assert.equal(errors, []);
   await page.close();
 });

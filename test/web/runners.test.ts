@@ -1,6 +1,7 @@
 // The admin Runners page in a real browser: add a runner, copy each command from the page and run it
 // on a sandboxed "machine" (the real installer, the real runner bundle), see it online, its remedy,
-// revoke it, pair it again from its row.
+// revoke it, pair it again from its row; a runner older than the bundle the server serves is marked
+// "update available", with how to update it in its detail.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -100,6 +101,7 @@ test('add a runner → three commands, each in its own block; copied from the pa
     assert.match(text, /none configured/, 'profiles, from runner.describe');
     assert.match(text, /Code host(idle|ok) \(https:\/\/api\.github\.com/, "the code-host client's state, from runner.describe");
     assert.match(text, /runner\./, 'its last events');
+    assert.not.match(text, /update available/i, 'the bundle it installed from this server is the one it serves');
     await page.screenshot({ path: '.tmp/runner-detail.png' });
     await daemon.kill();
   } finally {
@@ -157,6 +159,35 @@ test('the name is optional; a duplicate name is warned about; a never-paired run
   assert.ok(!(await rows()).includes('TWIN'));
   const listed = (await (await server.api('/api/runners')).json()).runners.map((r: { name: string }) => r.name);
   assert.not.ok(listed.includes('TWIN'), 'removed on the server too');
+  await page.context().close();
+});
+
+test('a runner older than the bundle this server serves: "update available" in its row and detail, with the command that installs the new one', async () => {
+  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'stale-box' } })).json();
+  const pair = await fetch(`${server.url}/runners/pair`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: made.code, hostname: 'h', version: '0.0.1', target: 'linux-x64' }) });
+  const { token } = await pair.json();
+  const c = connect(server.url, token);
+  await c.next('welcome');
+  c.send({ type: 'hello', version: '0.0.1', target: 'linux-x64', hostname: 'h', capabilities: [] });
+  await waitUntil(async () => (await (await server.api(`/api/runners/${made.runner.id}`)).json()).version === '0.0.1', 10_000, 'the hello is stored');
+  const served = (await (await server.api('/api/runners')).json()).bundleVersion;
+  const page = await signedInPage('/#/runners');
+  await page.waitForSelector('tr[data-runner=stale-box] .badge:has-text("update available")');
+  await page.click('tr[data-runner=stale-box] button[aria-label="Details of stale-box"]');
+  const hint = await page.waitForSelector('.runner-detail .update-hint');
+  const text = (await hint.textContent()) ?? '';
+  assert.match(text, new RegExp(`serves runner ${served.replace(/\./g, '\\.')}; this one runs 0\\.0\\.1`));
+  assert.is((await page.textContent('.runner-detail .update-hint pre'))?.trim(), `curl -fsSL ${server.url}/install-runner.sh | sh`);
+  // A runner on the served version has no such mark.
+  const current = await (await server.api('/api/runners', { method: 'POST', json: { name: 'fresh-box' } })).json();
+  const p2 = await fetch(`${server.url}/runners/pair`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: current.code, hostname: 'h2', version: served, target: 'linux-x64' }) });
+  const c2 = connect(server.url, (await p2.json()).token);
+  await c2.next('welcome');
+  c2.send({ type: 'hello', version: served, target: 'linux-x64', hostname: 'h2', capabilities: [] });
+  await page.waitForSelector('tr[data-runner=fresh-box] .ok', { timeout: 15_000 }); // online: arrives live
+  assert.not.match((await page.textContent('tr[data-runner=fresh-box]')) ?? '', /update available/);
+  c.ws.close();
+  c2.ws.close();
   await page.context().close();
 });
 

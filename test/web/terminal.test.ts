@@ -38,14 +38,22 @@ test('attach from the Terminal page, type, see the output, detach; the session l
   const page = await browser.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
+  // xterm.js is its own chunk, fetched only when a terminal is attached.
+  const scripts: string[] = [];
+  page.on('request', (r) => r.resourceType() === 'script' && scripts.push(new URL(r.url()).pathname));
   await page.goto(server.url + '/#/terminal');
   await page.fill('input[name=email]', server.admin.email);
   await page.fill('input[name=password]', server.admin.password);
   await page.click('form button');
   await page.waitForSelector(`select[name=project] option[value="${projectId}"]`, { state: 'attached' });
   assert.is(await page.inputValue('input[name=session]'), session);
+  assert.not.ok(scripts.some((p) => /\/terminal-view-/.test(p)), `xterm.js not loaded before Attach: ${scripts}`);
+  assert.is(await page.$('style#xterm-css'), null);
   await page.click('form.terminal-form button:has-text("Attach")');
   await page.waitForSelector('.terminal .xterm');
+  assert.ok(scripts.some((p) => /^\/assets\/terminal-view-[A-Z2-7]{8}\.js$/.test(p)), `the terminal chunk is loaded on Attach: ${scripts}`);
+  // Its style sheet came with it: xterm's input textarea is hidden by xterm.css.
+  assert.is(await page.$eval('.terminal .xterm-helper-textarea', (t) => getComputedStyle(t).opacity), '0');
   await page.waitForFunction(() => document.querySelector('.terminal .xterm') !== null && document.activeElement?.classList.contains('xterm-helper-textarea'));
   await page.keyboard.type('echo from-the-browser-$((6*7))');
   await page.keyboard.press('Enter');

@@ -1,11 +1,14 @@
 // Audit log (#/audit, instance admins; functions/audit/routes.ts): the latest verification of the hash
 // chain first — a failed one as a red alert at the top that names the first broken record — then the
 // records, newest first, filtered by actor, action, target and time (kept in the hash, so a filtered
-// view is a link), paged with the API's cursor.
+// view is a link), paged with the API's cursor. The verification is re-read when an
+// `audit.verification` notice says a run finished (any replica, scheduled or Verify now), and after a
+// reconnect gap; nothing polls.
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, errorText, when } from '../api.ts';
 import { Alert, FieldError, hashOf, hashQuery } from '../components.ts';
+import { useLiveRefetch } from '../live.ts';
 
 interface AuditRecord {
   seq: number;
@@ -18,6 +21,9 @@ interface AuditRecord {
   diff: unknown;
   requestId: string | null;
 }
+/** Verify now gives up waiting for its result after this long (the job failed: the schedules page says why). */
+const VERIFY_WAIT_MS = 120_000;
+
 interface Verification {
   ok: boolean;
   recordsChecked: number;
@@ -43,29 +49,41 @@ function toLocal(iso: string | null): string {
 }
 
 function VerificationBanner({ onRun }: { onRun: () => void }) {
-  const [v, setV] = useState<{ verification: Verification | null; nextRunAt: string | null } | null>(null);
+  type State = { verification: Verification | null; nextRunAt: string | null };
+  const [v, setV] = useState<State | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [started, setStarted] = useState(false);
-  const load = () => api<{ verification: Verification | null; nextRunAt: string | null }>('/api/audit/verification').then(setV, (e) => setError(errorText(e)));
+  /** While Verify now waits: the finishedAt before it, and the give-up timer. */
+  const waiting = useRef<{ before: string | null; timer: ReturnType<typeof setTimeout> } | null>(null);
+  const done = () => {
+    if (!waiting.current) return;
+    clearTimeout(waiting.current.timer);
+    waiting.current = null;
+    setStarted(false);
+    onRun();
+  };
+  const load = () =>
+    api<State>('/api/audit/verification').then(
+      (now) => {
+        setV(now);
+        setError(null);
+        const w = waiting.current;
+        if (w && now.verification && now.verification.finishedAt !== w.before) done();
+      },
+      (e) => setError(errorText(e)),
+    );
   useEffect(() => {
     void load();
-    const t = setInterval(load, 15_000);
-    return () => clearInterval(t);
+    return () => clearTimeout(waiting.current?.timer);
   }, []);
-  // Verify now: the job runs in the background; its result is read every 2 s until a newer one is there.
+  useLiveRefetch('audit.verification', load);
+  // Verify now: the job runs in the background; its result arrives as an audit.verification notice.
   const verify = async () => {
-    const before = v?.verification?.finishedAt ?? null;
     try {
       await api('/api/schedules/audit.verify/run', { method: 'POST' });
       setStarted(true);
-      for (let i = 0; i < 60; i++) {
-        const now = await api<{ verification: Verification | null; nextRunAt: string | null }>('/api/audit/verification');
-        setV(now);
-        if (now.verification && now.verification.finishedAt !== before) break;
-        await new Promise((r) => setTimeout(r, 2000));
-      }
-      setStarted(false);
-      onRun();
+      waiting.current = { before: v?.verification?.finishedAt ?? null, timer: setTimeout(() => void load().then(done), VERIFY_WAIT_MS) };
+      await load(); // it may have finished already
     } catch (e) {
       setError(errorText(e));
     }
@@ -77,14 +95,14 @@ function VerificationBanner({ onRun }: { onRun: () => void }) {
   const button = html`<button type="button" class="secondary" onClick=${verify} disabled=${started}>${started ? 'Verifying…' : 'Verify now'}</button>`;
   if (!x) return html`<div class="banner warn verification" data-verified="never" role="status"><h3>Not verified yet</h3><p>The chain of audit records has not been checked yet.${next}</p>${button}</div>`;
   if (!x.ok) {
-    return html`<div class="banner failed verification" data-verified="failed" role="alert">
+    return html`<div class="banner failed verification" data-verified="failed" data-finished=${x.finishedAt} role="alert">
       <h3>Audit log verification FAILED</h3>
       <p><strong>${x.problem ?? 'the chain does not verify'}</strong>${x.firstBrokenSeq !== null && html` — first broken record: #${x.firstBrokenSeq}`}.</p>
       <p>Checked ${x.recordsChecked} record(s) (${x.scope}) at ${when(x.finishedAt)}. Records may have been changed or removed outside svc: see docs/security.md, "Audit log".${next}</p>
       ${button}
     </div>`;
   }
-  return html`<div class="banner ok verification" data-verified="ok" role="status">
+  return html`<div class="banner ok verification" data-verified="ok" data-finished=${x.finishedAt} role="status">
     <p><strong>Chain verified</strong>: ${x.recordsChecked} record(s) checked (${x.scope}), last run ${when(x.finishedAt)}.${next}</p>${button}
   </div>`;
 }

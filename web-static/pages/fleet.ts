@@ -6,10 +6,15 @@
 // Actions are the runner commands through the project's command route: Next round / Stop
 // (orchestrator.*), Stop / Message a slot (slot.*), Approve / Request changes / Void approval on a PR
 // (pr.*), each offered only to roles that may send it; Open terminal for project admins.
+// Live: the project's fleet notices (every orchestrator, slot, PR and pane event its runner sends), its
+// runner going online or offline, and the project's own changes re-fetch both halves (at most once a
+// second), as does a reconnect after a gap. Whether a session is working or idle is no event (it is
+// the runner's reading of the terminal's output), so that alone is re-read once a minute.
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, errorText, when } from '../api.ts';
 import { Alert, Badge, Dialog, FieldError, hashOf, useAction } from '../components.ts';
+import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
 import type { Me } from '../session.ts';
 
@@ -82,9 +87,12 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
 
   const command = (name: string, args: Record<string, unknown> = {}) =>
     api<{ ok: boolean; data: unknown; error?: { message: string } }>(`/api/projects/${projectId}/commands`, { method: 'POST', body: { name, args } });
+  /** The project's runner as last read: its online/offline notices concern this page too. */
+  const runnerId = useRef<string | null>(null);
   const load = async () => {
     if (!projectId || !project) return;
     const [s, r] = await Promise.allSettled([command('orchestrator.status'), api<Recorded>(`/api/projects/${projectId}/fleet`)]);
+    if (r.status === 'fulfilled') runnerId.current = r.value.runnerId;
     if (s.status === 'fulfilled') (setStatus(s.value.data as Status), setLive(null));
     else {
       setStatus(null);
@@ -100,9 +108,14 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
     setRecorded(null);
     setLoaded(false);
     void load();
-    const t = setInterval(load, 10_000);
+    const t = setInterval(load, 60_000); // working / idle / last output: no event says so (see above)
     return () => clearInterval(t);
   }, [projectId]);
+  useLiveRefetch(
+    (n) => ((n.type === 'fleet' || n.type === 'project') && n.projectId === projectId) || (n.type === 'runner' && n.id === runnerId.current),
+    load,
+    [projectId],
+  );
 
   if (me.projects.length === 0) {
     return html`<div class="card empty" role="note"><p>No project yet, so no fleet.</p>

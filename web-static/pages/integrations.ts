@@ -1,11 +1,14 @@
 // The admin Integrations area (spec: Admin management of triggers and webhooks): outbound webhooks
 // (docs/webhooks.md): add a webhook (its secret shown once), rotate, send test, resume deliveries,
 // delete, the delivery log with redeliver, and the address allowlist; then inbound triggers
-// (pages/triggers.ts, docs/triggers.md).
+// (pages/triggers.ts, docs/triggers.md). Each webhook's circuit state shows in the spec's words
+// (circuitLabel: "Delivering", "Delivery paused (receiver failing)", "Trying the receiver again") and
+// follows the live `webhook` notices; Resume deliveries is offered while it is not closed.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
+import { useLiveRefetch } from '../live.ts';
 import { Triggers } from './triggers.ts';
 
 interface Webhook {
@@ -119,6 +122,8 @@ export function Integrations() {
       .then((r) => setCatalogue(r.events.filter((e) => e.subscribable)))
       .catch((e) => setError(message(e)));
   }, []);
+  // A circuit opening, trying the receiver again or closing (any replica's worker, or Resume) is a notice.
+  useLiveRefetch('webhook', load);
 
   const act = async (fn: () => Promise<unknown>) => {
     setError(null);

@@ -4,10 +4,14 @@
 // "Runners and project roots"; Check asks the runner with project.inspect whether the path is a
 // repository) — its members and their roles, and the commands its runner refuses (runner.json
 // `disabledCommands`, read-only here). A viewer sees the same facts without a button.
+// Live: a `project` notice (a project created, changed or deleted, members changed: functions/live)
+// re-reads the list and the open project's members, a `runner` notice the runners (instance admins);
+// so does a reconnect after a gap. A form being filled in keeps what was typed.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, when } from '../api.ts';
 import { Alert, Dialog, FieldError, hashOf, hashQuery, usd, useAction } from '../components.ts';
+import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
 import type { Me, Role } from '../session.ts';
 
@@ -164,6 +168,7 @@ function Members({ me, project }: { me: Me; project: Project }) {
     void load().catch(() => setMembers([]));
     if (me.user.instanceAdmin) void api<{ users: { email: string }[] }>('/api/users').then((u) => setUsers(u.users), () => {});
   }, [project.id]);
+  useLiveRefetch((n) => n.type === 'project' && n.projectId === project.id && n.change === 'members', () => load().catch(() => {}), [project.id]);
   const add = (e: Event) => {
     e.preventDefault();
     const form = e.target as HTMLFormElement;
@@ -268,6 +273,7 @@ export function Projects({ me, reload }: { me: Me; reload: () => void }) {
       .then(([p, r]) => (setProjects(p.projects), setRunners(r.runners), setError(null)))
       .catch((e) => setError(e.message));
   useEffect(() => void load(), []);
+  useLiveRefetch(me.user.instanceAdmin ? ['project', 'runner'] : 'project', load);
   const changed = () => (void load(), reload());
   if (error) return html`<${Alert} error=${`Could not load the projects: ${error}`} />`;
   if (!projects) return html`<p class="muted">Loading…</p>`;

@@ -2,10 +2,12 @@
 // (the name is optional: it takes the machine's hostname when it pairs) with the commands to run on the
 // machine, pair a revoked one again, revoke, remove a never-paired or revoked one, and a detail view per
 // runner (id, version, capabilities, projects, last events, and its profiles when it is online).
+// A runner older than the bundle this server serves (GET /svc-runner.mjs) is marked "update available",
+// and its detail says how to update it.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
-import { PairingCommands, RichText } from '../components.ts';
+import { Badge, CopyBlock, PairingCommands, RichText } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 
 interface Runner {
@@ -14,6 +16,8 @@ interface Runner {
   hostname: string;
   version: string;
   status: 'online' | 'offline' | 'unpaired' | 'revoked';
+  /** The server serves a newer runner bundle than this runner reported. */
+  updateAvailable: boolean;
   lastSeenAt: string | null;
   remedy: string | null;
   capabilities: string[];
@@ -21,6 +25,7 @@ interface Runner {
   pairedAt: string | null;
 }
 interface Detail extends Runner {
+  bundleVersion: string | null;
   projects: { id: string; name: string; rootPath: string | null }[];
   lastEvents: { kind: string; source: string; ts: string; receivedAt: string }[];
 }
@@ -60,6 +65,16 @@ function codeHostText(c: CodeHostState): string {
 
 const label = (r: Pick<Runner, 'name'>) => r.name || '(named after its hostname when it pairs)';
 
+/** How to bring a runner up to the bundle this server serves (docs/runner.md: install again, restart). */
+function UpdateHint({ version, bundleVersion }: { version: string; bundleVersion: string }) {
+  const base = location.origin + location.pathname.replace(/\/[^/]*$/, '');
+  return html`<div class="card notice update-hint" role="note">
+    <p><strong>Update available:</strong> this server serves runner ${bundleVersion}; this one runs ${version}. On its machine, install it
+      again, then restart its service (a Homebrew install: a formula made from the new bundle, then <code>brew upgrade</code>).</p>
+    <${CopyBlock} label="Install the runner this server serves" text=${`curl -fsSL ${base}/install-runner.sh | sh`} />
+  </div>`;
+}
+
 function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
   const [d, setD] = useState<Detail | null>(null);
   const [described, setDescribed] = useState<Described | string | null>(null);
@@ -83,7 +98,7 @@ function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
       <dt>Id</dt><dd><code>${d.id}</code></dd>
       <dt>Status</dt><dd>${d.status}</dd>
       <dt>Machine</dt><dd>${d.hostname || '—'} ${d.target}</dd>
-      <dt>Version</dt><dd>${d.version || '—'}</dd>
+      <dt>Version</dt><dd>${d.version || '—'} ${d.updateAvailable && html`<${Badge} text="update available" tone="warn" />`}</dd>
       <dt>Capabilities</dt><dd>${d.capabilities.length ? d.capabilities.join(', ') : 'none'}</dd>
       <dt>Paired</dt><dd>${when(d.pairedAt)}</dd>
       <dt>Projects</dt><dd>${d.projects.length ? d.projects.map((p) => html`<div>${p.name} <code>${p.rootPath ?? ''}</code></div>`) : 'none'}</dd>
@@ -98,6 +113,7 @@ function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
         ? html`<dt>Code host</dt><dd class=${`codehost ${described.codehost.state}`}>${codeHostText(described.codehost)}</dd>`
         : null}
     </dl>
+    ${d.updateAvailable && d.bundleVersion && html`<${UpdateHint} version=${d.version} bundleVersion=${d.bundleVersion} />`}
     <h4>Last events</h4>
     ${d.lastEvents.length
       ? html`<div class="scroll"><table class="events"><thead><tr><th>Kind</th><th>Source</th><th>Time</th></tr></thead><tbody>
@@ -179,7 +195,8 @@ export function Runners() {
             <tbody>
               ${runners.map(
                 (r) => html`<tr data-runner=${r.name}>
-                  <td><button type="button" class="link-dark" onClick=${() => setOpen(r.id)} aria-label=${`Details of ${label(r)}`}><strong>${label(r)}</strong></button><div class="muted">${r.hostname} ${r.version}</div></td>
+                  <td><button type="button" class="link-dark" onClick=${() => setOpen(r.id)} aria-label=${`Details of ${label(r)}`}><strong>${label(r)}</strong></button><div class="muted">${r.hostname} ${r.version}</div>
+                    ${r.updateAvailable && html`<${Badge} text="update available" tone="warn" />`}</td>
                   <td><span class=${r.status === 'online' ? 'ok' : r.status === 'offline' ? 'failed' : 'muted'}>${r.status}</span>
                     ${r.remedy && html`<div class="muted remedy"><${RichText} text=${r.remedy} /></div>`}</td>
                   <td>${when(r.lastSeenAt)}</td>

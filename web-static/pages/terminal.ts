@@ -52,7 +52,7 @@ export function TerminalPage() {
   const attach = async (ev: Event) => {
     ev.preventDefault();
     setStatus(null);
-    const view: typeof import('../terminal-view.ts') = await import(new URL('terminal.js', import.meta.url).href);
+    const view = await import('../terminal-view.ts'); // its own chunk: xterm.js is loaded only now
     const ws = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/terminal?projectId=${encodeURIComponent(projectId)}&session=${encodeURIComponent(session)}`;
     setAttached(true);
     mounted.current = view.mountTerminal(box.current!, ws, (why) => {
