@@ -8,6 +8,7 @@
 // names of this build — is served with no-cache, so a deploy takes effect at the next page load.
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import * as esbuild from 'esbuild';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
@@ -134,5 +135,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   writeIndex(results[builds.indexOf(web)].metafile);
   copyStatic();
   publishRunner();
-  console.log('built dist/server.mjs, dist/svc-runner.mjs, dist/web/');
+  // A new embedded database starts from this (lib/db/pglite.ts); kept when it is up to date.
+  const template = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/pglite-template.ts', 'dist'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (template.status !== 0) throw new Error(`scripts/pglite-template.ts failed (exit ${template.status})`);
+  console.log('built dist/server.mjs, dist/svc-runner.mjs, dist/web/, dist/pglite-template/');
 }

@@ -33,6 +33,8 @@ import type { Keys } from './lib/context.ts';
 import { connectWithRetry, sql } from './lib/db/index.ts';
 import type { Db } from './lib/db/index.ts';
 import { loadMigrations, migrate, seed } from './lib/db/migrate.ts';
+import type { Migration } from './lib/db/migrate.ts';
+import type { PgliteTemplate } from './lib/db/pglite.ts';
 import { resolveEncryptionKey } from './lib/keyfile.ts';
 import { configuredBase, isLoopback, listeningBase } from './lib/urls.ts';
 import { createLogger } from './lib/log.ts';
@@ -51,11 +53,18 @@ export function migrationsDir(config: Config): string {
   return resolve(config.MIGRATIONS_DIR ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'sql'));
 }
 
+/** dist/pglite-template/ and its manifest, written by the build (scripts/pglite-template.ts). */
+export function pgliteTemplate(migrations: Migration[]): PgliteTemplate {
+  const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist');
+  return { dir: join(dist, 'pglite-template'), manifest: join(dist, 'pglite-template.json'), migrations };
+}
+
 async function prepareDatabase(config: Config, log: Logger): Promise<Db> {
-  const db = await connectWithRetry(config, log);
+  const dir = migrationsDir(config);
+  const migrations = loadMigrations(dir);
+  const db = await connectWithRetry(config, log, undefined, pgliteTemplate(migrations));
   try {
-    const dir = migrationsDir(config);
-    await migrate(db, loadMigrations(dir), log);
+    await migrate(db, migrations, log);
     await seed(db, readFileSync(join(dir, 'seed.sql'), 'utf8'), log);
     return db;
   } catch (err) {

@@ -3,15 +3,23 @@
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { redactUrl } from '../log.ts';
+import type { PgliteTemplate } from './pglite.ts';
 import type { Db } from './port.ts';
 
 export type { Db, Queryable, Row } from './port.ts';
 export { sql } from './port.ts';
 
-export async function openDb(config: Config): Promise<Db> {
+export interface OpenOptions {
+  /** A new embedded database starts from this build's template (lib/db/pglite.ts). */
+  pgliteTemplate?: PgliteTemplate;
+  log?: Logger;
+}
+
+/** Only the driver in use is loaded: each driver module imports its package when it opens. */
+export async function openDb(config: Config, opts: OpenOptions = {}): Promise<Db> {
   switch (config.DATABASE_DRIVER) {
     case 'pglite':
-      return (await import('./pglite.ts')).openPglite(config.PGLITE_DATA_DIR);
+      return (await import('./pglite.ts')).openPglite(config.PGLITE_DATA_DIR, opts.pgliteTemplate, opts.log);
     case 'postgres':
       return (await import('./postgres.ts')).openPostgres(config.DATABASE_URL!, config.DATABASE_POOL_MAX);
     case 'neon':
@@ -30,12 +38,13 @@ export async function connectWithRetry(
   config: Config,
   log: Logger,
   sleep = (ms: number) => new Promise((r) => setTimeout(r, ms)),
+  pgliteTemplate?: PgliteTemplate,
 ): Promise<Db> {
   const target = config.DATABASE_URL ? redactUrl(config.DATABASE_URL) : config.PGLITE_DATA_DIR;
   const deadline = Date.now() + config.DATABASE_CONNECT_TIMEOUT_SECONDS * 1000;
   for (let attempt = 1; ; attempt++) {
     try {
-      const db = await openDb(config);
+      const db = await openDb(config, { pgliteTemplate, log });
       log.info('database connected', { driver: config.DATABASE_DRIVER, target });
       return db;
     } catch (err) {

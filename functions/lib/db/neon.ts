@@ -1,8 +1,7 @@
 // Neon's serverless driver (PostgreSQL over a WebSocket). Selected with DATABASE_DRIVER=neon or a
 // *.neon.tech DATABASE_URL. NEON_WS_PROXY points it at a self-hosted WebSocket proxy instead:
 // `wss://proxy.example.com/v1` (or ws:// for a proxy on loopback); `?address=host:port` is appended.
-import { Pool, neonConfig, types as pgTypes } from '@neondatabase/serverless';
-import WebSocket from 'ws';
+// The packages are loaded when a database of this driver is opened (lib/db/index.ts), not at start-up.
 import type { Db, Queryable, Sql } from './port.ts';
 import { quoteIdent } from './port.ts';
 
@@ -21,6 +20,7 @@ function wrap(client: Client): Queryable {
 }
 
 export async function openNeon(url: string, max: number, wsProxy?: string): Promise<Db> {
+  const [{ Pool, neonConfig, types: pgTypes }, { default: WebSocket }] = await Promise.all([import('@neondatabase/serverless'), import('ws')]);
   neonConfig.webSocketConstructor = WebSocket as never;
   if (wsProxy) {
     const secure = !wsProxy.startsWith('ws://');

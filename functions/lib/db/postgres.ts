@@ -1,5 +1,6 @@
 // A PostgreSQL server through postgres.js (production, and every multi-replica deployment).
-import postgres from 'postgres';
+// The package is loaded when a database of this driver is opened (lib/db/index.ts), not at start-up.
+import type postgres from 'postgres';
 import type { Db, Queryable, Sql } from './port.ts';
 
 // int8 (counts, bigserial ids) as JS numbers, as PGlite returns them; our ids stay below 2^53.
@@ -40,7 +41,8 @@ function wrap(conn: postgres.Sql | postgres.TransactionSql): Queryable {
 }
 
 export async function openPostgres(url: string, max: number): Promise<Db> {
-  const conn = postgres(url, {
+  const { default: postgresJs } = await import('postgres');
+  const conn = postgresJs(url, {
     max,
     types,
     onnotice: () => {},
