@@ -79,7 +79,10 @@ export const builds = [
     target: 'node20',
     define: { ...define, __SVC_USAGE_WORKER__: JSON.stringify(usageWorker) },
     banner: { js: '#!/usr/bin/env node\n' + banner.js },
-    external: ['@parcel/watcher'], // optional native module, loaded only when present
+    // Optional native modules, loaded only when present beside the runner (an npm install): @parcel/watcher
+    // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
+    // A runner copied alone as one file finds neither and works without them.
+    external: ['@parcel/watcher', 'bufferutil', 'utf-8-validate'],
     // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
     // (locales included) and makes this file ~960 KB instead of ~400 KB.
   },

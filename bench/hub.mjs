@@ -11,6 +11,7 @@
 //   npm run build && node --import tsx bench/hub.mjs [--pings 300] [--events 20000] [--batch 100] [--runners 100]
 // Loopback only; bounded counts; every process and database it makes is removed at the end.
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
@@ -34,9 +35,19 @@ const log = (m) => process.stderr.write(m + '\n');
 
 const pg = await freshPostgres();
 const cleanups = [() => pg.drop()];
-const figures = { commit: execSync('git rev-parse --short HEAD').toString().trim(), node: process.version };
+// ws masks and unmasks frames with bufferutil (native) when it is installed, unless WS_NO_BUFFER_UTIL is
+// set: set it on this command to measure without it — the server and the clients then both go without.
+const wsEnv = process.env.WS_NO_BUFFER_UTIL ? { WS_NO_BUFFER_UTIL: '1' } : {};
+const figures = { commit: execSync('git rev-parse --short HEAD').toString().trim(), node: process.version, bufferutil: !process.env.WS_NO_BUFFER_UTIL && hasBufferutil() };
+function hasBufferutil() {
+  try {
+    return typeof createRequire(import.meta.url)('bufferutil').mask === 'function';
+  } catch {
+    return false;
+  }
+}
 try {
-  let server = await startServer({ admin: true, dbEnv: { DATABASE_URL: pg.url } });
+  let server = await startServer({ admin: true, dbEnv: { DATABASE_URL: pg.url }, env: wsEnv });
   cleanups.unshift(() => server.cleanup());
   const auth = { authorization: `Bearer ${server.admin.token}`, 'content-type': 'application/json' };
 
@@ -145,7 +156,7 @@ try {
   const dbEnv = { DATABASE_URL: pg.url };
   await server.stop();
   const restarted = performance.now();
-  server = await startServer({ dbEnv, env: { PORT: String(port) } });
+  server = await startServer({ dbEnv, env: { ...wsEnv, PORT: String(port) } });
   cleanups[0] = () => server.cleanup();
   const listening = performance.now();
   let giveUp;
