@@ -6,7 +6,7 @@
 // first start. Kept as it is when it is up to date.
 //
 //   node --import tsx scripts/pglite-template.ts [outDir=dist]
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadMigrations } from '../functions/lib/db/migrate.ts';
 import { makePgliteTemplate, templateManifest } from '../functions/lib/db/pglite.ts';
@@ -28,6 +28,20 @@ const tmp = `${dir}.tmp-${process.pid}`;
 rmSync(tmp, { recursive: true, force: true });
 rmSync(manifestFile, { force: true });
 const manifest = await makePgliteTemplate(tmp, migrations, createLogger('warn'));
+// PGlite writes its files owner-only; the server may run as another user than the build (the image's
+// `node` user, the build as root), so the template is readable by all. A copy is made private again
+// (lib/db/pglite.ts).
+const readable = (path: string) => {
+  for (const e of readdirSync(path, { withFileTypes: true })) {
+    const p = join(path, e.name);
+    if (e.isDirectory()) {
+      chmodSync(p, 0o755);
+      readable(p);
+    } else chmodSync(p, 0o644);
+  }
+};
+chmodSync(tmp, 0o755);
+readable(tmp);
 rmSync(dir, { recursive: true, force: true });
 renameSync(tmp, dir);
 writeFileSync(manifestFile, JSON.stringify(manifest, null, 2) + '\n');

@@ -1,7 +1,7 @@
 // A new embedded database starts as a copy of the build's template (dist/pglite-template/, made by
 // scripts/pglite-template.ts through esbuild.config.mjs): every migration applied, nothing of an
 // instance. The real server, on data directories that do not exist yet.
-import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -49,6 +49,12 @@ onlyOn('pglite', test, 3, () => {
       const again = await startServer({ dbEnv: made[0].env });
       assert.not.match(again.output(), COPIED);
       assert.is(await again.stop(), 0);
+      // The template is readable by any user the server may run as; each copy is owner-only again.
+      for (const f of ['PG_VERSION', 'global/pg_control']) {
+        assert.is(statSync(join(TEMPLATE, f)).mode & 0o777, 0o644, `template ${f}`);
+        assert.is(statSync(join(made[0].env.PGLITE_DATA_DIR, f)).mode & 0o777, 0o600, `copied ${f}`);
+      }
+      assert.is(statSync(join(made[0].env.PGLITE_DATA_DIR, 'global')).mode & 0o777, 0o700);
       const keys = made.map((m) => readFileSync(join(m.parent, 'encryption.key'), 'utf8'));
       assert.is.not(keys[0], keys[1], 'each instance generated its own encryption key');
       for (const m of made) {

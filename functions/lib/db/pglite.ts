@@ -1,6 +1,6 @@
 // Embedded PostgreSQL (PGlite, WASM) — the default when DATABASE_URL is unset. One process, one
 // connection: PGlite serializes queries itself, and transactions hold it exclusively.
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createRequire } from 'node:module';
 // The package (and its WASM) is loaded when an embedded database is opened, not at start-up.
@@ -99,6 +99,17 @@ function usableTemplate(dataDir: string, t: PgliteTemplate | undefined, log?: Lo
   }
 }
 
+/** Owner-only modes below `dir`, as PGlite makes its own files: directories 0700, files 0600. */
+function privateTree(dir: string): void {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) {
+      chmodSync(p, 0o700);
+      privateTree(p);
+    } else if (e.name !== 'svc.lock') chmodSync(p, 0o600);
+  }
+}
+
 /** Build time: a new database in `dir` with `migrations` applied, closed cleanly. */
 export async function makePgliteTemplate(dir: string, migrations: Migration[], log: Logger): Promise<TemplateManifest> {
   const { PGlite } = await import('@electric-sql/pglite');
@@ -134,6 +145,7 @@ export async function openPglite(dataDir: string, template?: PgliteTemplate, log
     const { PGlite } = await import('@electric-sql/pglite');
     if (!memory && usableTemplate(dataDir, template, log)) {
       cpSync(template!.dir, dataDir, { recursive: true });
+      privateTree(dataDir); // the template is readable by all (any user may run the server); the database is not
       log?.info('new embedded database copied from the build\'s template', { dataDir, template: template!.dir });
     }
     pg = await PGlite.create(memory ? undefined : dataDir);
