@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '..');
 export const SERVER = join(ROOT, 'dist', 'server.mjs');
@@ -122,6 +122,10 @@ export function serverEnv(extra) {
     PORT: '0',
     LOG_LEVEL: 'info',
     DATABASE_CONNECT_TIMEOUT_SECONDS: '5',
+    // The audit anchor file of this server alone (beside its PGlite dir, else in a temp dir): the default,
+    // ./data/audit-anchor.json, is the developer's own instance's, and servers of different databases
+    // sharing one file report a broken chain.
+    AUDIT_ANCHOR_PATH: extra.PGLITE_DATA_DIR ? join(dirname(resolve(extra.PGLITE_DATA_DIR)), 'audit-anchor.json') : join(tempDir('svc-bench-anchor-'), 'audit-anchor.json'),
     ...extra,
   };
 }
