@@ -76,6 +76,11 @@ interface Conn {
   lastRateWarning: number;
   /** The runner announced `codehost` in hello: its watch list may carry each project's repo. */
   codehost: boolean;
+  /**
+   * When the database recorded this socket as the runner's connection (µs since the epoch, the database's
+   * clock, so comparable across replicas); unset until that update returns.
+   */
+  since?: bigint;
 }
 
 export type CommandOutcome =
@@ -236,10 +241,14 @@ export class Hub {
     // A newer connection of the same runner replaces any older one, here or on another replica.
     this.conns.get(runner.id)?.ws.close(CLOSE.replaced, 'replaced by a newer connection');
     this.conns.set(runner.id, conn);
-    await this.db.query(sql`
+    // Updates of one row are serialised, so the times they record order the connections of one runner
+    // wherever they landed; notices between processes may arrive in any order and late.
+    const [recorded] = await this.db.query<{ since: string }>(sql`
       update runners set connected_instance = ${this.instance}, last_seen_at = now(), version = ${version}
-       where id = ${runner.id}`);
-    await this.db.notify(CTL, JSON.stringify({ action: 'close', runnerId: runner.id, except: conn.id, code: CLOSE.replaced }));
+       where id = ${runner.id}
+      returning (extract(epoch from clock_timestamp()) * 1000000)::bigint::text as since`);
+    conn.since = BigInt(recorded?.since ?? 0);
+    await this.db.notify(CTL, JSON.stringify({ action: 'close', runnerId: runner.id, except: conn.id, since: String(conn.since), code: CLOSE.replaced }));
     await publish(this.db, { type: 'runner', id: runner.id, online: true }, { runnerId: runner.id });
     this.log.info('runner connected', { runnerId: runner.id, version });
 
@@ -423,9 +432,12 @@ export class Hub {
   }
 
   private async onControl(payload: string): Promise<void> {
-    const msg = JSON.parse(payload) as { action: 'close' | 'projects'; runnerId: string; except?: string; code?: number };
+    const msg = JSON.parse(payload) as { action: 'close' | 'projects'; runnerId: string; except?: string; since?: string; code?: number };
     const conn = this.conns.get(msg.runnerId);
     if (!conn || conn.id === msg.except) return;
+    // "Replaced" closes only a socket older than the one that announced itself: the notice of an older
+    // connection can arrive after a newer one was accepted here (a loaded listener), and must not close it.
+    if (msg.action === 'close' && msg.since !== undefined && (conn.since === undefined || conn.since >= BigInt(msg.since))) return;
     if (msg.action === 'close') conn.ws.close(msg.code ?? CLOSE.unauthorized, msg.code === CLOSE.replaced ? 'replaced by a newer pairing' : 'token revoked');
     if (msg.action === 'projects') this.send(conn, { type: 'projects', projects: await this.projectsOf(msg.runnerId, conn.codehost) });
   }

@@ -18,7 +18,8 @@ export function connect(baseUrl: string, token: string | null, opts: { protocol?
   if (protocol !== null) headers['x-svc-protocol'] = protocol;
   const ws = new WebSocket(baseUrl.replace(/^http/, 'ws') + '/runner', { headers });
   const frames: Record<string, any>[] = [];
-  const waiting: { type: string; resolve: (f: Record<string, any>) => void }[] = [];
+  const waiting: { type: string; resolve: (f: Record<string, any>) => void; reject: (err: Error) => void }[] = [];
+  let closedWith: string | null = null;
   let seen = 0;
   const taken = new Set<Record<string, any>>();
   ws.on('message', (d) => {
@@ -32,7 +33,14 @@ export function connect(baseUrl: string, token: string | null, opts: { protocol?
     seen++;
   });
   ws.on('error', () => {});
-  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+  const closed = new Promise<number>((r) =>
+    ws.on('close', (code, reason) => {
+      // A frame still awaited cannot come now: say so at once, with the close code, instead of at the timeout.
+      closedWith = `${code}${reason.length ? ` ${reason.toString()}` : ''}`;
+      for (const w of waiting.splice(0)) w.reject(new Error(`the socket closed (${closedWith}) before a ${w.type} frame (seen ${seen}: ${JSON.stringify(frames).slice(0, 500)})`));
+      r(code);
+    }),
+  );
   return {
     ws,
     frames,
@@ -44,9 +52,10 @@ export function connect(baseUrl: string, token: string | null, opts: { protocol?
         taken.add(ready);
         return Promise.resolve(ready);
       }
+      if (closedWith !== null) return Promise.reject(new Error(`the socket closed (${closedWith}) before a ${type} frame (seen ${seen}: ${JSON.stringify(frames).slice(0, 500)})`));
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no ${type} frame within ${timeoutMs} ms (seen ${seen}: ${JSON.stringify(frames).slice(0, 500)})`)), timeoutMs);
-        waiting.push({ type, resolve: (f) => (clearTimeout(timer), resolve(f)) });
+        waiting.push({ type, resolve: (f) => (clearTimeout(timer), resolve(f)), reject: (err) => (clearTimeout(timer), reject(err)) });
       });
     },
   };

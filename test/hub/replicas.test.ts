@@ -8,7 +8,7 @@ import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 
-onlyOn('postgres', test, 8, () => {
+onlyOn('postgres', test, 9, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let a: RunningServer;
   let b: RunningServer;
@@ -121,6 +121,29 @@ onlyOn('postgres', test, 8, () => {
     await onB.next('welcome');
     assert.is(await onA.closed, 4409);
     onB.ws.close();
+  });
+
+  // Notices between processes come late on a loaded machine: the "close the others" notice of the older
+  // connection may reach replica B after B accepted the newer one; B must keep the newer socket.
+  test('a late "replaced" notice of an older connection does not close the newer one', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'late-notice');
+    const onA = connect(a.url, token);
+    await onA.next('welcome');
+    const [{ since: olderSince }] = await db`select (extract(epoch from clock_timestamp()) * 1000000)::bigint::text as since`;
+    const onB = connect(b.url, token);
+    await onB.next('welcome');
+    assert.is(await onA.closed, 4409);
+    const notice = (since: string) => JSON.stringify({ action: 'close', runnerId, except: 'an-older-socket', since, code: 4409 });
+    // Notices of one session arrive in order: once B answers the "projects" notice, it has read the stale one.
+    await db.begin(async (tx) => {
+      await tx`select pg_notify('svc_runner_ctl', ${notice(olderSince)})`;
+      await tx`select pg_notify('svc_runner_ctl', ${JSON.stringify({ action: 'projects', runnerId })})`;
+    });
+    await onB.next('projects');
+    assert.is(onB.ws.readyState, onB.ws.OPEN, 'the newer socket is kept');
+    // A notice from a connection newer than B's closes it.
+    await db`select pg_notify('svc_runner_ctl', ${notice(String(BigInt(olderSince) + 3_600_000_000n))})`;
+    assert.is(await onB.closed, 4409);
   });
 
   test('runner.offline: once per outage after more than 5 minutes, listed for admins', async () => {
