@@ -53,6 +53,11 @@ const POLL_MS = 5_000;
 const WATCHER_RESCAN_MS = 60_000;
 /** File events are gathered this long before a pass. */
 const DEBOUNCE_MS = 100;
+/**
+ * A directory created under a watched root is listed when its event comes and once more this long after:
+ * files made in it (or in directories made in it) before the watcher had added its watch get no event.
+ */
+const NEW_DIR_RELIST_MS = 1000;
 
 const fileRec = z.object({
   runtime: z.enum(['claude', 'codex']),
@@ -227,6 +232,7 @@ export class Ingest {
   private queue: Promise<unknown> = Promise.resolve();
   private dirty = new Set<string>();
   private dirtyTimer?: NodeJS.Timeout;
+  private readonly relists = new Set<NodeJS.Timeout>();
   private pollTimer?: NodeJS.Timeout;
   private holdTimer?: NodeJS.Timeout;
   private metaTimer?: NodeJS.Timeout;
@@ -275,6 +281,8 @@ export class Ingest {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearTimeout(this.dirtyTimer);
+    for (const t of this.relists) clearTimeout(t);
+    this.relists.clear();
     clearTimeout(this.holdTimer);
     clearTimeout(this.metaTimer);
     for (const s of this.subs.values()) void s?.unsubscribe().catch(() => {});
@@ -405,17 +413,24 @@ export class Ingest {
       this.parcel
         .subscribe(dir, (err, events) => {
           if (err) return log.warn('transcript watcher error; the rescan covers it', { dir, error: errorText(err) });
+          const created: string[] = [];
           for (const e of events) {
             if (e.path.endsWith('.jsonl')) this.dirty.add(e.path);
             // A new directory: files written into it before its watch was set get no event of their own.
-            else if (e.type === 'create') for (const f of jsonlUnder(e.path)) this.dirty.add(f);
+            else if (e.type === 'create') {
+              for (const f of jsonlUnder(e.path)) this.dirty.add(f);
+              created.push(e.path);
+            }
           }
-          clearTimeout(this.dirtyTimer);
-          this.dirtyTimer = setTimeout(() => {
-            const paths = this.dirty;
-            this.dirty = new Set();
-            void this.enqueue(() => this.pass(paths));
-          }, DEBOUNCE_MS);
+          this.markDirty();
+          if (created.length) {
+            const relist = setTimeout(() => {
+              this.relists.delete(relist);
+              for (const d of created) for (const f of jsonlUnder(d)) this.dirty.add(f);
+              this.markDirty();
+            }, NEW_DIR_RELIST_MS);
+            this.relists.add(relist);
+          }
         })
         .then((s) => {
           if (this.stopped) void s.unsubscribe();
@@ -426,6 +441,17 @@ export class Ingest {
           log.warn('could not watch a transcript directory; the rescan covers it', { dir, error: errorText(e) });
         });
     }
+  }
+
+  /** Read the files in `dirty` once the watcher's events have paused for DEBOUNCE_MS. */
+  private markDirty(): void {
+    if (this.stopped || !this.dirty.size) return;
+    clearTimeout(this.dirtyTimer);
+    this.dirtyTimer = setTimeout(() => {
+      const paths = this.dirty;
+      this.dirty = new Set();
+      void this.enqueue(() => this.pass(paths));
+    }, DEBOUNCE_MS);
   }
 
   /** The files to look at: all of them (null), or those the watcher named. In path order. */
