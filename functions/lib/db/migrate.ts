@@ -42,29 +42,42 @@ async function lock(tx: Queryable) {
   )`);
 }
 
+/** An applied migration whose file changed since: a start error. */
+function edited(m: Migration, recorded: string): MigrationError {
+  return new MigrationError(
+    `migration ${m.name} was edited after it was applied (recorded checksum ${recorded.slice(0, 12)}…, file ${m.checksum.slice(0, 12)}…); add a new migration instead of editing an applied one`,
+  );
+}
+
 export async function migrate(db: Db, migrations: Migration[], log: Logger): Promise<{ applied: string[] }> {
   const applied: string[] = [];
   const known = new Set(migrations.map((m) => m.name));
-  await db.transaction(async (tx) => {
+  // One transaction reads what is recorded and checks all of it: on an up-to-date database (every start
+  // but the first after an upgrade) nothing else runs.
+  const missing = await db.transaction(async (tx) => {
     await lock(tx);
-    const rows = await tx.query<{ name: string }>(sql`select name from schema_migrations order by name`);
+    const rows = await tx.query<{ name: string; checksum: string }>(sql`select name, checksum from schema_migrations order by name`);
     const unknown = rows.map((r) => r.name).filter((n) => !known.has(n));
     if (unknown.length) {
       throw new MigrationError(
         `the database has migrations this version does not know (${unknown.join(', ')}): it was upgraded by a newer version; migrations only go forward — restore a dump or run the newer version`,
       );
     }
+    const recorded = new Map(rows.map((r) => [r.name, r.checksum]));
+    for (const m of migrations) {
+      const checksum = recorded.get(m.name);
+      if (checksum !== undefined && checksum !== m.checksum) throw edited(m, checksum);
+    }
+    return migrations.filter((m) => !recorded.has(m.name));
   });
-  for (const m of migrations) {
+  // Each missing file in its own transaction, checked again under the lock: another replica may have
+  // applied it meanwhile.
+  for (const m of missing) {
     await db.transaction(async (tx) => {
       await lock(tx);
       const [row] = await tx.query<{ checksum: string }>(sql`select checksum from schema_migrations where name = ${m.name}`);
       if (row) {
-        if (row.checksum !== m.checksum) {
-          throw new MigrationError(
-            `migration ${m.name} was edited after it was applied (recorded checksum ${row.checksum.slice(0, 12)}…, file ${m.checksum.slice(0, 12)}…); add a new migration instead of editing an applied one`,
-          );
-        }
+        if (row.checksum !== m.checksum) throw edited(m, row.checksum);
         return;
       }
       log.info('applying migration', { name: m.name });
