@@ -120,6 +120,8 @@ function logExchange(log: Logger, req: IncomingMessage, res: ServerResponse): vo
 const DRAIN_QUIET_MS = 1_000;
 /** …or after this long at most. */
 const DRAIN_MAX_MS = 5_000;
+/** The background loops start this long after the server listens (see serve()). */
+const BACKGROUND_START_MS = 1_000;
 
 async function serve(config: Config, log: Logger): Promise<void> {
   // Signals first: a SIGTERM while connecting or migrating exits at once (the migration's transaction
@@ -154,10 +156,6 @@ async function serve(config: Config, log: Logger): Promise<void> {
   };
   await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
-  if (config.WEBHOOKS_WORKER_ENABLED) await webhooks.start();
-  else log.info('webhook dispatcher and worker disabled on this instance (WEBHOOKS_WORKER_ENABLED=false)');
-  if (config.JOBS_ENABLED) scheduler.start();
-  else log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
 
   const clock = serverClock(config.TEST_CLOCK_OFFSET_SECONDS);
   if (clock !== systemClock) log.warn('TEST_CLOCK_OFFSET_SECONDS shifts this server\'s clock (NODE_ENV=test): for tests only', { seconds: config.TEST_CLOCK_OFFSET_SECONDS });
@@ -167,11 +165,24 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const triggers = new TriggerCache();
   const unlistenTriggers = await db.listen(TRIGGER_CHANGED_CHANNEL, (id) => triggers.invalidate(id || undefined), () => triggers.invalidate());
   const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000, onTriggerChanged: (id) => triggers.invalidate(id) });
-  firer.start();
   // Project schedules run on replicas with JOBS_ENABLED, once across them (functions/schedules/runner.ts);
   // run-now works on every replica.
   const schedules = new ScheduleRunner({ db, log: log.child({ area: 'schedules' }), hub, scheduler, clock, maxFailures: config.SCHEDULE_MAX_FAILURES });
-  if (config.JOBS_ENABLED) schedules.start();
+  // The background loops (webhook deliveries, jobs, trigger firing, schedules) start BACKGROUND_START_MS
+  // after the server listens: their first claims and sweeps would otherwise queue before the first
+  // requests (a balancer's health check, the page a user opens), on PGlite's single connection most of
+  // all (docs/performance.md, Cold start). Requests work meanwhile: an accepted trigger or a run-now
+  // starts its work itself, and nothing due is lost, only looked at a second later.
+  if (!config.WEBHOOKS_WORKER_ENABLED) log.info('webhook dispatcher and worker disabled on this instance (WEBHOOKS_WORKER_ENABLED=false)');
+  if (!config.JOBS_ENABLED) log.info('scheduler disabled on this replica (JOBS_ENABLED=false)');
+  const startBackground = async () => {
+    if (config.WEBHOOKS_WORKER_ENABLED) await webhooks.start();
+    if (config.JOBS_ENABLED) scheduler.start();
+    firer.start();
+    if (config.JOBS_ENABLED) schedules.start();
+  };
+  let background: Promise<void> | null = null;
+  let backgroundTimer: NodeJS.Timeout | undefined;
 
   const fetch = createApp({ config, db, log, scheduler, keys, hub, clock, firer, schedules, triggers });
   const clientAddress = (req: IncomingMessage) => {
@@ -260,6 +271,8 @@ async function serve(config: Config, log: Logger): Promise<void> {
     }
     clearInterval(idle);
     server.closeAllConnections();
+    clearTimeout(backgroundTimer);
+    await background?.catch(() => {});
     await Promise.all([hub.stop(), live.stop()]);
     await Promise.all([schedules.stop().then(() => scheduler.stop(graceMs)), webhooks.stop(graceMs), firer.stop(graceMs), auditAnchor.stop()]);
     await unlistenTriggers().catch(() => {}); // Neon's pool ends only once its listening client is back
@@ -267,8 +280,17 @@ async function serve(config: Config, log: Logger): Promise<void> {
     log.info('stopped');
     process.exit(0);
   };
-  // Every replica keeps its own anchor file current (functions/audit/checkpoint.ts), JOBS_ENABLED or not.
+  // Every replica keeps its own anchor file current (functions/audit/checkpoint.ts), JOBS_ENABLED or not;
+  // the check at start runs at once, so that what GET /api/audit/verification shows first is its result.
   auditAnchor.start(config.AUDIT_CHECKPOINT_CRON);
+  backgroundTimer = setTimeout(() => {
+    if (stopping) return;
+    background = startBackground().catch((err) => {
+      // As a failure before listening would: the process ends, and its supervisor starts it again.
+      log.error('start failed: the background work did not start', { error: err instanceof Error ? err.message : String(err) });
+      process.exit(1);
+    });
+  }, BACKGROUND_START_MS);
   const { port } = server.address() as AddressInfo;
   log.info('listening', { url: listeningBase(config.HOST, port), version: VERSION, port });
 }

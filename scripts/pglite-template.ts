@@ -18,8 +18,17 @@ const dir = join(out, 'pglite-template');
 const manifestFile = join(out, 'pglite-template.json');
 const started = performance.now();
 const migrations = loadMigrations(join(root, 'sql'));
-const wanted = JSON.stringify(templateManifest(migrations), null, 2) + '\n';
-if (existsSync(join(dir, 'PG_VERSION')) && existsSync(manifestFile) && readFileSync(manifestFile, 'utf8') === wanted) {
+const wanted = JSON.stringify(templateManifest(migrations));
+/** The manifest written with the template, without what making it found (the trimmed files). */
+const made = () => {
+  try {
+    const { trimmed: _, ...m } = JSON.parse(readFileSync(manifestFile, 'utf8'));
+    return JSON.stringify(m);
+  } catch {
+    return null;
+  }
+};
+if (existsSync(join(dir, 'PG_VERSION')) && made() === wanted) {
   console.log(`${dir} is up to date`);
   process.exit(0);
 }

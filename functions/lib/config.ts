@@ -48,6 +48,10 @@ function decodedKeyLength(value: string): number {
   return Buffer.from(value, 'base64').length;
 }
 
+/** A PostgreSQL memory size (`32MB`) in kB. */
+const sizeKb = (v: string) => parseInt(v, 10) * ({ kB: 1, MB: 1024, GB: 1024 * 1024 } as const)[v.replace(/^\d+/, '') as 'kB' | 'MB' | 'GB'];
+const within = (n: number, min: number, max: number) => n >= min && n <= max;
+
 const databaseUrl = z
   .string()
   .optional()
@@ -91,6 +95,11 @@ const envShape = z.object({
     DATABASE_CONNECT_TIMEOUT_SECONDS: int(300, 1, 86400),
     NEON_WS_PROXY: z.string().optional(),
     PGLITE_DATA_DIR: z.string().default('./data/pglite'),
+    PGLITE_SHARED_BUFFERS: z
+      .string()
+      .regex(/^[1-9]\d{0,7}(kB|MB|GB)$/, { message: 'must be a size with its unit (kB, MB or GB), like 32MB' })
+      .refine((v) => within(sizeKb(v), 128, 1024 * 1024), { message: 'must be between 128kB (PostgreSQL\'s minimum) and 1GB' })
+      .default('32MB'),
     MIGRATIONS_DIR: z.string().optional(),
     WEB_DIR: z.string().optional(),
     APP_ENCRYPTION_KEY: encryptionKey,

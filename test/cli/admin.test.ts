@@ -1,7 +1,7 @@
 // `node dist/server.mjs admin create | password-link`: the real CLI against a real database, then a
 // real server to prove the printed links work. On PGlite also the svc.lock: the CLI refuses a data
 // directory a running server holds (naming its pid) and a stale lock does not block a start.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -195,7 +195,7 @@ test('an empty or blank --name is refused (exit 2) or replaced by a default, nev
   }
 });
 
-onlyOn('pglite', test, 2, () => {
+onlyOn('pglite', test, 3, () => {
   test('PGlite: while a server holds the data dir, the CLI refuses naming the server pid; the server keeps working', async () => {
     const s = await start();
     try {
@@ -255,6 +255,20 @@ onlyOn('pglite', test, 2, () => {
     } finally {
       await stop(s);
     }
+  });
+
+  test('PGlite: an empty svc.lock is a process writing its pid (refused) unless it is old (taken over)', async () => {
+    const lockFile = join(dbEnv.PGLITE_DATA_DIR, 'svc.lock');
+    writeFileSync(lockFile, '');
+    const r = adminCli(dbEnv, ['password-link', '--email', EMAIL]);
+    assert.is.not(r.status, 0, out(r));
+    assert.ok(out(r).includes('in use by process (starting)'), out(r));
+    assert.ok(existsSync(lockFile), 'the fresh empty lock was left alone');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(lockFile, old, old);
+    const again = adminCli(dbEnv, ['password-link', '--email', EMAIL]);
+    assert.is(again.status, 0, out(again));
+    assert.not.ok(existsSync(lockFile), 'the old empty lock was taken over and released');
   });
 });
 

@@ -32,7 +32,7 @@ async function inspect<T>(dir: string, fn: (db: Db) => Promise<T>): Promise<T> {
 
 const count = async (db: Db, table: string) => (await db.query<{ n: number }>(sql`select count(*)::int as n from ${sql.raw(table)}`))[0].n;
 
-onlyOn('pglite', test, 3, () => {
+onlyOn('pglite', test, 4, () => {
   test('two new instances start from the template, each with its own keys; the template holds nothing of an instance', async () => {
     assert.ok(existsSync(join(TEMPLATE, 'PG_VERSION')), 'the build made dist/pglite-template/');
     const names = loadMigrations(join(ROOT, 'sql')).map((m) => m.name);
@@ -67,10 +67,35 @@ onlyOn('pglite', test, 3, () => {
       await inspect(copy, async (db) => {
         for (const table of ['users', 'instance_keys', 'instance_secrets', 'settings', 'model_prices', 'audit_records', 'runners', 'api_tokens', 'sessions']) assert.is(await count(db, table), 0, `${table} is empty in the template`);
         assert.is((await db.query(sql`select name from schema_migrations`)).length, names.length);
+        // Only the database the server uses: the template databases are a third of the files to copy.
+        assert.equal((await db.query<{ datname: string }>(sql`select datname from pg_database order by datname`)).map((r) => r.datname), ['postgres']);
+        assert.equal(await db.query(sql`show shared_buffers`), [{ shared_buffers: '32MB' }], 'the default PGLITE_SHARED_BUFFERS');
       });
       rmSync(copy, { recursive: true, force: true });
     } finally {
       for (const m of made) rmSync(m.parent, { recursive: true, force: true });
+    }
+  });
+
+  test('PGLITE_SHARED_BUFFERS reaches PostgreSQL; a size below its minimum is a configuration error naming it', async () => {
+    const dir = join(tempDir('pglite-sb-'), 'data');
+    try {
+      const db = await openPglite(dir, undefined, undefined, '16MB');
+      try {
+        assert.equal(await db.query(sql`show shared_buffers`), [{ shared_buffers: '16MB' }]);
+      } finally {
+        await db.close();
+      }
+      const m = fresh({ PGLITE_SHARED_BUFFERS: '64kB' }); // PostgreSQL's minimum is 128kB
+      try {
+        const s = await startServer({ dbEnv: m.env, expectExit: true });
+        assert.is(await s.exited, 1);
+        assert.match(s.output(), /PGLITE_SHARED_BUFFERS must be between 128kB/);
+      } finally {
+        rmSync(m.parent, { recursive: true, force: true });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

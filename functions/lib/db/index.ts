@@ -19,7 +19,7 @@ export interface OpenOptions {
 export async function openDb(config: Config, opts: OpenOptions = {}): Promise<Db> {
   switch (config.DATABASE_DRIVER) {
     case 'pglite':
-      return (await import('./pglite.ts')).openPglite(config.PGLITE_DATA_DIR, opts.pgliteTemplate, opts.log);
+      return (await import('./pglite.ts')).openPglite(config.PGLITE_DATA_DIR, opts.pgliteTemplate, opts.log, config.PGLITE_SHARED_BUFFERS);
     case 'postgres':
       return (await import('./postgres.ts')).openPostgres(config.DATABASE_URL!, config.DATABASE_POOL_MAX);
     case 'neon':
