@@ -72,6 +72,20 @@ interface Terminal {
   pending: string[];
 }
 
+/**
+ * `tmux <args>` as the runner's child (`exec`: same pid, so SIGTERM and the pipes reach tmux itself),
+ * with a watchdog beside it. A control client normally ends when its stdin reaches EOF, which is what a
+ * runner that dies (kill -9, a crash) leaves; tmux 3.3a does not always act on that EOF, and the orphan
+ * stays attached to the session. Once a second, the watchdog checks that the runner ($1) still lives;
+ * when it is gone and the client is not, it ends the client. It holds none of the pipes (its stdio is
+ * /dev/null) and stops with the client.
+ */
+const CONTROL_CLIENT = [
+  'runner=$1; shift; me=$$',
+  '( while kill -0 "$runner" 2>/dev/null && kill -0 "$me" 2>/dev/null; do sleep 1; done; kill -0 "$runner" 2>/dev/null || kill "$me" 2>/dev/null ) </dev/null >/dev/null 2>&1 &',
+  'exec tmux "$@"',
+].join('\n');
+
 export class Terminals {
   private readonly open = new Map<string, Terminal>();
 
@@ -95,7 +109,10 @@ export class Terminals {
     if (!(await hasSession(this.env, session))) throw new CommandError('no_session', `the tmux session ${session} is not running`);
 
     const screen = await screenOf(this.env, session);
-    const child = spawn('tmux', [...socketArgs(this.env), '-C', 'attach-session', '-t', `=${session}`], { env: this.env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('sh', ['-c', CONTROL_CLIENT, 'svc-terminal', String(process.pid), ...socketArgs(this.env), '-C', 'attach-session', '-t', `=${session}`], {
+      env: this.env as NodeJS.ProcessEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const term: Terminal = { channel, session, child, attached: false, pending: [] };
     this.open.set(channel, term);
     const decoder = new StringDecoder('utf8');
