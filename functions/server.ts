@@ -122,6 +122,8 @@ const DRAIN_QUIET_MS = 1_000;
 const DRAIN_MAX_MS = 5_000;
 /** The background loops start this long after the server listens (see serve()). */
 const BACKGROUND_START_MS = 1_000;
+/** …and after a failure to start them, tried again this long after. */
+const BACKGROUND_RETRY_MS = 5_000;
 
 async function serve(config: Config, log: Logger): Promise<void> {
   // Signals first: a SIGTERM while connecting or migrating exits at once (the migration's transaction
@@ -283,14 +285,16 @@ async function serve(config: Config, log: Logger): Promise<void> {
   // Every replica keeps its own anchor file current (functions/audit/checkpoint.ts), JOBS_ENABLED or not;
   // the check at start runs at once, so that what GET /api/audit/verification shows first is its result.
   auditAnchor.start(config.AUDIT_CHECKPOINT_CRON);
-  backgroundTimer = setTimeout(() => {
+  // A failure (the webhook worker's LISTEN, when the database is away at that moment) does not end a
+  // process that already serves requests: it is logged, and tried again until it works or the process stops.
+  const launchBackground = () => {
     if (stopping) return;
     background = startBackground().catch((err) => {
-      // As a failure before listening would: the process ends, and its supervisor starts it again.
-      log.error('start failed: the background work did not start', { error: err instanceof Error ? err.message : String(err) });
-      process.exit(1);
+      log.error('the background work could not start; trying again', { inSeconds: BACKGROUND_RETRY_MS / 1000, error: err instanceof Error ? err.message : String(err) });
+      backgroundTimer = setTimeout(launchBackground, BACKGROUND_RETRY_MS);
     });
-  }, BACKGROUND_START_MS);
+  };
+  backgroundTimer = setTimeout(launchBackground, BACKGROUND_START_MS);
   const { port } = server.address() as AddressInfo;
   log.info('listening', { url: listeningBase(config.HOST, port), version: VERSION, port });
 }
