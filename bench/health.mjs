@@ -8,6 +8,11 @@
 // Targets, each in its own child process on 127.0.0.1:
 //   svc   node dist/server.mjs, PORT=0 HOST=127.0.0.1, a fresh PGlite data dir in a temp directory
 //   bare  node:http answering the same JSON ({"status":"ok","timestamp":"<iso>"}, application/json)
+//   minimal  the design card's HTTP stack and nothing else: one itty-router route behind
+//         @whatwg-node/server's adapter on node:http, answering the same JSON with the adapter's own
+//         Response and a whole header record (the fastest way through that stack). It is the ceiling
+//         those dependencies put on any app built on them (issue #17: "where a dependency itself is the
+//         limit, show it with a minimal app measured in the same run").
 // Load: wrk -t1 -cN -dSs --latency when wrk is on PATH, else a Node load generator in a child process
 // (http.Agent keepAlive, N sockets, per-request hrtime latencies). The targets are loaded alternately
 // (bare, svc, bare, svc, …), each after a short warm-up; the figures are medians over the rounds.
@@ -60,6 +65,7 @@ const SECONDS = positive('seconds');
 const WARMUP = wholeOption('warmup', opts.warmup, 0);
 const ROUNDS = positive('rounds');
 const CONNECTIONS = positive('connections');
+const TARGETS = ['bare', 'minimal', 'svc'];
 
 function positive(name) {
   return wholeOption(name, opts[name]);
@@ -77,6 +83,23 @@ function bareServer() {
       res.writeHead(404).end();
     }
   });
+  server.keepAliveTimeout = 5_000; // as svc
+  server.listen(0, '127.0.0.1', () => console.log(`listening port=${server.address().port}`));
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+// ---- child role: the minimal app on the design card's stack -----------------------------------------
+
+async function minimalServer() {
+  const { createServerAdapter, Response } = await import('@whatwg-node/server');
+  const { Router } = await import('itty-router');
+  const router = Router();
+  router.get('/health', () => {
+    const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() });
+    return new Response(body, { status: 200, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } });
+  });
+  router.all('*', () => new Response(null, { status: 404 }));
+  const server = http.createServer(createServerAdapter((request) => router.fetch(request)));
   server.keepAliveTimeout = 5_000; // as svc
   server.listen(0, '127.0.0.1', () => console.log(`listening port=${server.address().port}`));
   process.on('SIGTERM', () => process.exit(0));
@@ -214,7 +237,7 @@ async function main() {
   if (!['wrk', 'node'].includes(generator)) throw new Error(`--generator must be auto, wrk or node`);
   if (generator === 'wrk' && !onPath('wrk')) throw new Error('--generator wrk: wrk is not on PATH');
   const startupSeconds = 120;
-  installGuards(startupSeconds + ROUNDS * 2 * (SECONDS + WARMUP + 60));
+  installGuards(startupSeconds + ROUNDS * TARGETS.length * (SECONDS + WARMUP + 60));
   const log = (msg) => process.stderr.write(`[bench:health] ${msg}\n`);
   const why = opts.generator === 'auto' ? 'wrk not found on PATH' : '--generator node';
   log(`generator: ${generator === 'wrk' ? 'wrk (-t1)' : `node fallback (${why}; figures are bound by the generator)`}; ${CONNECTIONS} connections, ${SECONDS} s per run after ${WARMUP} s warm-up, ${ROUNDS} rounds`);
@@ -222,40 +245,50 @@ async function main() {
   const dataDir = tempDir('svc-bench-health-');
   let svc;
   let bare;
+  let minimal;
   let svcExit;
-  const runs = { bare: [], svc: [] };
+  const runs = { bare: [], minimal: [], svc: [] };
   try {
     bare = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'bare']));
     const barePort = await waitForPort(bare, 10_000, /listening port=(\d+)/);
     log(`bare node:http on 127.0.0.1:${barePort}`);
+    minimal = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'minimal']));
+    const minimalPort = await waitForPort(minimal, 10_000, /listening port=(\d+)/);
+    log(`minimal itty-router + @whatwg-node/server app on 127.0.0.1:${minimalPort}`);
 
     const t0 = performance.now();
     svc = captureOutput(spawnTracked(process.execPath, [SERVER], { env: serverEnv({ PGLITE_DATA_DIR: join(dataDir, 'pglite') }) }));
     const svcPort = await waitForPort(svc, startupSeconds * 1000);
     log(`svc on 127.0.0.1:${svcPort} (listening after ${Math.round(performance.now() - t0)} ms, fresh PGlite)`);
 
-    const urls = { bare: `http://127.0.0.1:${barePort}/health`, svc: `http://127.0.0.1:${svcPort}/health` };
+    const urls = {
+      bare: `http://127.0.0.1:${barePort}/health`,
+      minimal: `http://127.0.0.1:${minimalPort}/health`,
+      svc: `http://127.0.0.1:${svcPort}/health`,
+    };
     await checkHealth('bare', urls.bare);
+    await checkHealth('minimal', urls.minimal);
     await checkHealth('svc', urls.svc);
 
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const name of ['bare', 'svc']) {
+      for (const name of TARGETS) {
         if (WARMUP > 0) await load(generator, urls[name], WARMUP);
         const r = await load(generator, urls[name], SECONDS);
         runs[name].push(r);
-        log(`round ${round} ${name.padEnd(4)} ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  errors ${r.errors}  non-2xx ${r.non2xx}`);
+        log(`round ${round} ${name.padEnd(7)} ${fmt(r.rps, 0)} req/s  p50 ${fmt(r.p50Ms, 3)} ms  p99 ${fmt(r.p99Ms, 3)} ms  errors ${r.errors}  non-2xx ${r.non2xx}`);
       }
     }
     if (!alive(svc)) throw new Error(`svc exited during the benchmark:\n${svc.log}`);
   } finally {
     if (svc) svcExit = await stopChild(svc);
     if (bare) await stopChild(bare, 2_000);
+    if (minimal) await stopChild(minimal, 2_000);
     removeTempDir(dataDir);
     killAll();
   }
 
   const summary = {};
-  for (const name of ['bare', 'svc']) {
+  for (const name of TARGETS) {
     const rs = runs[name];
     summary[name] = {
       rps: round(median(rs.map((r) => r.rps)), 1),
@@ -270,13 +303,19 @@ async function main() {
     rps: round(summary.svc.rps / summary.bare.rps, 3),
     p50: round(summary.svc.p50Ms / summary.bare.p50Ms, 3),
     p99: round(summary.svc.p99Ms / summary.bare.p99Ms, 3),
+    // The stack's own ceiling, and how close svc comes to it.
+    minimalRps: round(summary.minimal.rps / summary.bare.rps, 3),
+    svcOverMinimalRps: round(summary.svc.rps / summary.minimal.rps, 3),
+    minimalP99: round(summary.minimal.p99Ms / summary.bare.p99Ms, 3),
   };
   const problems = problemLines(svc?.log ?? '');
 
   const rows = [
     ['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx'],
-    ...['bare', 'svc'].map((n) => [n, fmt(summary[n].rps, 0), fmt(summary[n].p50Ms, 3), fmt(summary[n].p99Ms, 3), summary[n].errors, summary[n].non2xx]),
+    ...TARGETS.map((n) => [n, fmt(summary[n].rps, 0), fmt(summary[n].p50Ms, 3), fmt(summary[n].p99Ms, 3), summary[n].errors, summary[n].non2xx]),
     ['svc/bare', fmt(ratios.rps, 3), fmt(ratios.p50, 3), fmt(ratios.p99, 3), '', ''],
+    ['minimal/bare', fmt(ratios.minimalRps, 3), fmt(summary.minimal.p50Ms / summary.bare.p50Ms, 3), fmt(ratios.minimalP99, 3), '', ''],
+    ['svc/minimal', fmt(ratios.svcOverMinimalRps, 3), fmt(summary.svc.p50Ms / summary.minimal.p50Ms, 3), fmt(summary.svc.p99Ms / summary.minimal.p99Ms, 3), '', ''],
   ];
   const distChanged = distHash() !== m.dist;
   const loadEnd = round(os.loadavg()[0], 2);
@@ -294,8 +333,9 @@ async function main() {
       machine: m,
       distChangedDuringRun: distChanged,
       loadavg1End: loadEnd,
-      settings: { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP, rounds: ROUNDS, order: 'bare,svc per round' },
+      settings: { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP, rounds: ROUNDS, order: 'bare,minimal,svc per round' },
       bare: summary.bare,
+      minimal: summary.minimal,
       svc: summary.svc,
       ratios,
       svcLog: { problems, exitOnSigterm: svcExit },
@@ -305,6 +345,7 @@ async function main() {
 
 // Dispatch last, so every module-level constant above is initialised.
 if (opts.role === 'bare') bareServer();
+else if (opts.role === 'minimal') await minimalServer();
 else if (opts.role === 'load') await nodeLoad(opts.url, CONNECTIONS, SECONDS);
 else if (opts.role === 'main') await main();
 else {

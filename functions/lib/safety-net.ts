@@ -1,7 +1,7 @@
 // The process-level safety net (docs/operations.md, "Errors that escape"): the server's handler for
 // errors nobody caught (`uncaughtException`, `unhandledRejection`).
 // How broad it is, and why:
-//   - Work marked with runContained() (the webhook worker and each delivery attempt) is contained: an
+//   - Work marked with runContained() (each webhook delivery attempt) is contained: an
 //     error escaping from it is logged at ERROR with its stack and the process keeps running. That work
 //     talks to receivers that anyone with a webhook's DNS controls, its state lives in the database
 //     under leases (an attempt that never finishes is retried when its lease expires), and an exit
@@ -22,8 +22,60 @@ export interface Contained {
 
 const storage = new AsyncLocalStorage<Contained>();
 
-/** Run `fn` — and every callback, timer and promise it starts — as contained work. */
-export const runContained = <T>(work: Contained, fn: () => T): T => storage.run(work, fn);
+// The tracking costs every request: while an AsyncLocalStorage is enabled, Node runs a hook for every
+// promise, timer and socket the process creates (about a tenth of GET /health's throughput:
+// docs/performance.md). So it is on only while contained work runs, and for CONTAIN_LINGER_MS after the
+// last of it ends (a callback it scheduled may still run, and throw, a little later; a delivery attempt
+// opens a connection of its own and closes it when it ends). Off, getStore() answers undefined.
+export const CONTAIN_LINGER_MS = 30_000;
+let lingerMs = CONTAIN_LINGER_MS;
+let running = 0;
+let lingering: NodeJS.Timeout | undefined;
+let tracking = false;
+
+const release = () => {
+  if (--running === 0) linger();
+};
+
+const linger = () => {
+  clearTimeout(lingering);
+  lingering = setTimeout(() => {
+    lingering = undefined;
+    if (running > 0) return;
+    storage.disable();
+    tracking = false;
+  }, lingerMs);
+  lingering.unref();
+};
+
+/**
+ * Run `fn` — and every callback, timer and promise it starts — as contained work. Work that returns a
+ * promise runs until the promise settles; other work until `fn` returns (what it scheduled is still
+ * contained, within the linger).
+ */
+export function runContained<T>(work: Contained, fn: () => T): T {
+  running++;
+  tracking = true;
+  clearTimeout(lingering);
+  lingering = undefined;
+  let result: T;
+  try {
+    result = storage.run(work, fn);
+  } catch (err) {
+    release();
+    throw err;
+  }
+  if (result instanceof Promise) result.then(release, release);
+  else release();
+  return result;
+}
+
+/** Whether contained work is being tracked now (tests), and the linger to use (tests shorten it). */
+export const containmentTracking = (): boolean => tracking;
+export function setContainLinger(ms: number): void {
+  lingerMs = ms;
+  if (lingering) linger();
+}
 
 /** URL credentials and query strings (where tokens tend to be) masked in a text. */
 export const maskUrls = (text: string) =>

@@ -149,9 +149,10 @@ export class WebhookWorker {
 
   private kick(): void {
     if (this.stopped) return;
-    runContained({ area: 'the webhook worker' }, () =>
-      void this.pump().catch((err) => this.log.error('webhook worker failed', { error: err instanceof Error ? err.message : String(err) })),
-    );
+    // Not contained: the pump only talks to our database, like the scheduler. Each attempt it launches,
+    // which talks to a receiver, is (launch below); containing the pump too, which runs every second,
+    // would keep the safety net's tracking on for good (lib/safety-net.ts).
+    void this.pump().catch((err) => this.log.error('webhook worker failed', { error: err instanceof Error ? err.message : String(err) }));
   }
 
   private async pump(): Promise<number> {

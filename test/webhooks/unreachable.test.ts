@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { createLogger } from '../../functions/lib/log.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
-import { installSafetyNet, runContained } from '../../functions/lib/safety-net.ts';
+import { containmentTracking, installSafetyNet, runContained, setContainLinger } from '../../functions/lib/safety-net.ts';
 import type { Resolver } from '../../functions/webhooks/guard.ts';
 import { createTestDelivery } from '../../functions/webhooks/webhooks.ts';
 import { addWebhook, attempts, deliveries, fakeClock, migratedDb, receiver, setAllowlist, worker } from './_harness.ts';
@@ -157,6 +157,51 @@ test('safety net: an error escaping from anything else is logged and still ends 
     await until('the contained error', () => lines.some((l) => l.includes('escaped from test work')));
     assert.equal(exits, [1]);
   } finally {
+    remove();
+  }
+});
+
+test('safety net: the tracking is on while contained work runs and for the linger after, then off and on again with new work', async () => {
+  const lines: string[] = [];
+  const exits: number[] = [];
+  const remove = installSafetyNet(createLogger('debug', {}, (l) => lines.push(l)), (code) => exits.push(code));
+  setContainLinger(300);
+  try {
+    await until('the earlier tests\' tracking to end', () => !containmentTracking());
+    let finish!: () => void;
+    const work = runContained({ area: 'slow work' }, () => new Promise<void>((r) => (finish = r)));
+    assert.ok(containmentTracking(), 'on while the work runs');
+    await new Promise((r) => setTimeout(r, 400));
+    assert.ok(containmentTracking(), 'still on: the work has not settled, whatever the linger');
+    // A callback the work scheduled runs after the work settled, within the linger: still contained.
+    runContained({ area: 'late work' }, () => setTimeout(() => {
+      throw new Error('late but contained');
+    }, 100));
+    finish();
+    await work;
+    await until('the late error', () => lines.some((l) => l.includes('escaped from late work')));
+    assert.equal(exits, [], 'contained within the linger');
+    await until('the tracking to end after the linger', () => !containmentTracking());
+    // Off: an error from anywhere is uncontained (here: nothing is running).
+    setImmediate(() => {
+      throw new Error('after the linger');
+    });
+    await until('the exit', () => exits.length > 0);
+    assert.match(lines.join('\n'), /nothing contains it; the process exits origin=uncaughtException error="Error: after the linger"/);
+    // New work turns it on again, and is contained.
+    runContained({ area: 'new work' }, () => setImmediate(() => {
+      throw new Error('again');
+    }));
+    assert.ok(containmentTracking());
+    await until('the new contained error', () => lines.some((l) => l.includes('escaped from new work')));
+    assert.equal(exits, [1]);
+    // Work that throws at once still ends its share of the tracking.
+    assert.throws(() => runContained({ area: 'failing work' }, () => {
+      throw new Error('sync');
+    }), /sync/);
+    await until('the tracking to end again', () => !containmentTracking());
+  } finally {
+    setContainLinger(30_000);
     remove();
   }
 });
