@@ -25,7 +25,7 @@
 // error or Ctrl-C. Output: progress on stderr, tables on stdout, then one JSON line.
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -332,6 +332,8 @@ function ccusageBinary() {
   const name = { 'linux-x64': 'ccusage-linux-x64', 'linux-arm64': 'ccusage-linux-arm64', 'darwin-x64': 'ccusage-darwin-x64', 'darwin-arm64': 'ccusage-darwin-arm64' }[`${process.platform}-${process.arch}`];
   if (!name) throw new Error(`no ccusage native binary for ${process.platform}-${process.arch}`);
   const bin = require.resolve(`@ccusage/${name}/bin/ccusage`);
+  // npm unpacks it without its execute bit; the wrapper sets it before its first exec, and so do we.
+  if ((statSync(bin).mode & 0o111) === 0) chmodSync(bin, 0o755);
   const pinned = JSON.parse(readFileSync(join(ROOT, 'node_modules', 'ccusage', 'package.json'), 'utf8')).version;
   const version = execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim().replace(/^ccusage\s+/, '');
   if (version !== pinned) log(`WARNING: the native binary is ccusage ${version}, the wrapper is ${pinned}`);
