@@ -116,7 +116,7 @@ try {
     stored,
     hubEventsPerSecond: Math.round(N.events / hubSeconds),
     directInsertPerSecond: Math.round(N.events / directSeconds),
-    ratio: r1(N.events / hubSeconds / (N.events / directSeconds) * 100) / 100,
+    ratio: Math.round((directSeconds / hubSeconds) * 1000) / 1000,
   };
 
   // 3. reconnection after a restart

@@ -8,13 +8,17 @@
 //             into a table of the same database; the same requests, byte for byte
 //   rejected  the same POSTs signed with a wrong secret: 401/s and p50/p99 (the cheap path)
 //   floor     a node:http server that answers 401 with no work at all: the most any rejection can reach
+//   minimal   the design card's HTTP stack and nothing else: itty-router's POST /hooks/:publicId behind
+//             @whatwg-node/server's adapter, reading the body and answering an empty 401 with the
+//             adapter's Response: the most a rejection built on those dependencies can reach (issue #17:
+//             "where a dependency itself is the limit, show it with a minimal app measured in the same run")
 // The server is the real dist/server.mjs on a fresh database; the admin (real CLI), the project and
 // the trigger are made through the API, with APP_ENCRYPTION_KEY set and TRIGGER_RATE_PER_HOUR raised
 // to its maximum (README) so the bucket never refuses. The project has no runner: every accepted
 // delivery is later fired by the server's firer and ends `failed`/`runner_offline` (or `skipped`), off
 // the request path. That work runs in the same process, so the benchmark reports the backlog left at
 // the end of each accepted window and waits until it is drained before the next phase starts.
-// Per round: bare, accepted, (drain), rejected, floor (below); the tables give the median and range of the rounds.
+// Per round: bare, accepted, (drain), rejected, floor, minimal (below); the tables give the median and range of the rounds.
 // --triggers N spreads the requests over N triggers of the project (request n → trigger n mod N): a
 // diagnosis, since each trigger's rate bucket is one row that every accepted delivery locks until it
 // commits; the figures of the issue are those of the default, one trigger.
@@ -148,6 +152,23 @@ function floorServer() {
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
 }
 
+// ---- child role: the minimal app on the design card's stack -----------------------------------------
+
+async function minimalServer() {
+  const { createServerAdapter, Response } = await import('@whatwg-node/server');
+  const { Router } = await import('itty-router');
+  const router = Router();
+  router.post('/hooks/:publicId', async (request) => {
+    await request.arrayBuffer();
+    return new Response(null, { status: 401, headers: { 'content-length': '0' } });
+  });
+  router.all('*', () => new Response(null, { status: 404 }));
+  const server = http.createServer(createServerAdapter((request) => router.fetch(request)));
+  server.keepAliveTimeout = 5_000;
+  server.listen(0, '127.0.0.1', () => console.log(`listening port=${server.address().port}`));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
 // ---- child role: the load generator -------------------------------------------------------------------
 
 /** Signs like docs/examples/sign-trigger.ts; `bad` signs with another secret (same work, wrong digest). */
@@ -210,12 +231,13 @@ async function load(name, target, expect, seconds, maxRequests = MAX_REQUESTS) {
 async function main() {
   if (opts.role === 'bare') return bareServer();
   if (opts.role === 'floor') return floorServer();
+  if (opts.role === 'minimal') return minimalServer();
   if (opts.role === 'load') return loadRole();
   requireBuild();
   const m = machine();
   const pgVersion = await postgresVersion(ADMIN_URL);
   if (!pgVersion) throw new Error(`PostgreSQL at ${redactUrl(ADMIN_URL)} does not answer`);
-  const phases = (ROUNDS + 1) * 3 + PROFILES.length;
+  const phases = (ROUNDS + 1) * 5 + PROFILES.length;
   installGuards(180 + phases * (SECONDS + WARMUP + 30) + (ROUNDS + 2) * DRAIN_TIMEOUT);
   log(`PostgreSQL ${pgVersion}; ${CONNECTIONS} connections, ${SECONDS} s per pass after ${WARMUP} s warm-up, ${ROUNDS} round(s); pool ${POOL}`);
 
@@ -226,6 +248,7 @@ async function main() {
   let server = null;
   let bare = null;
   let floor = null;
+  let minimal = null;
   let sql = null;
   const outputs = [];
   const rounds = [];
@@ -260,6 +283,8 @@ async function main() {
     const bareTarget = { port: barePort, targets };
     floor = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'floor'], { env: { PATH: process.env.PATH } }));
     const floorTarget = { port: await waitForPort(floor, 10_000, /listening port=(\d+)/), targets };
+    minimal = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'minimal'], { env: { PATH: process.env.PATH } }));
+    const minimalTarget = { port: await waitForPort(minimal, 10_000, /listening port=(\d+)/), targets };
     log(`server on ${server.url}, ${TRIGGERS} trigger(s); bare server on 127.0.0.1:${barePort}`);
 
     /** Deliveries not yet decided by the firer. */
@@ -308,6 +333,8 @@ async function main() {
       log(`round ${r} rejected  ${fmt(x.perSecond, 0)} 401/s  p50 ${fmt(x.p50Ms)} ms  p99 ${fmt(x.p99Ms)} ms  (other ${x.other}, errors ${x.errors})`);
       const f = await load(`floor${r}`, floorTarget, 401, SECONDS);
       log(`round ${r} floor     ${fmt(f.perSecond, 0)} 401/s  p50 ${fmt(f.p50Ms)} ms  p99 ${fmt(f.p99Ms)} ms  (other ${f.other}, errors ${f.errors})`);
+      const n = await load(`minimal${r}`, minimalTarget, 401, SECONDS);
+      log(`round ${r} minimal   ${fmt(n.perSecond, 0)} 401/s  p50 ${fmt(n.p50Ms)} ms  p99 ${fmt(n.p99Ms)} ms  (other ${n.other}, errors ${n.errors})`);
       rounds.push({
         round: r,
         bare: b,
@@ -315,6 +342,7 @@ async function main() {
         drain: d,
         rejected: x,
         floor: f,
+        minimal: n,
         ratios: {
           acceptedOverBare: round(a.perSecond / b.perSecond, 3),
           acceptedP50OverBare: round(a.p50Ms / b.p50Ms, 2),
@@ -322,6 +350,10 @@ async function main() {
           rejectedOverAccepted: round(x.perSecond / a.perSecond, 2),
           rejectedOverFloor: round(x.perSecond / f.perSecond, 3),
           floorOverBare: round(f.perSecond / b.perSecond, 2),
+          // The stack's own ceiling for a rejection, against the accepted rate, and how close svc comes to it.
+          minimalOverAccepted: round(n.perSecond / a.perSecond, 2),
+          rejectedOverMinimal: round(x.perSecond / n.perSecond, 3),
+          minimalOverFloor: round(n.perSecond / f.perSecond, 3),
           acceptedCpuOverBare: a.cpuMsPerRequest && b.cpuMsPerRequest ? round(a.cpuMsPerRequest / b.cpuMsPerRequest, 2) : null,
           acceptedCpuOverRejected: a.cpuMsPerRequest && x.cpuMsPerRequest ? round(a.cpuMsPerRequest / x.cpuMsPerRequest, 2) : null,
           // Accepting and disposing of (firing) every delivery of the window, per second of window + drain.
@@ -354,6 +386,7 @@ async function main() {
     await sql?.end({ timeout: 5 }).catch(() => {});
     if (bare) await stopChild(bare, 5_000);
     if (floor) await stopChild(floor, 5_000);
+    if (minimal) await stopChild(minimal, 5_000);
     if (server) {
       await Promise.race([server.stop('SIGTERM'), sleep(15_000)]);
       outputs.push(server.output());
@@ -373,6 +406,7 @@ async function main() {
     accepted: { perSecond: stat((r) => r.accepted.perSecond), p50Ms: stat((r) => r.accepted.p50Ms), p99Ms: stat((r) => r.accepted.p99Ms) },
     rejected: { perSecond: stat((r) => r.rejected.perSecond), p50Ms: stat((r) => r.rejected.p50Ms), p99Ms: stat((r) => r.rejected.p99Ms) },
     floor: { perSecond: stat((r) => r.floor.perSecond), p50Ms: stat((r) => r.floor.p50Ms), p99Ms: stat((r) => r.floor.p99Ms) },
+    minimal: { perSecond: stat((r) => r.minimal.perSecond), p50Ms: stat((r) => r.minimal.p50Ms), p99Ms: stat((r) => r.minimal.p99Ms) },
     ratios: Object.fromEntries(Object.keys(rounds[0].ratios).map((k) => [k, stat((r) => r.ratios[k])])),
     drain: { backlog: stat((r) => r.drain.backlog), seconds: stat((r) => r.drain.seconds) },
   };
@@ -390,6 +424,7 @@ async function main() {
       ['svc, signed POST accepted (202)', cell(S.accepted.perSecond), cell(S.accepted.p50Ms, 2), cell(S.accepted.p99Ms, 2)],
       ['svc, bad signature (401)', cell(S.rejected.perSecond), cell(S.rejected.p50Ms, 2), cell(S.rejected.p99Ms, 2)],
       ['floor: node:http, empty 401, no work', cell(S.floor.perSecond), cell(S.floor.p50Ms, 2), cell(S.floor.p99Ms, 2)],
+      ['minimal: itty-router + @whatwg-node/server, empty 401', cell(S.minimal.perSecond), cell(S.minimal.p50Ms, 2), cell(S.minimal.p99Ms, 2)],
     ]),
   );
   console.log();
@@ -402,6 +437,9 @@ async function main() {
       ['rejected/s ÷ accepted/s', cell(S.ratios.rejectedOverAccepted, 2)],
       ['rejected/s ÷ floor/s', cell(S.ratios.rejectedOverFloor, 3)],
       ['floor/s ÷ bare/s', cell(S.ratios.floorOverBare, 2)],
+      ['minimal/s ÷ accepted/s (the stack\'s ceiling for "rejected ÷ accepted")', cell(S.ratios.minimalOverAccepted, 2)],
+      ['rejected/s ÷ minimal/s', cell(S.ratios.rejectedOverMinimal, 3)],
+      ['minimal/s ÷ floor/s', cell(S.ratios.minimalOverFloor, 3)],
       ['accepted ÷ (window + drain) ÷ bare/s', cell(S.ratios.sustainedOverBare, 3)],
     ]),
   );
