@@ -137,7 +137,14 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     const headers = new Headers(rest.headers);
     if (admin.token && !headers.has('authorization')) headers.set('authorization', `Bearer ${admin.token}`);
     if (json !== undefined) headers.set('content-type', 'application/json');
-    return fetch(url + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+    return fetch(url + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body }).catch((err: unknown) => {
+      // A network error says nothing of why: show what the server said (the test's own output keeps it
+      // when the file fails), then fail as before.
+      const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+      const state = proc.exitCode !== null || proc.signalCode !== null ? `exited (${proc.exitCode ?? proc.signalCode})` : `running (pid ${proc.pid})`;
+      console.error(`${rest.method ?? 'GET'} ${url}${path} failed${cause}; the server is ${state}; its last output:\n${out.split('\n').slice(-40).join('\n')}`);
+      throw err;
+    });
   };
   if (opts.expectExit) {
     await exited;
