@@ -11,6 +11,14 @@ export const UNSTORABLE_MESSAGE = 'must not contain U+0000 or unpaired surrogate
 
 export const isStorableText = (s: string): boolean => !UNSTORABLE.test(s);
 
+/**
+ * Whether JSON text decoded from bytes may parse into unstorable text: only through a `\u` escape.
+ * JSON forbids a raw U+0000 in a string, and text decoded from UTF-8 (or with U+FFFD for bad bytes)
+ * holds no unpaired surrogate. False means JSON.parse of `json` gives only storable strings and keys,
+ * so unstorablePaths need not walk it.
+ */
+export const mayHoldUnstorable = (json: string): boolean => json.includes('\\u');
+
 /** Cut to `limit` characters (code points, so no half surrogate pair is left at the end). */
 export function cut(s: string, limit: number): string {
   if (s.length <= limit) return s;

@@ -12,13 +12,13 @@ import type { WebSocket } from 'ws';
 import { COMMANDS, READ_ONLY_COMMANDS } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, REPLAY_CAPABILITY, REPO, PROTOCOL_HEADER, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
-import { UNSTORABLE_MESSAGE, unstorablePaths } from '../../protocol/text.ts';
+import { UNSTORABLE_MESSAGE, mayHoldUnstorable, unstorablePaths } from '../../protocol/text.ts';
 import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
 import { tokenBucket } from '../lib/bucket.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
-import type { Db } from '../lib/db/index.ts';
+import type { Db, Sql } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { recordUsage } from '../cost/ingest.ts';
 import { recordSkillRuns } from '../runs/ingest.ts';
@@ -60,6 +60,8 @@ function chunks(text: string, n: number): string[] {
 const HEARTBEAT_MS = 20_000;
 /** Runner event kinds that change what the Fleet page shows (live notice `fleet`). */
 const FLEET_KINDS = /^(orchestrator|slot|pr|issue|pane|person)\./;
+/** An exponent of three digits or more, anywhere in a frame's text (Hub.ingest). */
+const BIG_EXPONENT = /[eE][+-]?\d{3}/;
 /** How long a command waits for a runner that was connected moments ago to come back (awaitOnline). */
 const RECONNECT_GRACE_MS = 5_000;
 /** How often a waiting command checks that it was not lost with a socket (redeliver). */
@@ -317,7 +319,7 @@ export class Hub {
       return;
     }
     // The rest is stored: text PostgreSQL refuses is refused here, named, rather than failing the query.
-    const unstorable = unstorablePaths(frame);
+    const unstorable = mayHoldUnstorable(data) ? unstorablePaths(frame) : [];
     if (unstorable.length) {
       this.log.warn('runner frame refused', { runnerId: conn.runnerId, reason: 'unstorable text', fields: unstorable.join(', ') });
       return this.send(conn, { type: 'error', code: 'invalid_frame', message: `${unstorable.join(', ')}: ${UNSTORABLE_MESSAGE}`.slice(0, 500) });
@@ -337,7 +339,7 @@ export class Hub {
           await this.sendUnanswered(conn, frame.capabilities.includes(REPLAY_CAPABILITY));
           return;
         case 'events':
-          await this.ingest(conn.runnerId, frame.events);
+          await this.ingest(conn.runnerId, frame.events, data);
           return this.send(conn, { type: 'ack', ids: frame.events.map((e) => e.id) });
         case 'result':
           return await this.onResult(conn.runnerId, frame);
@@ -356,15 +358,32 @@ export class Hub {
    */
   beforeStore?: (runnerId: string, events: RunnerEvent[]) => Promise<unknown>;
 
-  /** Store a batch idempotently: a re-sent event (no ack seen) is stored once. Ack only after commit. */
-  async ingest(runnerId: string, events: RunnerEvent[]): Promise<void> {
+  /**
+   * Store a batch idempotently: a re-sent event (no ack seen) is stored once. Ack only after commit.
+   * `frameText`, the `events` frame as received (already validated into `events`), goes to the database
+   * as it is, which takes the events out of it: this process does not serialise its parsed copy again.
+   */
+  async ingest(runnerId: string, events: RunnerEvent[], frameText?: string): Promise<void> {
     await this.beforeStore?.(runnerId, events);
-    const rows = events.map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
-    await this.db.query(sql`
-      insert into runner_events (runner_id, event_id, source, kind, ts, payload)
-      select ${runnerId}, x.event_id, x.source, x.kind, x.ts, x.payload
-        from jsonb_to_recordset(${sql.json(rows)}) as x(event_id text, source text, kind text, ts timestamptz, payload jsonb)
-      on conflict (runner_id, event_id) do nothing`);
+    const insert = (batch: Sql) =>
+      this.db.query(sql`
+        insert into runner_events (runner_id, event_id, source, kind, ts, payload)
+        select ${runnerId}, x.id, x.source, x.kind, x.ts, x.payload
+          from jsonb_to_recordset(${batch}) as x(id text, source text, kind text, ts timestamptz, payload jsonb)
+        on conflict (runner_id, event_id) do nothing`);
+    // Numbers are where the database and JSON.parse read the same text differently: 1e400 is Infinity
+    // here (stored as null, as JSON.stringify writes it) but 400 digits there, and numeric refuses what
+    // is beyond its range. So a frame with a three-digit exponent anywhere (or an "e123" inside a
+    // string: rare, and then merely slower) goes through the parsed copy, and so does a frame the
+    // database refuses as out of range (22003: a literal of more digits than numeric holds).
+    if (frameText === undefined || BIG_EXPONENT.test(frameText)) {
+      await insert(sql.json(events));
+    } else {
+      await insert(sql`(${sql.jsonText(frameText)} -> 'events')`).catch((err: unknown) => {
+        if ((err as { code?: unknown }).code !== '22003') throw err;
+        return insert(sql.json(events));
+      });
+    }
     // Skill run records (docs/skill-runs.md): idempotent too, so a re-sent batch changes nothing.
     await recordSkillRuns(this.db, runnerId, events);
     // Sessions and LLM requests (docs/cost.md, "Server"): idempotent as well.

@@ -8,7 +8,7 @@ import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 
-onlyOn('postgres', test, 9, () => {
+onlyOn('postgres', test, 10, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let a: RunningServer;
   let b: RunningServer;
@@ -57,6 +57,38 @@ onlyOn('postgres', test, 9, () => {
     const rows = await db`select event_id, payload from runner_events where runner_id = ${runnerId} order by event_id`;
     assert.is(rows.length, 50);
     assert.equal(rows.find((r) => r.event_id === 'ev-7')!.payload, { i: 7 });
+  });
+
+  test('a frame is stored from its text as received, and numbers read the same as JSON.parse reads them', async () => {
+    const { runnerId, token } = await pairRunner(a.api, a.url, 'numbers');
+    const c = connect(a.url, token);
+    await c.next('welcome');
+    const ts = new Date().toISOString();
+    const frame = (id: string, payload: string) => `{"type":"events","events":[{"id":"${id}","source":"s","kind":"k","ts":"${ts}","payload":${payload}}]}`;
+    const sent: [string, string, unknown][] = [
+      // The text as received: nothing re-serialised, non-ASCII and escapes as they were.
+      ['plain', String.raw`{"n":1.5e3,"s":"caf\u00e9 ✓ \\ \"q\"","a":[1,{"b":null}],"t":true}`, { n: 1500, s: 'café ✓ \\ "q"', a: [1, { b: null }], t: true }],
+      // Beyond a double: Infinity and 0 here, so null (as JSON.stringify writes Infinity) and 0 there too.
+      ['huge-exponent', '{"big":1e400,"tiny":1e-400,"neg":-2e999}', { big: null, tiny: 0, neg: null }],
+      // No big exponent, but more digits than numeric holds: the database refuses the text (22003) and
+      // the parsed copy is stored instead.
+      ['long-fraction', `{"f":0.${'0'.repeat(20_000)}1}`, { f: 0 }],
+      ['long-integer', `{"i":1${'0'.repeat(140_000)}}`, { i: null }],
+      // An "e" and three digits inside a string only takes the parsed copy's way: the same result.
+      ['sha', '{"sha":"3e1234abcdef","x":2}', { sha: '3e1234abcdef', x: 2 }],
+    ];
+    for (const [id, payload] of sent) {
+      c.send(frame(id, payload));
+      assert.equal((await c.next('ack')).ids, [id], id);
+    }
+    c.ws.close();
+    const rows = await db`select event_id, payload, ts from runner_events where runner_id = ${runnerId}`;
+    assert.is(rows.length, sent.length);
+    for (const [id, , expected] of sent) {
+      const row = rows.find((r) => r.event_id === id)!;
+      assert.equal(row.payload, expected, id);
+      assert.is(new Date(row.ts).toISOString(), ts);
+    }
   });
 
   test('a command asked on replica B reaches the runner connected to replica A, and back', async () => {

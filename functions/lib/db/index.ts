@@ -6,7 +6,7 @@ import { redactUrl } from '../log.ts';
 import type { PgliteTemplate } from './pglite.ts';
 import type { Db } from './port.ts';
 
-export type { Db, Queryable, Row } from './port.ts';
+export type { Db, Queryable, Row, Sql } from './port.ts';
 export { sql } from './port.ts';
 
 export interface OpenOptions {

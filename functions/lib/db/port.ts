@@ -48,7 +48,10 @@ sql.join = (parts: Sql[], separator: string): Sql => {
  * bind a JS value to a jsonb parameter (postgres.js JSON-encodes strings, PGlite sends them raw), so
  * jsonb values are always written through this.
  */
-sql.json = (value: unknown): Sql => new Sql(['', '::text::jsonb'], [value === undefined ? null : JSON.stringify(value)]);
+sql.json = (value: unknown): Sql => sql.jsonText(value === undefined ? null : JSON.stringify(value));
+
+/** A jsonb value from JSON text as it arrived (a runner's frame): the database parses it, nothing re-serialises it. */
+sql.jsonText = (text: string | null): Sql => new Sql(['', '::text::jsonb'], [text]);
 
 export interface Queryable {
   query<T = Row>(q: Sql): Promise<T[]>;
