@@ -5,10 +5,15 @@
 //      baseline: GET /api/me (an authenticated API call with one query) — same run, ratio.
 //   2. ingest: events/s from `events` frames (1 KB events, batches) to acked-in-PostgreSQL;
 //      baseline: the same rows INSERTed by postgres.js directly — same run, ratio.
+//   2b. ingest from many runners at once: the --runners runners of (3), each sending its share of
+//      --many-events in frames of --batch, one frame in flight per runner, all at once; events/s from the
+//      first send to the last ack. Baseline: the same rows INSERTed directly by postgres.js with the
+//      server's pool size (DATABASE_POOL_MAX, 10) and the same concurrency (one loop per runner).
 //   3. reconnection: 100 connected runners, server restarted on the same port; time until all 100
 //      are welcomed again, reconnecting with the runner's backoff (1 s doubling to 60 s, ±20 % jitter).
 //
 //   npm run build && node --import tsx bench/hub.mjs [--pings 300] [--events 20000] [--batch 100] [--runners 100]
+//                                                    [--many-events 50000]
 // Loopback only; bounded counts; every process and database it makes is removed at the end.
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -26,9 +31,10 @@ const { values: opt } = parseArgs({
     events: { type: 'string', default: '20000' },
     batch: { type: 'string', default: '100' },
     runners: { type: 'string', default: '100' },
+    'many-events': { type: 'string', default: '50000' },
   },
 });
-const N = { pings: Number(opt.pings), events: Number(opt.events), batch: Number(opt.batch), runners: Number(opt.runners) };
+const N = { pings: Number(opt.pings), events: Number(opt.events), batch: Number(opt.batch), runners: Number(opt.runners), manyEvents: Number(opt['many-events']) };
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const r1 = (x) => Math.round(x * 10) / 10;
 const log = (m) => process.stderr.write(m + '\n');
@@ -123,7 +129,58 @@ try {
   log(`${N.runners} runners reconnecting after a restart…`);
   const port = server.port;
   const tokens = [];
-  for (let i = 0; i < N.runners; i++) tokens.push((await pairRunner(server.api, server.url, `r${i}`)).token);
+  const runnerIds = [];
+  for (let i = 0; i < N.runners; i++) {
+    const paired = await pairRunner(server.api, server.url, `r${i}`);
+    tokens.push(paired.token);
+    runnerIds.push(paired.runnerId);
+  }
+
+  // 2b. ingest from all of them at once (before the restart: they are paired now)
+  {
+    const frames = Math.max(1, Math.floor(N.manyEvents / N.runners / N.batch));
+    const total = frames * N.batch * N.runners;
+    log(`ingest from ${N.runners} runners at once: ${frames} frames of ${N.batch} each, ${total} events…`);
+    const many = tokens.map((tok) => connect(server.url, tok));
+    await Promise.all(many.map((c) => c.next('welcome')));
+    const id = (r, f, k) => `m-${r}-${f}-${k}`;
+    const t0 = performance.now();
+    await Promise.all(
+      many.map(async (c, r) => {
+        for (let f = 0; f < frames; f++) {
+          c.send({ type: 'events', events: Array.from({ length: N.batch }, (_, k) => ({ ...ev(0), id: id(r, f, k) })) });
+          const ack = await c.next('ack', 60_000);
+          if (ack.ids.length !== N.batch) throw new Error(`runner ${r} frame ${f}: ${ack.ids.length} ids acked`);
+        }
+      }),
+    );
+    const hubManySeconds = (performance.now() - t0) / 1000;
+    many.forEach((c) => c.ws.close());
+    await Promise.all(many.map((c) => c.closed));
+    const pool = postgres(pg.url, { max: 10, onnotice: () => {} });
+    cleanups.unshift(() => pool.end());
+    await pool`create table bench_events_many (event_id text primary key, source text, kind text, ts timestamptz, payload jsonb)`;
+    const t1 = performance.now();
+    await Promise.all(
+      runnerIds.map(async (_, r) => {
+        for (let f = 0; f < frames; f++) {
+          const rows = Array.from({ length: N.batch }, (_, k) => ({ ...ev(0), id: id(r, f, k) })).map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
+          await pool`insert into bench_events_many ${pool(rows)} on conflict do nothing`;
+        }
+      }),
+    );
+    const directManySeconds = (performance.now() - t1) / 1000;
+    const [{ stored }] = await pool`select count(*)::int as stored from runner_events where event_id like 'm-%'`;
+    figures.ingestMany = {
+      runners: N.runners,
+      events: total,
+      batch: N.batch,
+      stored,
+      hubEventsPerSecond: Math.round(total / hubManySeconds),
+      directInsertPerSecond: Math.round(total / directManySeconds),
+      ratio: Math.round((directManySeconds / hubManySeconds) * 1000) / 1000,
+    };
+  }
   let welcomed = 0;
   let allBack;
   const back = new Promise((r) => (allBack = r));
@@ -183,6 +240,9 @@ console.log(`
 | ingest, ${figures.ingest.batch}-event batches of ~${figures.ingest.eventBytes} B | ${figures.ingest.hubEventsPerSecond} events/s acked (${figures.ingest.stored} stored) |
 | direct INSERT of the same rows (baseline) | ${figures.ingest.directInsertPerSecond} rows/s |
 | ingest / baseline | ${figures.ingest.ratio}× |
+| ingest from ${figures.ingestMany.runners} runners at once, ${figures.ingestMany.batch}-event frames | ${figures.ingestMany.hubEventsPerSecond} events/s acked (${figures.ingestMany.stored} of ${figures.ingestMany.events} stored) |
+| direct INSERT, ${figures.ingestMany.runners} loops on a pool of 10 (baseline) | ${figures.ingestMany.directInsertPerSecond} rows/s |
+| ingest from many / baseline | ${figures.ingestMany.ratio}× |
 | ${figures.reconnect.runners} runners back after a restart | ${figures.reconnect.secondsFromListeningToAllBack} s after listening (${figures.reconnect.secondsFromStopToAllBack} s after the stop) |
 `);
 console.log(JSON.stringify(figures));
