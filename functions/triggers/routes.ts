@@ -188,6 +188,12 @@ export const routes: Route[] = [
     async handler({ principal, params, requestId }, ctx) {
       await changing(ctx, params.triggerId, audited(ctx.db, (r: TriggerRow) => ({ actor: principal!, action: 'trigger.delete', target: { type: 'trigger', id: params.triggerId }, diff: { before: auditDiff(settingsOf(r)) }, requestId }), async (tx) => {
         const before = await getRow(tx, params);
+        // The rows the delete cascades to are locked first, in the order the other writers lock them,
+        // so none of them deadlocks with it (a deadlock aborts one side: a 500 here, or a lost claim):
+        // the hook's accept statement locks the rate row before it inserts deliveries, and the firer
+        // holds claimed deliveries (it skips locked ones) while it waits for the trigger row.
+        await tx.query(sql`select 1 from trigger_rate where trigger_id = ${params.triggerId} for update`);
+        await tx.query(sql`select 1 from inbound_deliveries where trigger_id = ${params.triggerId} order by created_at, id for update`);
         await tx.query(sql`delete from triggers where id = ${params.triggerId}`);
         return before;
       }));

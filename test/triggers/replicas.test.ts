@@ -14,7 +14,7 @@ import { connect, pairRunner } from '../helpers/wsclient.ts';
 import type { Client } from '../helpers/wsclient.ts';
 import { KEY, createTrigger, deliveries, makeProject, skillTrigger, waitFor } from './_harness.ts';
 
-onlyOn('postgres', test, 5, () => {
+onlyOn('postgres', test, 6, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let servers: RunningServer[] = [];
   let sql: postgres.Sql;
@@ -70,6 +70,34 @@ onlyOn('postgres', test, 5, () => {
     assert.is(statuses.filter((s) => s === 429).length, 10);
     const [row] = await sql`select count(*)::int as n from inbound_deliveries where trigger_id = ${t.id}`;
     assert.is(row.n, 5);
+  });
+
+  test('deleting a trigger while the firer holds its deliveries does not deadlock: the delete waits, both finish', async () => {
+    const t = await createTrigger(servers[0], quietProject, { name: 'doomed', action: 'next_round' });
+    const body = JSON.stringify({ x: 'y' });
+    const statuses = await spray(t.url, 2, (i) => ({ headers: signTrigger(t.secret, body, { delivery: `doomed-${i}` }), body }));
+    assert.equal(statuses, [202, 202]);
+    await waitFor('both decided', async () => {
+      const [{ n }] = await sql`select count(*)::int as n from inbound_deliveries where trigger_id = ${t.id} and status not in ('accepted', 'firing')`;
+      return n === 2;
+    });
+    // What the firer's claim does, by hand: the deliveries locked first, then (below) the trigger row.
+    let deleted: Promise<number> | undefined;
+    await sql.begin(async (tx) => {
+      await tx`select id from inbound_deliveries where trigger_id = ${t.id} for update`;
+      deleted = servers[0].api(`/api/projects/${quietProject}/triggers/${t.id}`, { method: 'DELETE' }).then(async (r) => (await r.arrayBuffer(), r.status));
+      await waitFor('the delete to wait for a lock', async () => {
+        const [{ n }] = await sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+        return n > 0;
+      });
+      // The firer's next step. Before the fix the delete held the trigger row while it waited for the
+      // deliveries: this waited for the delete, and PostgreSQL aborted one of the two after a second.
+      const [row] = await tx`select id from triggers where id = ${t.id} for no key update`;
+      assert.is(row.id, t.id);
+    });
+    assert.is(await deleted, 204);
+    const [{ n }] = await sql`select count(*)::int as n from inbound_deliveries where trigger_id = ${t.id}`;
+    assert.is(n, 0);
   });
 
   test('concurrent deliveries of one skill trigger through 3 processes start ONE run; the others are skipped previous_still_running', async () => {
