@@ -118,18 +118,33 @@ export function Audit() {
   const cursor = q.get('cursor');
   const key = FILTERS.map((f) => q.get(f) ?? '').join('|') + `|${cursor ?? ''}`;
   useEffect(() => void api<{ users: { id: string; email: string }[] }>('/api/users').then((u) => setUsers(u.users), () => {}), []);
+  /** The filters and page the shown records belong to. */
+  const shown = useRef<string | null>(null);
   useEffect(() => {
     const params = new URLSearchParams({ limit: String(PAGE) });
     for (const f of FILTERS) if (q.get(f)) params.set(f, q.get(f)!);
     if (cursor) params.set('cursor', cursor);
-    setRecords(null);
+    // Other filters or another page: "Loading…". The same ones read again (after Verify now): the rows
+    // stay until the new ones arrive, without a flash of an empty page.
+    if (shown.current !== key) setRecords(null);
+    // An answer that arrives after the filters changed again is dropped, whatever order they come in.
+    let current = true;
     api<{ records: AuditRecord[]; nextCursor: string | null }>(`/api/audit?${params}`)
-      .then((r) => (setRecords(r.records), setNext(r.nextCursor), setFields(null), setError(null)))
+      .then((r) => {
+        if (!current) return;
+        shown.current = key;
+        setRecords(r.records), setNext(r.nextCursor), setFields(null), setError(null);
+      })
       .catch((e) => {
+        if (!current) return;
+        shown.current = key;
         setRecords([]);
         if (e instanceof ApiError && e.fields) setFields(e.fields);
         else setError(errorText(e));
       });
+    return () => {
+      current = false;
+    };
   }, [key, version]);
 
   const filter = (e: Event) => {
