@@ -13,9 +13,11 @@
 //      are welcomed again, reconnecting with the runner's backoff (1 s doubling to 60 s, ±20 % jitter).
 //
 //   npm run build && node --import tsx bench/hub.mjs [--pings 300] [--events 20000] [--batch 100] [--runners 100]
-//                                                    [--many-events 50000]
+//                                                    [--many-events 50000] [--rounds 3]
+// The two ingest figures are measured in --rounds rounds, the hub and its baseline in turns; medians.
 // Loopback only; bounded counts; every process and database it makes is removed at the end.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -32,9 +34,14 @@ const { values: opt } = parseArgs({
     batch: { type: 'string', default: '100' },
     runners: { type: 'string', default: '100' },
     'many-events': { type: 'string', default: '50000' },
+    rounds: { type: 'string', default: '3' },
   },
 });
-const N = { pings: Number(opt.pings), events: Number(opt.events), batch: Number(opt.batch), runners: Number(opt.runners), manyEvents: Number(opt['many-events']) };
+const N = { pings: Number(opt.pings), events: Number(opt.events), batch: Number(opt.batch), runners: Number(opt.runners), manyEvents: Number(opt['many-events']), rounds: Number(opt.rounds) };
+const median = (xs) => {
+  const a = [...xs].sort((x, y) => x - y);
+  return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+};
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const r1 = (x) => Math.round(x * 10) / 10;
 const log = (m) => process.stderr.write(m + '\n');
@@ -91,38 +98,76 @@ try {
   };
   c.ws.close();
 
-  // 2. ingest
+  // 2. ingest: --rounds rounds, the hub and the direct INSERT in turns (which goes first alternates), fresh ids
+  // each round; the figures are the medians of the rounds (the machine is noisy: docs/performance.md).
   log('ingest…');
   const blob = randomBytes(700).toString('base64').slice(0, 900);
-  const ev = (i) => ({ id: `b-${i}`, source: 'bench', kind: 'bench.event', ts: new Date().toISOString(), payload: { i, blob } });
+  const ev = (id) => ({ id, source: 'bench', kind: 'bench.event', ts: new Date().toISOString(), payload: { id, blob } });
+  const batchOf = (n, id) => Array.from({ length: n }, (_, k) => ev(id(k)));
+  const toRows = (events) => events.map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
   const { token: t2 } = await pairRunner(server.api, server.url, 'ingest');
-  const c2 = connect(server.url, t2);
-  await c2.next('welcome');
-  let t = performance.now();
-  for (let i = 0; i < N.events; i += N.batch) {
-    c2.send({ type: 'events', events: Array.from({ length: Math.min(N.batch, N.events - i) }, (_, k) => ev(i + k)) });
-    await c2.next('ack', 30_000);
-  }
-  const hubSeconds = (performance.now() - t) / 1000;
-  c2.ws.close();
   const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
   cleanups.unshift(() => sql.end());
   await sql`create table bench_events (event_id text primary key, source text, kind text, ts timestamptz, payload jsonb)`;
-  t = performance.now();
-  for (let i = 0; i < N.events; i += N.batch) {
-    const rows = Array.from({ length: Math.min(N.batch, N.events - i) }, (_, k) => ev(i + k)).map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
-    await sql`insert into bench_events ${sql(rows)} on conflict do nothing`;
+  const timed = async (fn) => {
+    const t = performance.now();
+    await fn();
+    return (performance.now() - t) / 1000;
+  };
+  /** The server's CPU time (user + system, ms) so far, from /proc (Linux): per event it hardly depends on the machine's load. */
+  const serverCpuMs = () => {
+    try {
+      const f = readFileSync(`/proc/${server.proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+    } catch {
+      return NaN;
+    }
+  };
+  /** Time a hub pass, and the server's CPU ms per 1,000 events during it. */
+  const hubPass = async (fn, events, into) => {
+    const c0 = serverCpuMs();
+    const seconds = await timed(fn);
+    into.push(((serverCpuMs() - c0) / events) * 1000);
+    return seconds;
+  };
+  const single = { hub: [], direct: [], ratio: [], cpu: [] };
+  for (let round = 0; round < N.rounds; round++) {
+    const id = (i) => (k) => `b-${round}-${i + k}`;
+    // A connection per round: each may send 100 frames/s with a burst of 200 (functions/runners/hub.ts
+    // FRAME_RATE), and one round of 200 frames of 100 events is sent faster than that.
+    const c2 = connect(server.url, t2);
+    await c2.next('welcome');
+    const hub = () =>
+      hubPass(async () => {
+        for (let i = 0; i < N.events; i += N.batch) {
+          c2.send({ type: 'events', events: batchOf(Math.min(N.batch, N.events - i), id(i)) });
+          await c2.next('ack', 30_000);
+        }
+      }, N.events, single.cpu);
+    const direct = () =>
+      timed(async () => {
+        for (let i = 0; i < N.events; i += N.batch) await sql`insert into bench_events ${sql(toRows(batchOf(Math.min(N.batch, N.events - i), id(i))))} on conflict do nothing`;
+      });
+    const [h, d] = round % 2 === 0 ? [await hub(), await direct()] : await direct().then(async (d) => [await hub(), d]);
+    single.hub.push(N.events / h);
+    single.direct.push(N.events / d);
+    single.ratio.push(d / h);
+    log(`  round ${round + 1}: hub ${Math.round(N.events / h)} events/s, direct ${Math.round(N.events / d)} rows/s, ratio ${(d / h).toFixed(3)}`);
+    c2.ws.close();
+    await c2.closed;
   }
-  const directSeconds = (performance.now() - t) / 1000;
   const [{ stored }] = await sql`select count(*)::int as stored from runner_events where source = 'bench'`;
   figures.ingest = {
     events: N.events,
     batch: N.batch,
-    eventBytes: JSON.stringify(ev(0)).length,
+    rounds: N.rounds,
+    eventBytes: JSON.stringify(ev('b-0-0')).length,
     stored,
-    hubEventsPerSecond: Math.round(N.events / hubSeconds),
-    directInsertPerSecond: Math.round(N.events / directSeconds),
-    ratio: Math.round((directSeconds / hubSeconds) * 1000) / 1000,
+    hubEventsPerSecond: Math.round(median(single.hub)),
+    directInsertPerSecond: Math.round(median(single.direct)),
+    ratio: Math.round(median(single.ratio) * 1000) / 1000,
+    ratioRange: [Math.round(Math.min(...single.ratio) * 1000) / 1000, Math.round(Math.max(...single.ratio) * 1000) / 1000],
+    serverCpuMsPer1000Events: Math.round(median(single.cpu) * 10) / 10,
   };
 
   // 3. reconnection after a restart
@@ -136,49 +181,58 @@ try {
     runnerIds.push(paired.runnerId);
   }
 
-  // 2b. ingest from all of them at once (before the restart: they are paired now)
+  // 2b. ingest from all of them at once (before the restart: they are paired now), in rounds as above
   {
     const frames = Math.max(1, Math.floor(N.manyEvents / N.runners / N.batch));
     const total = frames * N.batch * N.runners;
-    log(`ingest from ${N.runners} runners at once: ${frames} frames of ${N.batch} each, ${total} events…`);
+    log(`ingest from ${N.runners} runners at once: ${frames} frames of ${N.batch} each, ${total} events per round…`);
     const many = tokens.map((tok) => connect(server.url, tok));
     await Promise.all(many.map((c) => c.next('welcome')));
-    const id = (r, f, k) => `m-${r}-${f}-${k}`;
-    const t0 = performance.now();
-    await Promise.all(
-      many.map(async (c, r) => {
-        for (let f = 0; f < frames; f++) {
-          c.send({ type: 'events', events: Array.from({ length: N.batch }, (_, k) => ({ ...ev(0), id: id(r, f, k) })) });
-          const ack = await c.next('ack', 60_000);
-          if (ack.ids.length !== N.batch) throw new Error(`runner ${r} frame ${f}: ${ack.ids.length} ids acked`);
-        }
-      }),
-    );
-    const hubManySeconds = (performance.now() - t0) / 1000;
-    many.forEach((c) => c.ws.close());
-    await Promise.all(many.map((c) => c.closed));
     const pool = postgres(pg.url, { max: 10, onnotice: () => {} });
     cleanups.unshift(() => pool.end());
     await pool`create table bench_events_many (event_id text primary key, source text, kind text, ts timestamptz, payload jsonb)`;
-    const t1 = performance.now();
-    await Promise.all(
-      runnerIds.map(async (_, r) => {
-        for (let f = 0; f < frames; f++) {
-          const rows = Array.from({ length: N.batch }, (_, k) => ({ ...ev(0), id: id(r, f, k) })).map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
-          await pool`insert into bench_events_many ${pool(rows)} on conflict do nothing`;
-        }
-      }),
-    );
-    const directManySeconds = (performance.now() - t1) / 1000;
+    const all = { hub: [], direct: [], ratio: [], cpu: [] };
+    for (let round = 0; round < N.rounds; round++) {
+      const id = (r, f) => (k) => `m-${round}-${r}-${f}-${k}`;
+      const hub = () =>
+        hubPass(() =>
+          Promise.all(
+            many.map(async (c, r) => {
+              for (let f = 0; f < frames; f++) {
+                c.send({ type: 'events', events: batchOf(N.batch, id(r, f)) });
+                const ack = await c.next('ack', 60_000);
+                if (ack.ids.length !== N.batch) throw new Error(`runner ${r} frame ${f}: ${ack.ids.length} ids acked`);
+              }
+            }),
+          ), total, all.cpu);
+      const direct = () =>
+        timed(() =>
+          Promise.all(
+            runnerIds.map(async (_, r) => {
+              for (let f = 0; f < frames; f++) await pool`insert into bench_events_many ${pool(toRows(batchOf(N.batch, id(r, f))))} on conflict do nothing`;
+            }),
+          ),
+        );
+      const [h, d] = round % 2 === 0 ? [await hub(), await direct()] : await direct().then(async (d) => [await hub(), d]);
+      all.hub.push(total / h);
+      all.direct.push(total / d);
+      all.ratio.push(d / h);
+      log(`  round ${round + 1}: hub ${Math.round(total / h)} events/s, direct ${Math.round(total / d)} rows/s, ratio ${(d / h).toFixed(3)}`);
+    }
+    many.forEach((c) => c.ws.close());
+    await Promise.all(many.map((c) => c.closed));
     const [{ stored }] = await pool`select count(*)::int as stored from runner_events where event_id like 'm-%'`;
     figures.ingestMany = {
       runners: N.runners,
-      events: total,
+      events: total * N.rounds,
       batch: N.batch,
+      rounds: N.rounds,
       stored,
-      hubEventsPerSecond: Math.round(total / hubManySeconds),
-      directInsertPerSecond: Math.round(total / directManySeconds),
-      ratio: Math.round((directManySeconds / hubManySeconds) * 1000) / 1000,
+      hubEventsPerSecond: Math.round(median(all.hub)),
+      directInsertPerSecond: Math.round(median(all.direct)),
+      ratio: Math.round(median(all.ratio) * 1000) / 1000,
+      ratioRange: [Math.round(Math.min(...all.ratio) * 1000) / 1000, Math.round(Math.max(...all.ratio) * 1000) / 1000],
+      serverCpuMsPer1000Events: Math.round(median(all.cpu) * 10) / 10,
     };
   }
   let welcomed = 0;
@@ -237,12 +291,14 @@ console.log(`
 | runner.ping round trip p50 / p99 | ${figures.command.ping.p50} / ${figures.command.ping.p99} ms |
 | GET /api/me p50 / p99 (baseline) | ${figures.command.apiMe.p50} / ${figures.command.apiMe.p99} ms |
 | ping / baseline (p50, p99) | ${figures.command.ratioP50}×, ${figures.command.ratioP99}× |
-| ingest, ${figures.ingest.batch}-event batches of ~${figures.ingest.eventBytes} B | ${figures.ingest.hubEventsPerSecond} events/s acked (${figures.ingest.stored} stored) |
+| ingest, ${figures.ingest.batch}-event batches of ~${figures.ingest.eventBytes} B, median of ${figures.ingest.rounds} rounds | ${figures.ingest.hubEventsPerSecond} events/s acked (${figures.ingest.stored} stored) |
 | direct INSERT of the same rows (baseline) | ${figures.ingest.directInsertPerSecond} rows/s |
-| ingest / baseline | ${figures.ingest.ratio}× |
+| ingest / baseline | ${figures.ingest.ratio}× (${figures.ingest.ratioRange.join('–')}) |
+| server CPU per 1,000 events ingested | ${figures.ingest.serverCpuMsPer1000Events} ms |
 | ingest from ${figures.ingestMany.runners} runners at once, ${figures.ingestMany.batch}-event frames | ${figures.ingestMany.hubEventsPerSecond} events/s acked (${figures.ingestMany.stored} of ${figures.ingestMany.events} stored) |
 | direct INSERT, ${figures.ingestMany.runners} loops on a pool of 10 (baseline) | ${figures.ingestMany.directInsertPerSecond} rows/s |
-| ingest from many / baseline | ${figures.ingestMany.ratio}× |
+| ingest from many / baseline | ${figures.ingestMany.ratio}× (${figures.ingestMany.ratioRange.join('–')}) |
+| server CPU per 1,000 events ingested, from many | ${figures.ingestMany.serverCpuMsPer1000Events} ms |
 | ${figures.reconnect.runners} runners back after a restart | ${figures.reconnect.secondsFromListeningToAllBack} s after listening (${figures.reconnect.secondsFromStopToAllBack} s after the stop) |
 `);
 console.log(JSON.stringify(figures));
