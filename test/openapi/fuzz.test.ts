@@ -6,6 +6,7 @@
 import { Agent, request } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { seeded } from '../helpers/random.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
@@ -21,15 +22,6 @@ test.before(async () => {
 });
 test.after(async () => (agent.destroy(), server?.cleanup()));
 
-/** mulberry32: a small seeded generator, so every run sends the same requests. */
-function seeded(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = seeded(0x5eed);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)];
 

@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mayHoldUnstorable, unstorablePaths } from '../../protocol/text.ts';
+import { seeded } from '../helpers/random.ts';
 
 // Characters that matter here: U+0000, both halves of surrogate pairs alone and paired, other control
 // characters JSON escapes as \u00XX, a backslash and a 'u', and ordinary and non-ASCII text.
@@ -21,18 +22,8 @@ function randomValue(rand: () => number, depth = 0): unknown {
   return Object.fromEntries(Array.from({ length: Math.floor(rand() * 4) }, () => [randomString(rand), randomValue(rand, depth + 1)]));
 }
 
-/** A small deterministic generator (mulberry32), so a failure can be reproduced. */
-function mulberry32(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test('JSON text without a \\u escape never parses into unstorable text (20,000 random values, keys included)', () => {
-  const rand = mulberry32(17);
+  const rand = seeded(17);
   let unstorable = 0;
   let skipped = 0;
   for (let i = 0; i < 20_000; i++) {

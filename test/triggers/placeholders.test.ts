@@ -3,6 +3,7 @@
 // templates and payloads.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { seeded as prng } from '../helpers/random.ts';
 import {
   DEFAULT_VALUE_PATTERN,
   MAX_RENDERED_BYTES,
@@ -118,15 +119,6 @@ test('lookup walks 10,000-deep payloads without recursion (only up to 10 segment
 });
 
 // ---- property test ----
-
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 test('property: 5,000 seeded random templates × payloads never throw, never exceed a limit, never pass a character outside the pattern', () => {
   const rnd = prng(20240613);
