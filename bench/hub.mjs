@@ -123,6 +123,15 @@ try {
       return NaN;
     }
   };
+  /** The rounds' medians (and the ratio's range). */
+  const r3 = (x) => Math.round(x * 1000) / 1000;
+  const summary = (runs) => ({
+    hubEventsPerSecond: Math.round(median(runs.hub)),
+    directInsertPerSecond: Math.round(median(runs.direct)),
+    ratio: r3(median(runs.ratio)),
+    ratioRange: [r3(Math.min(...runs.ratio)), r3(Math.max(...runs.ratio))],
+    serverCpuMsPer1000Events: Math.round(median(runs.cpu) * 10) / 10,
+  });
   /** Time a hub pass, and the server's CPU ms per 1,000 events during it. */
   const hubPass = async (fn, events, into) => {
     const c0 = serverCpuMs();
@@ -163,11 +172,7 @@ try {
     rounds: N.rounds,
     eventBytes: JSON.stringify(ev('b-0-0')).length,
     stored,
-    hubEventsPerSecond: Math.round(median(single.hub)),
-    directInsertPerSecond: Math.round(median(single.direct)),
-    ratio: Math.round(median(single.ratio) * 1000) / 1000,
-    ratioRange: [Math.round(Math.min(...single.ratio) * 1000) / 1000, Math.round(Math.max(...single.ratio) * 1000) / 1000],
-    serverCpuMsPer1000Events: Math.round(median(single.cpu) * 10) / 10,
+    ...summary(single),
   };
 
   // 3. reconnection after a restart
@@ -228,11 +233,7 @@ try {
       batch: N.batch,
       rounds: N.rounds,
       stored,
-      hubEventsPerSecond: Math.round(median(all.hub)),
-      directInsertPerSecond: Math.round(median(all.direct)),
-      ratio: Math.round(median(all.ratio) * 1000) / 1000,
-      ratioRange: [Math.round(Math.min(...all.ratio) * 1000) / 1000, Math.round(Math.max(...all.ratio) * 1000) / 1000],
-      serverCpuMsPer1000Events: Math.round(median(all.cpu) * 10) / 10,
+      ...summary(all),
     };
   }
   let welcomed = 0;
