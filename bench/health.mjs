@@ -8,14 +8,11 @@
 // Targets, each in its own child process on 127.0.0.1:
 //   svc   node dist/server.mjs, PORT=0 HOST=127.0.0.1, a fresh PGlite data dir in a temp directory
 //   bare  node:http answering the same JSON ({"status":"ok","timestamp":"<iso>"}, application/json)
-//   minimal  the design card's HTTP stack and nothing else: one itty-router route behind
-//         @whatwg-node/server's adapter on node:http, answering the same JSON with the adapter's own
-//         Response and a whole header record (the fastest way through that stack). It is the ceiling
-//         those dependencies put on any app built on them (issue #17: "where a dependency itself is the
-//         limit, show it with a minimal app measured in the same run").
+//   minimal  the design card's HTTP stack and nothing else (bench/lib.mjs minimalStackServer), one
+//         route answering the same JSON: the ceiling those dependencies put on any app built on them
 // Load: wrk -t1 -cN -dSs --latency when wrk is on PATH, else a Node load generator in a child process
 // (http.Agent keepAlive, N sockets, per-request hrtime latencies). The targets are loaded alternately
-// (bare, svc, bare, svc, …), each after a short warm-up; the figures are medians over the rounds.
+// (bare, minimal, svc, bare, …), each after a short warm-up; the figures are medians over the rounds.
 // Traffic goes only to 127.0.0.1; every run is bounded in time; every child is killed at the end.
 // Output: progress on stderr, a table on stdout, then one JSON line with all figures.
 import { accessSync, constants } from 'node:fs';
@@ -33,6 +30,7 @@ import {
   killAll,
   machine,
   median,
+  minimalStackServer,
   percentile,
   problemLines,
   removeTempDir,
@@ -90,20 +88,13 @@ function bareServer() {
 
 // ---- child role: the minimal app on the design card's stack -----------------------------------------
 
-async function minimalServer() {
-  const { createServerAdapter, Response } = await import('@whatwg-node/server');
-  const { Router } = await import('itty-router');
-  const router = Router();
-  router.get('/health', () => {
-    const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() });
-    return new Response(body, { status: 200, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } });
-  });
-  router.all('*', () => new Response(null, { status: 404 }));
-  const server = http.createServer(createServerAdapter((request) => router.fetch(request)));
-  server.keepAliveTimeout = 5_000; // as svc
-  server.listen(0, '127.0.0.1', () => console.log(`listening port=${server.address().port}`));
-  process.on('SIGTERM', () => process.exit(0));
-}
+const minimalServer = () =>
+  minimalStackServer((router, Response) =>
+    router.get('/health', () => {
+      const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() });
+      return new Response(body, { status: 200, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } });
+    }),
+  );
 
 // ---- child role: the fallback load generator --------------------------------------------------------
 

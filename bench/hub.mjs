@@ -17,7 +17,6 @@
 // The two ingest figures are measured in --rounds rounds, the hub and its baseline in turns; medians.
 // Loopback only; bounded counts; every process and database it makes is removed at the end.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -25,6 +24,7 @@ import postgres from 'postgres';
 import WebSocket from 'ws';
 import { freshPostgres } from '../test/helpers/db.ts';
 import { startServer } from '../test/helpers/server.ts';
+import { cpuMs, median, round } from './lib.mjs';
 import { connect, pairRunner } from '../test/helpers/wsclient.ts';
 
 const { values: opt } = parseArgs({
@@ -38,10 +38,6 @@ const { values: opt } = parseArgs({
   },
 });
 const N = { pings: Number(opt.pings), events: Number(opt.events), batch: Number(opt.batch), runners: Number(opt.runners), manyEvents: Number(opt['many-events']), rounds: Number(opt.rounds) };
-const median = (xs) => {
-  const a = [...xs].sort((x, y) => x - y);
-  return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
-};
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const r1 = (x) => Math.round(x * 10) / 10;
 const log = (m) => process.stderr.write(m + '\n');
@@ -114,29 +110,20 @@ try {
     await fn();
     return (performance.now() - t) / 1000;
   };
-  /** The server's CPU time (user + system, ms) so far, from /proc (Linux): per event it hardly depends on the machine's load. */
-  const serverCpuMs = () => {
-    try {
-      const f = readFileSync(`/proc/${server.proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-    } catch {
-      return NaN;
-    }
-  };
   /** The rounds' medians (and the ratio's range). */
-  const r3 = (x) => Math.round(x * 1000) / 1000;
   const summary = (runs) => ({
     hubEventsPerSecond: Math.round(median(runs.hub)),
     directInsertPerSecond: Math.round(median(runs.direct)),
-    ratio: r3(median(runs.ratio)),
-    ratioRange: [r3(Math.min(...runs.ratio)), r3(Math.max(...runs.ratio))],
-    serverCpuMsPer1000Events: Math.round(median(runs.cpu) * 10) / 10,
+    ratio: round(median(runs.ratio), 3),
+    ratioRange: [round(Math.min(...runs.ratio), 3), round(Math.max(...runs.ratio), 3)],
+    serverCpuMsPer1000Events: round(median(runs.cpu), 1),
   });
-  /** Time a hub pass, and the server's CPU ms per 1,000 events during it. */
+  /** Time a hub pass, and the server's CPU ms (from /proc) per 1,000 events during it. */
   const hubPass = async (fn, events, into) => {
-    const c0 = serverCpuMs();
+    const c0 = cpuMs(server.proc.pid);
     const seconds = await timed(fn);
-    into.push(((serverCpuMs() - c0) / events) * 1000);
+    const c1 = cpuMs(server.proc.pid);
+    into.push(c0 === null || c1 === null ? NaN : ((c1 - c0) / events) * 1000);
     return seconds;
   };
   const single = { hub: [], direct: [], ratio: [], cpu: [] };

@@ -198,6 +198,39 @@ export function problemLines(log) {
 
 // ---- statistics -----------------------------------------------------------------------------------
 
+/**
+ * CPU time (user + system, ms) a process has used so far, from /proc (Linux; null elsewhere). Per request
+ * or per event it hardly depends on how busy the machine is, unlike rates.
+ */
+export function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux this runs on
+
+/**
+ * A child role: the design card's HTTP stack and nothing else — itty-router behind @whatwg-node/server's
+ * adapter on node:http — with the routes `addRoutes(router, Response)` adds (answers built with the
+ * adapter's own Response and a whole header record, the fastest way through the stack). It is the ceiling
+ * those dependencies put on any app built on them (issue #17: "where a dependency itself is the limit,
+ * show it with a minimal app measured in the same run"). Prints `listening port=N`; ends on SIGTERM.
+ */
+export async function minimalStackServer(addRoutes) {
+  const { createServerAdapter, Response } = await import('@whatwg-node/server');
+  const { Router } = await import('itty-router');
+  const router = Router();
+  addRoutes(router, Response);
+  router.all('*', () => new Response(null, { status: 404 }));
+  const server = http.createServer(createServerAdapter((request) => router.fetch(request)));
+  server.keepAliveTimeout = 5_000; // as svc
+  server.listen(0, '127.0.0.1', () => console.log(`listening port=${server.address().port}`));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
 export function median(values) {
   const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (!v.length) return NaN;

@@ -8,10 +8,9 @@
 //             into a table of the same database; the same requests, byte for byte
 //   rejected  the same POSTs signed with a wrong secret: 401/s and p50/p99 (the cheap path)
 //   floor     a node:http server that answers 401 with no work at all: the most any rejection can reach
-//   minimal   the design card's HTTP stack and nothing else: itty-router's POST /hooks/:publicId behind
-//             @whatwg-node/server's adapter, reading the body and answering an empty 401 with the
-//             adapter's Response: the most a rejection built on those dependencies can reach (issue #17:
-//             "where a dependency itself is the limit, show it with a minimal app measured in the same run")
+//   minimal   the design card's HTTP stack and nothing else (bench/lib.mjs minimalStackServer): POST
+//             /hooks/:publicId reads the body and answers an empty 401: the most a rejection built on
+//             those dependencies can reach
 // The server is the real dist/server.mjs on a fresh database; the admin (real CLI), the project and
 // the trigger are made through the API, with APP_ENCRYPTION_KEY set and TRIGGER_RATE_PER_HOUR raised
 // to its maximum (README) so the bucket never refuses. The project has no runner: every accepted
@@ -33,13 +32,14 @@
 // only, bounded in time and count; every process, temp dir and database it makes is removed at the
 // end, also on error or Ctrl-C. Output: progress on stderr, tables on stdout, then one JSON line.
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   captureOutput,
+  cpuMs,
   cpuProfileTop,
   createDatabase,
   DEFAULT_DATABASE_URL,
@@ -49,6 +49,7 @@ import {
   installGuards,
   machine,
   median,
+  minimalStackServer,
   percentile,
   postgresVersion,
   problemLines,
@@ -154,20 +155,13 @@ function floorServer() {
 
 // ---- child role: the minimal app on the design card's stack -----------------------------------------
 
-async function minimalServer() {
-  const { createServerAdapter, Response } = await import('@whatwg-node/server');
-  const { Router } = await import('itty-router');
-  const router = Router();
-  router.post('/hooks/:publicId', async (request) => {
-    await request.arrayBuffer();
-    return new Response(null, { status: 401, headers: { 'content-length': '0' } });
-  });
-  router.all('*', () => new Response(null, { status: 404 }));
-  const server = http.createServer(createServerAdapter((request) => router.fetch(request)));
-  server.keepAliveTimeout = 5_000;
-  server.listen(0, '127.0.0.1', () => console.log(`listening port=${server.address().port}`));
-  process.on('SIGTERM', () => server.close(() => process.exit(0)));
-}
+const minimalServer = () =>
+  minimalStackServer((router, Response) =>
+    router.post('/hooks/:publicId', async (request) => {
+      await request.arrayBuffer();
+      return new Response(null, { status: 401, headers: { 'content-length': '0' } });
+    }),
+  );
 
 // ---- child role: the load generator -------------------------------------------------------------------
 
@@ -193,19 +187,6 @@ async function loadRole() {
 
 // ---- the benchmark ------------------------------------------------------------------------------------
 
-/**
- * CPU time (user + system, ms) a process has used so far, from /proc (Linux; null elsewhere). Per request
- * it hardly depends on how busy the machine is, unlike requests per second.
- */
-function cpuMs(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return null;
-  }
-}
-const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux this runs on
 const perRequest = (before, after, n) => (before === null || after === null || !n ? null : round((after - before) / n, 3));
 
 /** One load pass in a child process; `expect` is the status that counts (202 or 401). */

@@ -31,7 +31,6 @@ export const CONTAIN_LINGER_MS = 30_000;
 let lingerMs = CONTAIN_LINGER_MS;
 let running = 0;
 let lingering: NodeJS.Timeout | undefined;
-let tracking = false;
 
 const release = () => {
   if (--running === 0) linger();
@@ -39,11 +38,10 @@ const release = () => {
 
 const linger = () => {
   clearTimeout(lingering);
+  // New work clears this timer (runContained), so it fires only with nothing running.
   lingering = setTimeout(() => {
     lingering = undefined;
-    if (running > 0) return;
     storage.disable();
-    tracking = false;
   }, lingerMs);
   lingering.unref();
 };
@@ -55,7 +53,6 @@ const linger = () => {
  */
 export function runContained<T>(work: Contained, fn: () => T): T {
   running++;
-  tracking = true;
   clearTimeout(lingering);
   lingering = undefined;
   let result: T;
@@ -71,7 +68,7 @@ export function runContained<T>(work: Contained, fn: () => T): T {
 }
 
 /** Whether contained work is being tracked now (tests), and the linger to use (tests shorten it). */
-export const containmentTracking = (): boolean => tracking;
+export const containmentTracking = (): boolean => running > 0 || lingering !== undefined;
 export function setContainLinger(ms: number): void {
   lingerMs = ms;
   if (lingering) linger();

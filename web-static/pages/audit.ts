@@ -133,7 +133,10 @@ export function Audit() {
       .then((r) => {
         if (!current) return;
         shown.current = key;
-        setRecords(r.records), setNext(r.nextCursor), setFields(null), setError(null);
+        setRecords(r.records);
+        setNext(r.nextCursor);
+        setFields(null);
+        setError(null);
       })
       .catch((e) => {
         if (!current) return;
