@@ -3,7 +3,8 @@
 // schemas, and maps errors to JSON in one place; 404 for unknown paths and 405 (with Allow) for a
 // wrong method.
 import { randomUUID } from 'node:crypto';
-import { Response as AdapterResponse } from '@whatwg-node/server';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Response as AdapterResponse, sendNodeResponse } from '@whatwg-node/server';
 import { Router } from 'itty-router';
 import { echoed } from '../protocol/text.ts';
 import { VERSION } from '../protocol/version.ts';
@@ -20,7 +21,7 @@ import type { AppContext, Route, RouteInput } from './lib/context.ts';
 import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
 import { databaseUnavailable, isDatabaseUnavailable } from './lib/db/unavailable.ts';
 import { empty, withHeaders } from './lib/respond.ts';
-import { NO_BODY_BYTES, hasBody, parseWith, readBody, readJson, refuseDeclaredLength } from './lib/http.ts';
+import { NO_BODY_BYTES, hasBody, nodeHeaders, parseWith, readBody, readJson, readNodeBody, refuseDeclaredLength } from './lib/http.ts';
 import { routes as notificationRoutes } from './notifications/routes.ts';
 import { routes as openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
@@ -30,6 +31,7 @@ import { routes as runRoutes } from './runs/routes.ts';
 import { routes as projectScheduleRoutes } from './schedules/routes.ts';
 import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
+import { hook, hookPublicId } from './triggers/hook.ts';
 import { routes as triggerRoutes } from './triggers/routes.ts';
 import { routes as webhookRoutes } from './webhooks/routes.ts';
 
@@ -93,19 +95,62 @@ function warnUnavailable(ctx: AppContext, err: unknown): void {
   ctx.log.warn('the database cannot be reached; answering 503 database_unavailable', { code: String((err as { code?: unknown }).code) });
 }
 
+/** The answer to what a handler threw: its own HttpError, 409 for a taken name, 503 while the database is away, else 500. */
+function answerError(ctx: AppContext, err: unknown): Response {
+  if (err instanceof HttpError) return errorResponse(err);
+  const conflict = fromDatabaseError(err);
+  if (conflict) return errorResponse(conflict);
+  if (isDatabaseUnavailable(err)) {
+    warnUnavailable(ctx, err);
+    return errorResponse(databaseUnavailable());
+  }
+  ctx.log.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  return errorResponse(new HttpError(500, 'internal_error', 'internal error'));
+}
+
+/** The request's own X-Request-Id (at most 100 characters), else a new one. */
+const requestIdOf = (given: string | null | undefined): string => given?.slice(0, 100) || randomUUID();
+
+/**
+ * Headers on every answer, written into its own header record (lib/respond.ts) so the adapter still
+ * writes them all at once. X-Svc-Version: which build answered (during a rolling upgrade, replicas of
+ * two releases answer side by side).
+ */
+const finish = (response: Response, requestId: string): Response =>
+  withHeaders(response, { 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'x-svc-version': VERSION });
+
+/**
+ * The server's front door for POST /hooks/<publicId> (functions/server.ts): the trigger endpoint served
+ * from Node's request as it is — the route's own handler (triggers/hook.ts), with the same answers,
+ * headers and error mapping as every other route, but without building a web Request, matching it
+ * against the route table and parsing its path with zod. That is most of what a refused delivery
+ * costs, and the spec asks refusals to stay cheap (docs/performance.md, "Inbound triggers").
+ * False (nothing done) for any other request, and for a target the route's pattern would not read the
+ * same way (dot segments): the adapter and the router serve those.
+ */
+export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return (req, res) => {
+    if (req.method !== 'POST') return false;
+    const publicId = hookPublicId(req.url ?? '');
+    if (publicId === null) return false;
+    const headers = nodeHeaders(req);
+    const requestId = requestIdOf(headers.get('x-request-id'));
+    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    hook(publicId, { headers, hasBody, read: (limit, ms) => readNodeBody(req, limit, ms) }, ctx)
+      .catch((err: unknown) => answerError(ctx, err))
+      // As the adapter sends every other answer: our answers have a string or no body, sent at once.
+      .then((response) => sendNodeResponse(finish(response, requestId), res, req, true))
+      .catch((err: unknown) => {
+        ctx.log.error('an inbound trigger answer could not be sent', { error: err instanceof Error ? err.message : String(err) });
+        res.destroy();
+      });
+    return true;
+  };
+}
+
 export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
   const router = Router<RoutedRequest, [AppContext, RequestMeta]>({
-    catch: (err: unknown) => {
-      if (err instanceof HttpError) return errorResponse(err);
-      const conflict = fromDatabaseError(err);
-      if (conflict) return errorResponse(conflict);
-      if (isDatabaseUnavailable(err)) {
-        warnUnavailable(ctx, err);
-        return errorResponse(databaseUnavailable());
-      }
-      ctx.log.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-      return errorResponse(new HttpError(500, 'internal_error', 'internal error'));
-    },
+    catch: (err: unknown) => answerError(ctx, err),
   });
   for (const r of routes) {
     router[r.method.toLowerCase()](r.path, (req: RoutedRequest, c: AppContext, meta: RequestMeta) => dispatch(r, req, c, meta));
@@ -114,10 +159,7 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
   const allowed = (pathname: string) => [...new Set(matchers.filter((m) => m.regex.test(pathname)).map((m) => m.method))];
 
   return async function fetch(request: Request, clientAddress = ''): Promise<Response> {
-    const meta: RequestMeta = {
-      requestId: request.headers.get('x-request-id')?.slice(0, 100) || randomUUID(),
-      clientAddress,
-    };
+    const meta: RequestMeta = { requestId: requestIdOf(request.headers.get('x-request-id')), clientAddress };
     let response: Response | undefined = await router.fetch(request as RoutedRequest, ctx, meta);
     if (!response) {
       const { pathname } = new URL(request.url);
@@ -140,8 +182,6 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
       // No route read the body: close rather than let Node read and discard all of it.
       if (hasBody(request)) withHeaders(response, { connection: 'close' });
     }
-    // Into the answer's own header record (lib/respond.ts), so the adapter still writes them all at once.
-    // X-Svc-Version: which build answered (during a rolling upgrade, replicas of two releases answer side by side).
-    return withHeaders(response, { 'x-request-id': meta.requestId, 'x-content-type-options': 'nosniff', 'x-svc-version': VERSION });
+    return finish(response, meta.requestId);
   };
 }

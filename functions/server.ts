@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { createServerAdapter } from '@whatwg-node/server';
 import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
-import { createApp } from './app.ts';
+import { createApp, createHookDoor } from './app.ts';
 import { audited, useAuditKey } from './audit/audit.ts';
 import { AuditAnchor } from './audit/checkpoint.ts';
 import { auditJobs } from './audit/job.ts';
@@ -186,7 +186,10 @@ async function serve(config: Config, log: Logger): Promise<void> {
   let background: Promise<void> | null = null;
   let backgroundTimer: NodeJS.Timeout | undefined;
 
-  const fetch = createApp({ config, db, log, scheduler, keys, hub, clock, firer, schedules, triggers });
+  const ctx = { config, db, log, scheduler, keys, hub, clock, firer, schedules, triggers };
+  const fetch = createApp(ctx);
+  // POST /hooks/… is served straight from Node's request (app.ts createHookDoor); everything else by the adapter and router.
+  const hookDoor = createHookDoor(ctx);
   const clientAddress = (req: IncomingMessage) => {
     const forwarded = config.TRUST_PROXY ? req.headers['x-forwarded-for'] : undefined;
     const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
@@ -206,7 +209,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
         return;
       }
     }
-    void adapter(req, res);
+    if (!hookDoor(req, res)) void adapter(req, res);
   });
   // In-flight = requests Node has accepted and not finished answering, counted where Node sees them
   // (the adapter may not have called the handler yet while a body is still arriving). This listener runs

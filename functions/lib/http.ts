@@ -1,5 +1,6 @@
 // Request-body helpers shared by every route: a byte limit enforced while streaming, strict JSON, zod,
 // and the one check every input passes (no text PostgreSQL cannot store, see protocol/text.ts).
+import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 import { UNSTORABLE_MESSAGE, fieldPath, unstorablePaths } from '../../protocol/text.ts';
 import { HttpError, badRequest } from './errors.ts';
@@ -11,6 +12,10 @@ import { humanIssue } from './issues.ts';
  */
 export const tooLarge = (limit: number) =>
   new HttpError(413, 'payload_too_large', `request body is larger than ${limit} bytes`, undefined, { connection: 'close' });
+
+/** 408: the body was not all there in time; the connection is closed after it, as for 413. */
+const bodyTimeout = (timeoutMs: number) =>
+  new HttpError(408, 'request_timeout', `the request body did not arrive within ${timeoutMs / 1000} s`, undefined, { connection: 'close' });
 
 /** Largest body a route that takes none accepts (and ignores); larger ones get 413. */
 export const NO_BODY_BYTES = 4096;
@@ -42,7 +47,7 @@ export async function readBody(request: Request, limit: number, timeoutMs?: numb
     const next = deadline ? await Promise.race([reader.read(), deadline]) : await reader.read();
     if (next === 'timeout') {
       reader.releaseLock(); // as for 413: the server closes the connection after the answer
-      throw new HttpError(408, 'request_timeout', `the request body did not arrive within ${timeoutMs! / 1000} s`, undefined, { connection: 'close' });
+      throw bodyTimeout(timeoutMs!);
     }
     const { done, value } = next;
     if (done) {
@@ -68,8 +73,51 @@ export async function readBody(request: Request, limit: number, timeoutMs?: numb
   return out;
 }
 
+/**
+ * readBody for Node's own request (the server's front door for POST /hooks/…, app.ts createHookDoor): the
+ * same limit, deadline and answers, read from the stream's events rather than through a web stream. On
+ * 413 or 408 the request is paused, not drained: the server closes the connection after the answer.
+ */
+export function readNodeBody(req: IncomingMessage, limit: number, timeoutMs?: number): Promise<Uint8Array> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => stop(bodyTimeout(timeoutMs)), timeoutMs);
+    const stop = (err?: HttpError) => {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', onEnd).off('error', onCut).off('close', onCut);
+      if (!err) return resolve(size === 0 ? new Uint8Array(0) : Buffer.concat(chunks, size));
+      req.pause();
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > limit) return stop(tooLarge(limit));
+      chunks.push(chunk);
+    };
+    const onEnd = () => stop();
+    // The client went away (or the socket failed) before the body was complete: nobody reads the answer.
+    const onCut = () => stop(new HttpError(400, 'request_aborted', 'the request body ended before it was complete', undefined, { connection: 'close' }));
+    req.on('data', onData).on('end', onEnd).on('error', onCut).on('close', onCut);
+  });
+}
+
+/** A web Headers' `get`/`has` over Node's request headers (lower-case names; repeated ones joined with `, `, as Headers does). */
+export function nodeHeaders(req: IncomingMessage): Pick<Headers, 'get' | 'has'> {
+  return {
+    get: (name) => {
+      const v = req.headers[name.toLowerCase()];
+      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+    },
+    has: (name) => req.headers[name.toLowerCase()] !== undefined,
+  };
+}
+
 /** `application/json`, with or without parameters (`; charset=utf-8`); not `application/json-patch+json`. */
-export const isJsonType = (type: string | null): boolean => (type ?? '').split(';')[0].trim().toLowerCase() === 'application/json';
+export const isJsonType = (type: string | null): boolean =>
+  type === 'application/json' || (type ?? '').split(';')[0].trim().toLowerCase() === 'application/json';
 
 /** Parse a JSON body with a limit and validate it; 415, 400 `invalid_json` or 400 `invalid_body` naming fields. */
 export async function readJson<S extends z.ZodType>(request: Request, schema: S, limit: number): Promise<z.infer<S>> {

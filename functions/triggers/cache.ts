@@ -1,5 +1,5 @@
 // The hook's cache of enabled triggers' verification material (docs/performance.md, Inbound triggers):
-// the row and its decrypted secrets, by SHA-256 of the publicId, so a delivery — and above all a refused
+// the row and its decrypted secrets (as HMAC keys), by publicId, so a delivery — and above all a refused
 // one — costs no lookup query. What keeps it correct:
 //   - It only ever serves ENABLED triggers; unknown and disabled ids always go to the database, so a 404
 //     takes the same time whether or not the id exists (spec: Inbound trigger responses).
@@ -13,6 +13,7 @@
 // Until another process hears of a change, its stale entry can at worst answer 401 where the database
 // would now answer 404 (a just-disabled trigger, bad signature) or refuse a just-rotated trigger's NEW
 // secret; it never accepts what the database would refuse.
+import type { KeyObject } from 'node:crypto';
 import type { TriggerRow } from './triggers.ts';
 
 export const TRIGGER_CHANGED_CHANNEL = 'svc_trigger_changed';
@@ -24,7 +25,7 @@ export interface CachedTrigger {
   /** The row version (xmin) it was read at: hook.ts records only while it is still current. */
   version: string;
   /** Decrypted: the current secret, and the previous one with the end of its overlap (ms), or null when none decrypts. */
-  secrets: { current: string; previous: string | null; previousUntilMs: number } | null;
+  secrets: { current: KeyObject; previous: KeyObject | null; previousUntilMs: number } | null;
 }
 
 interface Entry {
@@ -42,11 +43,11 @@ export class TriggerCache {
     private readonly now: () => number = Date.now,
   ) {}
 
-  get(publicIdHash: string): CachedTrigger | undefined {
-    const e = this.entries.get(publicIdHash);
+  get(publicId: string): CachedTrigger | undefined {
+    const e = this.entries.get(publicId);
     if (!e) return undefined;
     if (e.expiresAt <= this.now()) {
-      this.entries.delete(publicIdHash);
+      this.entries.delete(publicId);
       return undefined;
     }
     return e.value;
@@ -58,12 +59,12 @@ export class TriggerCache {
   }
 
   /** Keep an enabled trigger, unless something was invalidated since `mark` (the read may predate it). */
-  set(publicIdHash: string, value: CachedTrigger, mark: number): void {
+  set(publicId: string, value: CachedTrigger, mark: number): void {
     if (mark !== this.generation || !value.row.enabled) return;
-    if (this.entries.size >= this.maxEntries && !this.entries.has(publicIdHash)) {
+    if (this.entries.size >= this.maxEntries && !this.entries.has(publicId)) {
       this.entries.delete(this.entries.keys().next().value as string); // the oldest
     }
-    this.entries.set(publicIdHash, { value, expiresAt: this.now() + this.ttlMs });
+    this.entries.set(publicId, { value, expiresAt: this.now() + this.ttlMs });
   }
 
   /** The trigger changed (or: anything may have, when no id): drop it, and any read under way. */

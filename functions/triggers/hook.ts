@@ -1,7 +1,8 @@
 // POST /hooks/<publicId> — the inbound trigger endpoint (spec: Endpoints → Inbound trigger; Errors →
 // Inbound trigger responses; docs/triggers.md). The protocol, step by step; the first that fails answers:
-//   1. look up the trigger by SHA-256 of the publicId, malformed ids included (same work for every id):
-//      unknown or disabled → 404 with an empty body
+//   1. look up the trigger: an enabled one in this process's cache (cache.ts) by publicId, else in the
+//      database by SHA-256 of the publicId, malformed ids included (the same work for every id that is
+//      not an enabled trigger's): unknown or disabled → 404 with an empty body
 //   2. Content-Encoding present, or a content type other than application/json → 415
 //   3. read the raw body: over 256 KB → 413 as soon as the limit is crossed (declared or streamed; the
 //      rest is never read); not all there within TRIGGER_BODY_TIMEOUT_SECONDS → 408; both close
@@ -14,6 +15,8 @@
 //      that arrive while its previous statement runs go together in the next (svc_trigger_accept)
 //   6. 202 {deliveryId, status} once that has committed; the firer (fire.ts) starts the run afterwards.
 // Replay memory and the bucket are rows, so every process behind one address agrees.
+import { createSecretKey } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { route } from '../lib/context.ts';
 import { DecryptError } from '../lib/crypto.ts';
@@ -33,7 +36,7 @@ import { signedHeaders, verifyTrigger } from './verify.ts';
 export const HOOK_BODY_LIMIT = 256 * 1024;
 const REPLAY_MEMORY_MS = 24 * 3600 * 1000;
 /** Stands in for a missing second secret, so every verification computes two digests. */
-const DUMMY_SECRET = 'svc-dummy-secret-never-issued-as-a-trigger-secret';
+const DUMMY_KEY = createSecretKey(Buffer.from('svc-dummy-secret-never-issued-as-a-trigger-secret', 'utf8'));
 
 /** An answer without a body; `close` when the request body was left unread. */
 const bare = (status: number, close: boolean) => empty(status, close ? { connection: 'close' } : {});
@@ -149,13 +152,14 @@ async function acceptBatch(ctx: AppContext, c: CachedTrigger, items: Waiting[]):
 }
 
 /** The row at its version, with its secrets decrypted (null when none decrypts: nothing verifies). */
-async function load(ctx: AppContext, hash: string): Promise<CachedTrigger | null> {
+async function load(ctx: AppContext, publicId: string): Promise<CachedTrigger | null> {
   const mark = ctx.triggers?.mark() ?? 0;
+  const hash = publicIdHash(publicId);
   const [row] = await ctx.db.query<TriggerRow & { row_version: string }>(sql`select *, xmin::text as row_version from triggers where public_id_hash = ${hash}`);
   if (!row) return null;
   const { row_version: version, ...t } = row;
   const c: CachedTrigger = { row: t, version, secrets: decryptSecrets(ctx, t) };
-  ctx.triggers?.set(hash, c, mark);
+  ctx.triggers?.set(publicId, c, mark);
   return c;
 }
 
@@ -163,7 +167,7 @@ function decryptSecrets(ctx: AppContext, t: TriggerRow): CachedTrigger['secrets'
   if (!ctx.keys.encryption) return null;
   try {
     // Both, whatever the clock says now: liveness is decided per request (usableSecrets).
-    const [current, previous] = liveSecrets(t, ctx.keys.encryption, -Infinity);
+    const [current, previous] = liveSecrets(t, ctx.keys.encryption, -Infinity).map((s) => createSecretKey(Buffer.from(s, 'utf8')));
     return { current, previous: previous ?? null, previousUntilMs: t.previous_secret_expires_at ? new Date(t.previous_secret_expires_at).getTime() : 0 };
   } catch (err) {
     if (!(err instanceof DecryptError)) throw err;
@@ -173,21 +177,40 @@ function decryptSecrets(ctx: AppContext, t: TriggerRow): CachedTrigger['secrets'
 }
 
 /** The secrets that verify now, padded with dummies to two, so every verification computes two digests. */
-function usableSecrets(c: CachedTrigger, nowMs: number): string[] {
+function usableSecrets(c: CachedTrigger, nowMs: number): KeyObject[] {
   const s = c.secrets;
-  if (!s) return [DUMMY_SECRET, DUMMY_SECRET];
-  return [s.current, s.previous !== null && s.previousUntilMs > nowMs ? s.previous : DUMMY_SECRET];
+  if (!s) return [DUMMY_KEY, DUMMY_KEY];
+  return [s.current, s.previous !== null && s.previousUntilMs > nowMs ? s.previous : DUMMY_KEY];
 }
 
 /** How many times a request is checked again from the database when the trigger changed under it. */
 const FRESH_ATTEMPTS = 3;
 
-async function hook(publicId: string, request: Request, ctx: AppContext): Promise<Response> {
+/**
+ * What the hook reads of a request, from a web Request (the route below) or from Node's own request
+ * (app.ts createHookDoor, the way the server takes every POST /hooks/…).
+ */
+export interface HookRequest {
+  headers: Pick<Headers, 'get' | 'has'>;
+  /** Does a body (possibly empty) follow the headers? */
+  hasBody: boolean;
+  /** The raw body: 413 past `limit`, 408 past `timeoutMs` (both close the connection). */
+  read(limit: number, timeoutMs: number): Promise<Uint8Array>;
+}
+
+/** The public id in a request target `/hooks/<id>[/…][?…]` — the route's own match — or null for anything else. */
+const HOOK_TARGET = /^\/hooks\/([^/?#\\]+)\/*(?:\?|$)/;
+export function hookPublicId(target: string): string | null {
+  const m = HOOK_TARGET.exec(target);
+  // `.` and `..` (also percent-encoded) are dot segments that URL parsing removes: the router decides those.
+  return m && !/^(?:\.|%2e){1,2}$/i.test(m[1]) ? m[1] : null;
+}
+
+export async function hook(publicId: string, request: HookRequest, ctx: AppContext): Promise<Response> {
   // 1. The same query for every id not in the cache (which holds enabled triggers only); a malformed id
   //    is hashed too and simply finds nothing.
-  const hash = publicIdHash(publicId);
-  let t = ctx.triggers?.get(hash) ?? (await load(ctx, hash));
-  const unread = request.body !== null;
+  let t = ctx.triggers?.get(publicId) ?? (await load(ctx, publicId));
+  const unread = request.hasBody;
   if (!t || !t.row.enabled || !PUBLIC_ID.test(publicId) || t.row.public_id !== publicId) return bare(404, unread);
   // 2.
   if (request.headers.has('content-encoding') || !isJsonType(request.headers.get('content-type'))) {
@@ -195,19 +218,19 @@ async function hook(publicId: string, request: Request, ctx: AppContext): Promis
     return errorResponse(e);
   }
   // 3. Throws 413 or 408 (closing the connection).
-  const raw = await readBody(request, HOOK_BODY_LIMIT, ctx.config.TRIGGER_BODY_TIMEOUT_SECONDS * 1000);
+  const raw = await request.read(HOOK_BODY_LIMIT, ctx.config.TRIGGER_BODY_TIMEOUT_SECONDS * 1000);
   const signed = signedHeaders(request.headers);
   for (let attempt = 0; ; attempt++) {
     // 4. Without the key, or with another key than the one that stored them, no secret decrypts: nothing verifies.
     const secrets = usableSecrets(t, ctx.clock.now());
     const verdict = verifyTrigger(signed, raw, secrets, ctx.clock.now());
-    if (!verdict.ok || secrets[verdict.secretIndex] === DUMMY_SECRET) return bare(401, false);
+    if (!verdict.ok || secrets[verdict.secretIndex] === DUMMY_KEY) return bare(401, false);
     // 5.
     const outcome = await record(ctx, t, verdict.delivery, raw);
     if (outcome.kind === 'stale') {
       // The trigger changed since `t` was read (cached, or in a race): forget it, check again from the database.
       ctx.triggers?.invalidate(t.row.id);
-      const fresh = attempt < FRESH_ATTEMPTS ? await load(ctx, hash) : null;
+      const fresh = attempt < FRESH_ATTEMPTS ? await load(ctx, publicId) : null;
       if (attempt >= FRESH_ATTEMPTS) throw new Error(`trigger ${t.row.id} kept changing while a delivery was recorded`);
       if (!fresh || !fresh.row.enabled || fresh.row.public_id !== publicId) return bare(404, false);
       t = fresh;
@@ -245,6 +268,9 @@ export const routes: Route[] = [
       422: { description: 'payload refused by the placeholder rules: code invalid_payload, with every reason' },
       429: { description: "the trigger's rate limit is reached; nothing recorded" },
     },
-    handler: ({ params, request }, ctx) => hook(params.publicId, request, ctx),
+    // Served by createHookDoor (app.ts) in the server; this route serves the app's fetch handler alone
+    // (tests, and any request target the door leaves to the router), with the same handler.
+    handler: ({ params, request }, ctx) =>
+      hook(params.publicId, { headers: request.headers, hasBody: request.body !== null, read: (limit, ms) => readBody(request, limit, ms) }, ctx),
   }),
 ];

@@ -6,6 +6,7 @@
 // digest is computed for EVERY candidate and compared in constant time, so the time taken does not
 // depend on which secret (current, previous, or a dummy for an unknown trigger) matched, if any.
 import { timingSafeEqual } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { LEGACY_PREFIX, hmacSha256 } from '../webhooks/signature.ts';
 
 /** How far the timestamp may be from the server clock, either side (spec: 5 minutes). */
@@ -53,7 +54,7 @@ export function triggerSignature(secret: string, timestamp: string | number, del
  * have the same length (callers pad with a dummy) so a trigger with one secret costs as much as one
  * within its rotation overlap, and an unknown one as much as a known one.
  */
-export function verifyTrigger(h: SignedHeaders, body: Uint8Array, secrets: readonly string[], nowMs: number): Verdict {
+export function verifyTrigger(h: SignedHeaders, body: Uint8Array, secrets: readonly (string | KeyObject)[], nowMs: number): Verdict {
   if (!h.timestamp || !h.delivery || !h.signature) return { ok: false, reason: 'missing' };
   const sig = SIGNATURE.exec(h.signature);
   if (!TIMESTAMP.test(h.timestamp) || !DELIVERY.test(h.delivery) || !sig) return { ok: false, reason: 'malformed' };

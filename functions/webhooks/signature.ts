@@ -1,6 +1,7 @@
 // Outbound webhook signature and delivery headers (spec: Events → Delivery headers; Versioning).
 //   X-Svc-Signature: t=<unix seconds>,v1=<hex>, hex = HMAC-SHA256(key = secret as UTF-8, `<t>.<raw body>`)
 import { createHmac } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { VERSION, legacyNamesLive } from '../../protocol/version.ts';
 
 export { LEGACY_UNTIL, compareVersions } from '../../protocol/version.ts';
@@ -18,8 +19,8 @@ export const LEGACY_PREFIX = 'X-Agent-Fleet-';
  * Both signature schemes use it: outbound `<t>.<raw body>` here, inbound triggers
  * `<timestamp>.<delivery>.<raw body>` (functions/triggers/verify.ts).
  */
-export function hmacSha256(secret: string, ...parts: (string | Uint8Array)[]): Buffer {
-  const hmac = createHmac('sha256', Buffer.from(secret, 'utf8'));
+export function hmacSha256(secret: string | KeyObject, ...parts: (string | Uint8Array)[]): Buffer {
+  const hmac = createHmac('sha256', typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret);
   for (const part of parts) hmac.update(part);
   return hmac.digest();
 }

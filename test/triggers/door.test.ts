@@ -1,0 +1,121 @@
+// The server's front door for POST /hooks/<publicId> (functions/app.ts createHookDoor): the server answers
+// it from Node's request without the router. These tests hold it to the route's behaviour: the same
+// answers and headers as the router's path (a target with a dot segment still goes through the router),
+// which targets it takes, and a client that goes away mid-body.
+import http from 'node:http';
+import net from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { signTrigger } from '../../docs/examples/sign-trigger.ts';
+import { hookPublicId } from '../../functions/triggers/hook.ts';
+import { createTrigger, deliveries, setup, skillTrigger, waitFor } from './_harness.ts';
+import type { Setup } from './_harness.ts';
+
+test('hookPublicId: the targets the route reads as /hooks/:publicId, and no other', () => {
+  const id = 'ft9uANNeNo9Fdv3_lRreJt82';
+  for (const target of [`/hooks/${id}`, `/hooks/${id}/`, `/hooks/${id}//`, `/hooks/${id}?a=1`, `/hooks/${id}/?a=1/b`]) {
+    assert.is(hookPublicId(target), id, target);
+  }
+  // Not an id, but still the route's: answered 404 by the hook itself, like any unknown id.
+  assert.is(hookPublicId('/hooks/%41%42'), '%41%42');
+  assert.is(hookPublicId('/hooks/...'), '...');
+  for (const target of [
+    '/hooks/',
+    '/hooks',
+    `/hooks/${id}/x`, // a sub-path
+    '/hooks/.', // dot segments: URL parsing removes them, so the router decides
+    '/hooks/..',
+    '/hooks/%2e%2E',
+    `/hooks/./${id}`,
+    `/hooks/a\\b`, // a backslash is a slash to URL parsing
+    `/api/hooks/${id}`,
+    `http://127.0.0.1/hooks/${id}`, // absolute form
+    `/hooks/${id}#x`,
+  ]) {
+    assert.is(hookPublicId(target), null, target);
+  }
+});
+
+let s: Setup;
+test.before(async () => {
+  s = await setup();
+});
+test.after(async () => s?.server.cleanup());
+
+interface Exchange {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A POST whose request target is sent exactly as given (fetch would resolve dot segments first). */
+function postRaw(path: string, headers: Record<string, string>, body: string): Promise<Exchange> {
+  const u = new URL(s.server.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path, method: 'POST', headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('the door and the router answer alike: 202, 401 and 404, with the same headers (X-Request-Id echoed, nosniff, X-Svc-Version)', async () => {
+  const t = await createTrigger(s.server, s.projectId, skillTrigger());
+  const body = JSON.stringify({ ref: 'main' });
+  const version = (await fetch(`${s.server.url}/health`)).headers.get('x-svc-version');
+  assert.ok(version, 'the build answers with its version');
+  const targets = { door: `/hooks/${t.publicId}`, router: `/hooks/./${t.publicId}` };
+  for (const [via, path] of Object.entries(targets)) {
+    const signed = { 'content-type': 'application/json', 'x-request-id': `req-${via}`, ...signTrigger(t.secret, body, { delivery: `d-${via}` }) };
+    const ok = await postRaw(path, signed, body);
+    assert.is(ok.status, 202, via);
+    assert.equal(JSON.parse(ok.body), { deliveryId: `d-${via}`, status: 'accepted' }, via);
+    assert.is(ok.headers['content-type'], 'application/json', via);
+    const bad = await postRaw(path, { ...signed, ...signTrigger('not-the-secret', body, { delivery: `bad-${via}` }) }, body);
+    assert.is(bad.status, 401, via);
+    assert.is(bad.body, '', via);
+    const replayed = await postRaw(path, signed, body);
+    assert.is(replayed.status, 409, via);
+    assert.is(JSON.parse(replayed.body).error.code, 'replayed', via);
+    for (const answer of [ok, bad, replayed]) {
+      assert.is(answer.headers['x-request-id'], `req-${via}`, via);
+      assert.is(answer.headers['x-content-type-options'], 'nosniff', via);
+      assert.is(answer.headers['x-svc-version'], version, via);
+    }
+  }
+  const unknown = { door: `/hooks/${'C'.repeat(24)}`, router: `/hooks/./${'C'.repeat(24)}` };
+  for (const [via, path] of Object.entries(unknown)) {
+    const res = await postRaw(path, { 'content-type': 'application/json', ...signTrigger(t.secret, body) }, body);
+    assert.is(res.status, 404, via);
+    assert.is(res.body, '', via);
+    assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, `${via}: a new request id when none was sent`);
+  }
+  assert.equal((await deliveries(s.server, s.projectId, t.id)).map((d) => d.deliveryId).sort(), ['d-door', 'd-router']);
+});
+
+test('a client that goes away in the middle of the body: nothing recorded, no error logged, the server serves on', async () => {
+  const t = await createTrigger(s.server, s.projectId, skillTrigger());
+  const body = JSON.stringify({ ref: 'main', pad: 'x'.repeat(1000) });
+  const signed = signTrigger(t.secret, body, { delivery: 'cut-1' });
+  const before = s.server.output().length;
+  const u = new URL(s.server.url);
+  await new Promise<void>((resolve, reject) => {
+    const socket = net.connect(Number(u.port), u.hostname, () => {
+      const head = [`POST /hooks/${t.publicId} HTTP/1.1`, `host: ${u.host}`, 'content-type: application/json', `content-length: ${body.length}`, ...Object.entries(signed).map(([k, v]) => `${k}: ${v}`)];
+      socket.write(`${head.join('\r\n')}\r\n\r\n${body.slice(0, 500)}`, () => setImmediate(() => socket.destroy()));
+    });
+    socket.on('close', () => resolve());
+    socket.on('error', reject);
+  });
+  // The same delivery, whole, afterwards: accepted (the cut one used nothing up).
+  const again = await postRaw(`/hooks/${t.publicId}`, { 'content-type': 'application/json', ...signed }, body);
+  assert.is(again.status, 202);
+  await waitFor('the accepted delivery', async () => (await deliveries(s.server, s.projectId, t.id)).length === 1);
+  assert.not.match(s.server.output().slice(before), / ERROR /, 'nothing logged as an error');
+});
+
+test.run();
