@@ -7,7 +7,7 @@
 //   3. read the raw body: over 256 KB → 413 as soon as the limit is crossed (declared or streamed; the
 //      rest is never read); not all there within TRIGGER_BODY_TIMEOUT_SECONDS → 408; both close
 //   4. signature over the raw bytes, in constant time, with the current secret and the previous one
-//      within its 24 h (a dummy otherwise, so the work is the same) → 401 with an empty body
+//      within its 24 h → 401 with an empty body
 //   5. in ONE autocommit statement: the delivery id is claimed for 24 h (else 409 `replayed`); a payload the
 //      placeholder rules refuse is recorded `refused` with its reasons and answered 422 `invalid_payload`
 //      (it takes no rate token); else a token is taken from the trigger's bucket (none → nothing is
@@ -35,7 +35,7 @@ import { signedHeaders, verifyTrigger } from './verify.ts';
 
 export const HOOK_BODY_LIMIT = 256 * 1024;
 const REPLAY_MEMORY_MS = 24 * 3600 * 1000;
-/** Stands in for a missing second secret, so every verification computes two digests. */
+/** Verifies for a trigger whose secrets do not decrypt: a digest is computed as for any trigger, and never accepted. */
 const DUMMY_KEY = createSecretKey(Buffer.from('svc-dummy-secret-never-issued-as-a-trigger-secret', 'utf8'));
 
 /** An answer without a body; `close` when the request body was left unread. */
@@ -176,11 +176,14 @@ function decryptSecrets(ctx: AppContext, t: TriggerRow): CachedTrigger['secrets'
   }
 }
 
-/** The secrets that verify now, padded with dummies to two, so every verification computes two digests. */
+/**
+ * The secrets that verify now: the current one, and the previous one within its 24 h. One digest each —
+ * the time taken can tell that a rotation is under way, which tells nothing of either secret (docs/triggers.md).
+ */
 function usableSecrets(c: CachedTrigger, nowMs: number): KeyObject[] {
   const s = c.secrets;
-  if (!s) return [DUMMY_KEY, DUMMY_KEY];
-  return [s.current, s.previous !== null && s.previousUntilMs > nowMs ? s.previous : DUMMY_KEY];
+  if (!s) return [DUMMY_KEY];
+  return s.previous !== null && s.previousUntilMs > nowMs ? [s.current, s.previous] : [s.current];
 }
 
 /** How many times a request is checked again from the database when the trigger changed under it. */

@@ -4,7 +4,7 @@
 //                                                  message = `<timestamp>.<delivery>.<raw body>`)
 // Pure: the caller passes the header values, the raw bytes, the candidate secrets and the clock. The
 // digest is computed for EVERY candidate and compared in constant time, so the time taken does not
-// depend on which secret (current, previous, or a dummy for an unknown trigger) matched, if any.
+// depend on which secret matched, if any, nor on how much of a digest did.
 import { timingSafeEqual } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { LEGACY_PREFIX, hmacSha256 } from '../webhooks/signature.ts';
@@ -49,11 +49,7 @@ export function triggerSignature(secret: string, timestamp: string | number, del
   return `sha256=${hmacSha256(secret, `${timestamp}.${delivery}.`, body).toString('hex')}`;
 }
 
-/**
- * Check the signed headers against the raw body with each candidate secret. `secrets` should always
- * have the same length (callers pad with a dummy) so a trigger with one secret costs as much as one
- * within its rotation overlap, and an unknown one as much as a known one.
- */
+/** Check the signed headers against the raw body with each candidate secret (all of them, always). */
 export function verifyTrigger(h: SignedHeaders, body: Uint8Array, secrets: readonly (string | KeyObject)[], nowMs: number): Verdict {
   if (!h.timestamp || !h.delivery || !h.signature) return { ok: false, reason: 'missing' };
   const sig = SIGNATURE.exec(h.signature);
@@ -61,9 +57,10 @@ export function verifyTrigger(h: SignedHeaders, body: Uint8Array, secrets: reado
   const timestamp = Number(h.timestamp);
   const stale = Math.abs(Math.floor(nowMs / 1000) - timestamp) > TIMESTAMP_WINDOW_SECONDS;
   const given = Buffer.from(sig[1], 'hex');
+  const prefix = `${h.timestamp}.${h.delivery}.`;
   let matched = -1;
   for (let i = 0; i < secrets.length; i++) {
-    const expected = hmacSha256(secrets[i], `${h.timestamp}.${h.delivery}.`, body);
+    const expected = hmacSha256(secrets[i], prefix, body);
     if (timingSafeEqual(given, expected) && matched < 0) matched = i;
   }
   // Staleness is decided after the digests, so a stale request costs as much as a fresh one.
