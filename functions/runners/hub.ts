@@ -60,8 +60,12 @@ function chunks(text: string, n: number): string[] {
 const HEARTBEAT_MS = 20_000;
 /** Runner event kinds that change what the Fleet page shows (live notice `fleet`). */
 const FLEET_KINDS = /^(orchestrator|slot|pr|issue|pane|person)\./;
-/** An exponent of three digits or more, anywhere in a frame's text (Hub.ingest). */
-const BIG_EXPONENT = /[eE][+-]?\d{3}/;
+/**
+ * A number with an exponent of three digits or more in a frame's text (Hub.ingest): a number token
+ * where JSON puts a value (after `:`, `,`, `[` or white space). Inside a string only such text matches
+ * too (`"a,1e400"`), which costs the slower way; a git SHA or base64 (`"3e1234…"`) no longer does.
+ */
+const BIG_EXPONENT = /[:,[\s]-?\d+(?:\.\d+)?[eE][+-]?\d{3}/;
 /** How long a command waits for a runner that was connected moments ago to come back (awaitOnline). */
 const RECONNECT_GRACE_MS = 5_000;
 /** How often a waiting command checks that it was not lost with a socket (redeliver). */

@@ -70,6 +70,8 @@ onlyOn('postgres', test, 10, () => {
       ['plain', String.raw`{"n":1.5e3,"s":"caf\u00e9 ✓ \\ \"q\"","a":[1,{"b":null}],"t":true}`, { n: 1500, s: 'café ✓ \\ "q"', a: [1, { b: null }], t: true }],
       // Beyond a double: Infinity and 0 here, so null (as JSON.stringify writes Infinity) and 0 there too.
       ['huge-exponent', '{"big":1e400,"tiny":1e-400,"neg":-2e999}', { big: null, tiny: 0, neg: null }],
+      // Wherever JSON puts a number: in an array, after white space, with a fraction.
+      ['huge-exponent-elsewhere', '{"arr":[1e400, 2E+999],"sp": \t1.25e-999,"x":[0,-7.5e400]}', { arr: [null, null], sp: 0, x: [0, null] }],
       // No big exponent, but more digits than numeric holds: the database refuses the text (22003) and
       // the parsed copy is stored instead.
       ['long-fraction', `{"f":0.${'0'.repeat(20_000)}1}`, { f: 0 }],
