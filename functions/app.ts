@@ -136,14 +136,23 @@ export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: Ser
     const headers = nodeHeaders(req);
     const requestId = requestIdOf(headers.get('x-request-id'));
     const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    hook(publicId, { headers, hasBody, read: (limit, ms) => readNodeBody(req, limit, ms) }, ctx)
-      .catch((err: unknown) => answerError(ctx, err))
-      // As the adapter sends every other answer: our answers have a string or no body, sent at once.
-      .then((response) => sendNodeResponse(finish(response, requestId), res, req, true))
-      .catch((err: unknown) => {
-        ctx.log.error('an inbound trigger answer could not be sent', { error: err instanceof Error ? err.message : String(err) });
-        res.destroy();
-      });
+    // As the adapter sends every other answer: our answers have a string or no body, written at once.
+    const failed = (err: unknown) => {
+      ctx.log.error('an inbound trigger answer could not be sent', { error: err instanceof Error ? err.message : String(err) });
+      res.destroy();
+    };
+    const send = (answer: () => Response) => {
+      try {
+        const sending = sendNodeResponse(finish(answer(), requestId), res, req, true);
+        if (sending) sending.catch(failed); // only a streamed body is sent asynchronously
+      } catch (err) {
+        failed(err);
+      }
+    };
+    hook(publicId, { headers, hasBody, read: (limit, ms) => readNodeBody(req, limit, ms) }, ctx).then(
+      (response) => send(() => response),
+      (err: unknown) => send(() => answerError(ctx, err)),
+    );
     return true;
   };
 }

@@ -84,8 +84,17 @@ export function readNodeBody(req: IncomingMessage, limit: number, timeoutMs?: nu
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => stop(bodyTimeout(timeoutMs)), timeoutMs);
+    let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    // A small body has mostly been parsed by the end of this tick (the 'request' event comes first): the
+    // deadline's timer is armed only for a body still incomplete then, not for every request.
+    if (timeoutMs !== undefined) {
+      process.nextTick(() => {
+        if (!done && !req.complete) timer = setTimeout(() => stop(bodyTimeout(timeoutMs)), timeoutMs);
+      });
+    }
     const stop = (err?: HttpError) => {
+      done = true;
       clearTimeout(timer);
       req.off('data', onData).off('end', onEnd).off('error', onCut).off('close', onCut);
       if (!err) return resolve(size === 0 ? new Uint8Array(0) : Buffer.concat(chunks, size));
