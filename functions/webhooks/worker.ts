@@ -55,6 +55,9 @@ export interface WorkerOptions {
   tls?: https.RequestOptions;
 }
 
+/** Attempts in flight at once in one process, unless WorkerOptions.concurrency says otherwise. */
+export const DEFAULT_CONCURRENCY = 16;
+
 interface Claimed {
   id: string;
   webhook_id: string;
@@ -105,7 +108,7 @@ export class WebhookWorker {
     this.clock = opts.clock ?? systemClock;
     this.timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
     this.leaseMs = opts.leaseMs ?? 30_000;
-    this.concurrency = opts.concurrency ?? 16;
+    this.concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
     if (this.leaseMs <= this.timeoutMs) throw new Error('the delivery lease must be longer than the attempt timeout');
   }
 
