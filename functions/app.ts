@@ -21,7 +21,7 @@ import type { AppContext, Route, RouteInput } from './lib/context.ts';
 import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
 import { databaseUnavailable, isDatabaseUnavailable } from './lib/db/unavailable.ts';
 import { empty, withHeaders } from './lib/respond.ts';
-import { NO_BODY_BYTES, hasBody, nodeHeaders, parseWith, readBody, readJson, readNodeBody, refuseDeclaredLength } from './lib/http.ts';
+import { NO_BODY_BYTES, hasBody, nodeHasBody, nodeHeaders, parseWith, readBody, readJson, readNodeBody, refuseDeclaredLength } from './lib/http.ts';
 import { routes as notificationRoutes } from './notifications/routes.ts';
 import { routes as openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
@@ -71,7 +71,7 @@ async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: Req
   // closed); a route that takes no body reads and ignores at most NO_BODY_BYTES.
   const bodyLimit = r.bodyLimit ?? ctx.config.MAX_BODY_BYTES;
   if (!r.rawBody) {
-    refuseDeclaredLength(req, r.body ? bodyLimit : NO_BODY_BYTES);
+    refuseDeclaredLength(req.headers.get('content-length'), r.body ? bodyLimit : NO_BODY_BYTES);
     if (!r.body && hasBody(req)) await readBody(req, NO_BODY_BYTES);
   }
   const principal = r.access === 'public' ? null : await authenticate(ctx, req);
@@ -135,7 +135,6 @@ export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: Ser
     if (publicId === null) return false;
     const headers = nodeHeaders(req);
     const requestId = requestIdOf(headers.get('x-request-id'));
-    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
     // As the adapter sends every other answer: our answers have a string or no body, written at once.
     const failed = (err: unknown) => {
       ctx.log.error('an inbound trigger answer could not be sent', { error: err instanceof Error ? err.message : String(err) });
@@ -149,7 +148,7 @@ export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: Ser
         failed(err);
       }
     };
-    hook(publicId, { headers, hasBody, read: (limit, ms) => readNodeBody(req, limit, ms) }, ctx).then(
+    hook(publicId, { headers, hasBody: nodeHasBody(req), read: (limit, ms) => readNodeBody(req, limit, ms) }, ctx).then(
       (response) => send(() => response),
       (err: unknown) => send(() => answerError(ctx, err)),
     );

@@ -35,6 +35,7 @@ import type { Db } from './lib/db/index.ts';
 import { loadMigrations, migrate, seed } from './lib/db/migrate.ts';
 import type { Migration } from './lib/db/migrate.ts';
 import type { PgliteTemplate } from './lib/db/pglite.ts';
+import { nodeHasBody } from './lib/http.ts';
 import { resolveEncryptionKey } from './lib/keyfile.ts';
 import { configuredBase, isLoopback, listeningBase } from './lib/urls.ts';
 import { createLogger } from './lib/log.ts';
@@ -222,7 +223,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const debug = config.LOG_LEVEL === 'debug';
   server.on('request', (req, res) => {
     // Only a request with a body can leave one unread (HTTP/1.1: no length and no chunking = no body).
-    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) closeUnreadBody(req, res);
+    if (nodeHasBody(req)) closeUnreadBody(req, res);
     inFlight++;
     if (req.url !== '/health') lastRequestAt = performance.now(); // a balancer's checks keep coming while it drains
     res.on('close', onResponseClose); // emitted once per response

@@ -25,17 +25,20 @@ export const hasBody = (request: Request): boolean =>
   Number(request.headers.get('content-length') ?? 0) > 0 || request.headers.has('transfer-encoding');
 
 /** 413 at once when the declared Content-Length is over `limit`: nothing is read, the connection closes. */
-export function refuseDeclaredLength(request: Request, limit: number): void {
-  const declared = request.headers.get('content-length');
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+export function refuseDeclaredLength(declared: string | null | undefined, limit: number): void {
+  if (declared != null && Number(declared) > limit) throw tooLarge(limit);
 }
+
+/** hasBody for Node's own request: a length or chunking is declared (HTTP/1.1: neither = no body). */
+export const nodeHasBody = (req: IncomingMessage): boolean =>
+  req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
 
 /**
  * Read the raw body, refusing it with 413 as soon as it passes `limit` — from Content-Length before
  * reading anything, otherwise while streaming, so an oversized body is never buffered whole.
  */
 export async function readBody(request: Request, limit: number, timeoutMs?: number): Promise<Uint8Array> {
-  refuseDeclaredLength(request, limit);
+  refuseDeclaredLength(request.headers.get('content-length'), limit);
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -79,9 +82,8 @@ export async function readBody(request: Request, limit: number, timeoutMs?: numb
  * 413 or 408 the request is paused, not drained: the server closes the connection after the answer.
  */
 export function readNodeBody(req: IncomingMessage, limit: number, timeoutMs?: number): Promise<Uint8Array> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
+    refuseDeclaredLength(req.headers['content-length'], limit); // a throw here rejects
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;

@@ -203,10 +203,11 @@ export interface HookRequest {
 
 /** The public id in a request target `/hooks/<id>[/…][?…]` — the route's own match — or null for anything else. */
 const HOOK_TARGET = /^\/hooks\/([^/?#\\]+)\/*(?:\?|$)/;
+/** `.` and `..` (also percent-encoded): dot segments that URL parsing removes, so the router decides those. */
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 export function hookPublicId(target: string): string | null {
   const m = HOOK_TARGET.exec(target);
-  // `.` and `..` (also percent-encoded) are dot segments that URL parsing removes: the router decides those.
-  return m && !/^(?:\.|%2e){1,2}$/i.test(m[1]) ? m[1] : null;
+  return m && !DOT_SEGMENT.test(m[1]) ? m[1] : null;
 }
 
 export async function hook(publicId: string, request: HookRequest, ctx: AppContext): Promise<Response> {
