@@ -31,7 +31,8 @@ import { routes as runRoutes } from './runs/routes.ts';
 import { routes as projectScheduleRoutes } from './schedules/routes.ts';
 import { routes as settingsRoutes } from './settings/routes.ts';
 import { serveStatic } from './static.ts';
-import { hook, hookPublicId } from './triggers/hook.ts';
+import { emptyHeaders, hook, hookPublicId, isEmpty } from './triggers/hook.ts';
+import type { Empty } from './triggers/hook.ts';
 import { routes as triggerRoutes } from './triggers/routes.ts';
 import { routes as webhookRoutes } from './webhooks/routes.ts';
 
@@ -116,8 +117,8 @@ const requestIdOf = (given: string | null | undefined): string => given?.slice(0
  * writes them all at once. X-Svc-Version: which build answered (during a rolling upgrade, replicas of
  * two releases answer side by side).
  */
-const finish = (response: Response, requestId: string): Response =>
-  withHeaders(response, { 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'x-svc-version': VERSION });
+const answerHeaders = (requestId: string): Record<string, string> => ({ 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'x-svc-version': VERSION });
+const finish = (response: Response, requestId: string): Response => withHeaders(response, answerHeaders(requestId));
 
 /**
  * The server's front door for POST /hooks/<publicId> (functions/server.ts): the trigger endpoint served
@@ -148,8 +149,16 @@ export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: Ser
         failed(err);
       }
     };
+    // A bodiless 401/404 (most refusals) is written as it is, with the same headers a Response would get.
+    const sendEmpty = (a: Empty) => {
+      try {
+        res.writeHead(a.status, Object.assign(answerHeaders(requestId), emptyHeaders(a))).end();
+      } catch (err) {
+        failed(err);
+      }
+    };
     hook(publicId, { headers, hasBody: nodeHasBody(req), read: (limit, ms) => readNodeBody(req, limit, ms) }, ctx).then(
-      (response) => send(() => response),
+      (answer) => (isEmpty(answer) ? sendEmpty(answer) : send(() => answer)),
       (err: unknown) => send(() => answerError(ctx, err)),
     );
     return true;

@@ -38,8 +38,21 @@ const REPLAY_MEMORY_MS = 24 * 3600 * 1000;
 /** Verifies for a trigger whose secrets do not decrypt: a digest is computed as for any trigger, and never accepted. */
 const DUMMY_KEY = createSecretKey(Buffer.from('svc-dummy-secret-never-issued-as-a-trigger-secret', 'utf8'));
 
-/** An answer without a body; `close` when the request body was left unread. */
-const bare = (status: number, close: boolean) => empty(status, close ? { connection: 'close' } : {});
+/**
+ * The hook's answers without a body (401, 404) — what most refused calls get — as a plain status, not a
+ * Response: the server's door (app.ts createHookDoor) writes it straight to Node's response, the route
+ * below makes a Response of it. `close` when the request body was left unread.
+ */
+export interface Empty {
+  empty: true;
+  status: 401 | 404;
+  close: boolean;
+}
+const bare = (status: Empty['status'], close: boolean): Empty => ({ empty: true, status, close });
+export const isEmpty = (answer: Response | Empty): answer is Empty => (answer as Empty).empty === true;
+/** Its headers, for either way of sending it. */
+export const emptyHeaders = (a: Empty): Record<string, string> => (a.close ? { 'content-length': '0', connection: 'close' } : { 'content-length': '0' });
+const emptyResponse = (a: Empty): Response => empty(a.status, emptyHeaders(a));
 
 /** 422 invalid_payload with every reason (the hook and the dry run answer alike). */
 export function refusedPayload(reasons: Pick<Reason, 'field' | 'code' | 'message'>[]): Response {
@@ -210,7 +223,7 @@ export function hookPublicId(target: string): string | null {
   return m && !DOT_SEGMENT.test(m[1]) ? m[1] : null;
 }
 
-export async function hook(publicId: string, request: HookRequest, ctx: AppContext): Promise<Response> {
+export async function hook(publicId: string, request: HookRequest, ctx: AppContext): Promise<Response | Empty> {
   // 1. The same query for every id not in the cache (which holds enabled triggers only); a malformed id
   //    is hashed too and simply finds nothing.
   let t = ctx.triggers?.get(publicId) ?? (await load(ctx, publicId));
@@ -274,7 +287,9 @@ export const routes: Route[] = [
     },
     // Served by createHookDoor (app.ts) in the server; this route serves the app's fetch handler alone
     // (tests, and any request target the door leaves to the router), with the same handler.
-    handler: ({ params, request }, ctx) =>
-      hook(params.publicId, { headers: request.headers, hasBody: request.body !== null, read: (limit, ms) => readBody(request, limit, ms) }, ctx),
+    handler: async ({ params, request }, ctx) => {
+      const answer = await hook(params.publicId, { headers: request.headers, hasBody: request.body !== null, read: (limit, ms) => readBody(request, limit, ms) }, ctx);
+      return isEmpty(answer) ? emptyResponse(answer) : answer;
+    },
   }),
 ];

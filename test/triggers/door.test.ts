@@ -70,7 +70,8 @@ test('the door and the router answer alike: 202, 401 and 404, with the same head
   assert.ok(version, 'the build answers with its version');
   const targets = { door: `/hooks/${t.publicId}`, router: `/hooks/./${t.publicId}` };
   for (const [via, path] of Object.entries(targets)) {
-    const signed = { 'content-type': 'application/json', 'x-request-id': `req-${via}`, ...signTrigger(t.secret, body, { delivery: `d-${via}` }) };
+    // keep-alive asked for explicitly (postRaw has no agent): whether the answer closes is then the server's choice.
+    const signed = { 'content-type': 'application/json', connection: 'keep-alive', 'x-request-id': `req-${via}`, ...signTrigger(t.secret, body, { delivery: `d-${via}` }) };
     const ok = await postRaw(path, signed, body);
     assert.is(ok.status, 202, via);
     assert.equal(JSON.parse(ok.body), { deliveryId: `d-${via}`, status: 'accepted' }, via);
@@ -78,6 +79,9 @@ test('the door and the router answer alike: 202, 401 and 404, with the same head
     const bad = await postRaw(path, { ...signed, ...signTrigger('not-the-secret', body, { delivery: `bad-${via}` }) }, body);
     assert.is(bad.status, 401, via);
     assert.is(bad.body, '', via);
+    assert.is(bad.headers['content-length'], '0', `${via}: an empty answer is sized, not chunked`);
+    assert.is(bad.headers['transfer-encoding'], undefined, via);
+    assert.is(bad.headers.connection, 'keep-alive', `${via}: the body was read, the connection stays`);
     const replayed = await postRaw(path, signed, body);
     assert.is(replayed.status, 409, via);
     assert.is(JSON.parse(replayed.body).error.code, 'replayed', via);
@@ -89,9 +93,11 @@ test('the door and the router answer alike: 202, 401 and 404, with the same head
   }
   const unknown = { door: `/hooks/${'C'.repeat(24)}`, router: `/hooks/./${'C'.repeat(24)}` };
   for (const [via, path] of Object.entries(unknown)) {
-    const res = await postRaw(path, { 'content-type': 'application/json', ...signTrigger(t.secret, body) }, body);
+    const res = await postRaw(path, { 'content-type': 'application/json', connection: 'keep-alive', ...signTrigger(t.secret, body) }, body);
     assert.is(res.status, 404, via);
     assert.is(res.body, '', via);
+    assert.is(res.headers['content-length'], '0', via);
+    assert.is(res.headers.connection, 'close', `${via}: the body was left unread, so the connection closes`);
     assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/, `${via}: a new request id when none was sent`);
   }
   assert.equal((await deliveries(s.server, s.projectId, t.id)).map((d) => d.deliveryId).sort(), ['d-door', 'd-router']);
