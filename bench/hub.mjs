@@ -4,11 +4,15 @@
 //   1. command round trip: POST /api/runners/:id/commands runner.ping, client answers at once;
 //      baseline: GET /api/me (an authenticated API call with one query) — same run, ratio.
 //   2. ingest: events/s from `events` frames (1 KB events, batches) to acked-in-PostgreSQL;
-//      baseline: the same rows INSERTed by postgres.js directly — same run, ratio.
+//      baseline: the same rows INSERTed by postgres.js directly into the same table (runner_events,
+//      with the runner's id, other event ids) — same run, ratio. Also, as a diagnosis of what the
+//      table's foreign key and indexes cost, the rows without the runner's id into a table with a
+//      primary key only ("plain").
 //   2b. ingest from many runners at once: the --runners runners of (3), each sending its share of
 //      --many-events in frames of --batch, one frame in flight per runner, all at once; events/s from the
-//      first send to the last ack. Baseline: the same rows INSERTed directly by postgres.js with the
-//      server's pool size (DATABASE_POOL_MAX, 10) and the same concurrency (one loop per runner).
+//      first send to the last ack. Baseline: the same rows INSERTed directly by postgres.js into
+//      runner_events with the server's pool size (DATABASE_POOL_MAX, 10) and the same concurrency (one
+//      loop per runner); the plain table as above.
 //   3. reconnection: 100 connected runners, server restarted on the same port; time until all 100
 //      are welcomed again, reconnecting with the runner's backoff (1 s doubling to 60 s, ±20 % jitter).
 //
@@ -101,7 +105,9 @@ try {
   const ev = (id) => ({ id, source: 'bench', kind: 'bench.event', ts: new Date().toISOString(), payload: { id, blob } });
   const batchOf = (n, id) => Array.from({ length: n }, (_, k) => ev(id(k)));
   const toRows = (events) => events.map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
-  const { token: t2 } = await pairRunner(server.api, server.url, 'ingest');
+  /** The rows as the hub stores them: in runner_events, under the runner that sent them. */
+  const asStored = (runnerId, events) => toRows(events).map((r) => ({ runner_id: runnerId, ...r }));
+  const { token: t2, runnerId: ingestRunner } = await pairRunner(server.api, server.url, 'ingest');
   const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
   cleanups.unshift(() => sql.end());
   await sql`create table bench_events (event_id text primary key, source text, kind text, ts timestamptz, payload jsonb)`;
@@ -116,6 +122,8 @@ try {
     directInsertPerSecond: Math.round(median(runs.direct)),
     ratio: round(median(runs.ratio), 3),
     ratioRange: [round(Math.min(...runs.ratio), 3), round(Math.max(...runs.ratio), 3)],
+    plainInsertPerSecond: Math.round(median(runs.plain)),
+    ratioToPlain: round(median(runs.hub.map((h, i) => h / runs.plain[i])), 3),
     serverCpuMsPer1000Events: round(median(runs.cpu), 1),
   });
   /** Time a hub pass, and the server's CPU ms (from /proc) per 1,000 events during it. */
@@ -126,7 +134,7 @@ try {
     into.push(c0 === null || c1 === null ? NaN : ((c1 - c0) / events) * 1000);
     return seconds;
   };
-  const single = { hub: [], direct: [], ratio: [], cpu: [] };
+  const single = { hub: [], direct: [], plain: [], ratio: [], cpu: [] };
   for (let round = 0; round < N.rounds; round++) {
     const id = (i) => (k) => `b-${round}-${i + k}`;
     // A connection per round: each may send 100 frames/s with a burst of 200 (functions/runners/hub.ts
@@ -142,17 +150,24 @@ try {
       }, N.events, single.cpu);
     const direct = () =>
       timed(async () => {
+        for (let i = 0; i < N.events; i += N.batch) await sql`insert into runner_events ${sql(asStored(ingestRunner, batchOf(Math.min(N.batch, N.events - i), directId(i))))} on conflict do nothing`;
+      });
+    const plain = () =>
+      timed(async () => {
         for (let i = 0; i < N.events; i += N.batch) await sql`insert into bench_events ${sql(toRows(batchOf(Math.min(N.batch, N.events - i), id(i))))} on conflict do nothing`;
       });
+    const directId = (i) => (k) => `d${id(i)(k)}`;
     const [h, d] = round % 2 === 0 ? [await hub(), await direct()] : await direct().then(async (d) => [await hub(), d]);
+    const p = await plain();
     single.hub.push(N.events / h);
     single.direct.push(N.events / d);
+    single.plain.push(N.events / p);
     single.ratio.push(d / h);
-    log(`  round ${round + 1}: hub ${Math.round(N.events / h)} events/s, direct ${Math.round(N.events / d)} rows/s, ratio ${(d / h).toFixed(3)}`);
+    log(`  round ${round + 1}: hub ${Math.round(N.events / h)} events/s, direct ${Math.round(N.events / d)} rows/s, ratio ${(d / h).toFixed(3)}; plain table ${Math.round(N.events / p)} rows/s`);
     c2.ws.close();
     await c2.closed;
   }
-  const [{ stored }] = await sql`select count(*)::int as stored from runner_events where source = 'bench'`;
+  const [{ stored }] = await sql`select count(*)::int as stored from runner_events where event_id like 'b-%'`;
   figures.ingest = {
     events: N.events,
     batch: N.batch,
@@ -183,7 +198,7 @@ try {
     const pool = postgres(pg.url, { max: 10, onnotice: () => {} });
     cleanups.unshift(() => pool.end());
     await pool`create table bench_events_many (event_id text primary key, source text, kind text, ts timestamptz, payload jsonb)`;
-    const all = { hub: [], direct: [], ratio: [], cpu: [] };
+    const all = { hub: [], direct: [], plain: [], ratio: [], cpu: [] };
     for (let round = 0; round < N.rounds; round++) {
       const id = (r, f) => (k) => `m-${round}-${r}-${f}-${k}`;
       const hub = () =>
@@ -200,16 +215,26 @@ try {
       const direct = () =>
         timed(() =>
           Promise.all(
+            runnerIds.map(async (runnerId, r) => {
+              for (let f = 0; f < frames; f++) await pool`insert into runner_events ${pool(asStored(runnerId, batchOf(N.batch, (k) => `d${id(r, f)(k)}`)))} on conflict do nothing`;
+            }),
+          ),
+        );
+      const plain = () =>
+        timed(() =>
+          Promise.all(
             runnerIds.map(async (_, r) => {
               for (let f = 0; f < frames; f++) await pool`insert into bench_events_many ${pool(toRows(batchOf(N.batch, id(r, f))))} on conflict do nothing`;
             }),
           ),
         );
       const [h, d] = round % 2 === 0 ? [await hub(), await direct()] : await direct().then(async (d) => [await hub(), d]);
+      const p = await plain();
       all.hub.push(total / h);
       all.direct.push(total / d);
+      all.plain.push(total / p);
       all.ratio.push(d / h);
-      log(`  round ${round + 1}: hub ${Math.round(total / h)} events/s, direct ${Math.round(total / d)} rows/s, ratio ${(d / h).toFixed(3)}`);
+      log(`  round ${round + 1}: hub ${Math.round(total / h)} events/s, direct ${Math.round(total / d)} rows/s, ratio ${(d / h).toFixed(3)}; plain table ${Math.round(total / p)} rows/s`);
     }
     many.forEach((c) => c.ws.close());
     await Promise.all(many.map((c) => c.closed));
@@ -280,12 +305,14 @@ console.log(`
 | GET /api/me p50 / p99 (baseline) | ${figures.command.apiMe.p50} / ${figures.command.apiMe.p99} ms |
 | ping / baseline (p50, p99) | ${figures.command.ratioP50}×, ${figures.command.ratioP99}× |
 | ingest, ${figures.ingest.batch}-event batches of ~${figures.ingest.eventBytes} B, median of ${figures.ingest.rounds} rounds | ${figures.ingest.hubEventsPerSecond} events/s acked (${figures.ingest.stored} stored) |
-| direct INSERT of the same rows (baseline) | ${figures.ingest.directInsertPerSecond} rows/s |
+| direct INSERT of the same rows into runner_events (baseline) | ${figures.ingest.directInsertPerSecond} rows/s |
 | ingest / baseline | ${figures.ingest.ratio}× (${figures.ingest.ratioRange.join('–')}) |
+| diagnosis: the rows into a table with a primary key only | ${figures.ingest.plainInsertPerSecond} rows/s (ingest / that: ${figures.ingest.ratioToPlain}×) |
 | server CPU per 1,000 events ingested | ${figures.ingest.serverCpuMsPer1000Events} ms |
 | ingest from ${figures.ingestMany.runners} runners at once, ${figures.ingestMany.batch}-event frames | ${figures.ingestMany.hubEventsPerSecond} events/s acked (${figures.ingestMany.stored} of ${figures.ingestMany.events} stored) |
-| direct INSERT, ${figures.ingestMany.runners} loops on a pool of 10 (baseline) | ${figures.ingestMany.directInsertPerSecond} rows/s |
+| direct INSERT into runner_events, ${figures.ingestMany.runners} loops on a pool of 10 (baseline) | ${figures.ingestMany.directInsertPerSecond} rows/s |
 | ingest from many / baseline | ${figures.ingestMany.ratio}× (${figures.ingestMany.ratioRange.join('–')}) |
+| diagnosis: the same loops into a table with a primary key only | ${figures.ingestMany.plainInsertPerSecond} rows/s (ingest from many / that: ${figures.ingestMany.ratioToPlain}×) |
 | server CPU per 1,000 events ingested, from many | ${figures.ingestMany.serverCpuMsPer1000Events} ms |
 | ${figures.reconnect.runners} runners back after a restart | ${figures.reconnect.secondsFromListeningToAllBack} s after listening (${figures.reconnect.secondsFromStopToAllBack} s after the stop) |
 `);
