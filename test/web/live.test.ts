@@ -152,6 +152,50 @@ test('Fleet page: slots, their PR and the orchestrator follow the runner\'s even
   await page.close();
 });
 
+test('Fleet page: a re-read that comes back late does not overwrite a newer one', async () => {
+  const rc = connect(server.url, runner.token);
+  await rc.next('welcome');
+  // The runner answers orchestrator.status at once, except the one it is told to hold.
+  let hold = false;
+  let held: ((data: Record<string, unknown>) => void) | null = null;
+  const arrived: string[] = [];
+  let status: Record<string, unknown> = { present: false, state: 'absent', slots: [] };
+  rc.ws.on('message', (d) => {
+    const f = JSON.parse(d.toString());
+    if (f.type !== 'command') return;
+    arrived.push(f.name);
+    const answer = (data: Record<string, unknown>) => rc.send({ type: 'result', requestId: f.requestId, ok: true, data });
+    if (hold && f.name === 'orchestrator.status' && !held) held = answer;
+    else answer(status);
+  });
+  const { page, errors } = await signedInPage(`/#/fleet/${projectId}`);
+  await page.waitForSelector('section.orchestrator[data-state=absent]', { timeout: LIVE_MS });
+  const statusAnswers = () => page.waitForResponse((r) => r.url().endsWith(`/api/projects/${projectId}/commands`), { timeout: LIVE_MS });
+  // Read 1: its question reaches the runner, which holds it.
+  hold = true;
+  await send(rc, [fleetEvent('orchestrator.started', { data: { profile: 'cc' } })]);
+  const deadline = Date.now() + LIVE_MS;
+  while (!held && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(held, 'the first re-read asked the runner');
+  // Read 2 (a later notice): answered at once, idle; then read 1's answer comes back, saying working.
+  status = { present: true, state: 'idle', session: `svc-${projectId}-orch`, slots: [] };
+  const second = statusAnswers();
+  await send(rc, [fleetEvent('orchestrator.started', { data: { profile: 'cc' } })]);
+  await second;
+  await page.waitForSelector('section.orchestrator[data-state=idle]', { timeout: LIVE_MS });
+  const first = statusAnswers();
+  held!({ present: true, state: 'working', session: `svc-${projectId}-orch`, slots: [] });
+  await first;
+  // The page has both answers now: the newer read's stays.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  assert.is(await page.getAttribute('section.orchestrator', 'data-state'), 'idle');
+  assert.ok(await notReloaded(page), 'the page was not reloaded');
+  assert.equal(errors, []);
+  rc.ws.close();
+  await rc.closed;
+  await page.close();
+});
+
 test('Projects page: a project created, renamed, given a member and deleted through the API shows without a reload', async () => {
   const { page, errors } = await signedInPage('/#/projects');
   await page.waitForSelector('tr[data-project=Live]');

@@ -89,9 +89,13 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
     api<{ ok: boolean; data: unknown; error?: { message: string } }>(`/api/projects/${projectId}/commands`, { method: 'POST', body: { name, args } });
   /** The project's runner as last read: its online/offline notices concern this page too. */
   const runnerId = useRef<string | null>(null);
+  /** Reads started: only the newest one's answers are shown (an older one can come back later). */
+  const reads = useRef(0);
   const load = async () => {
     if (!projectId || !project) return;
+    const read = ++reads.current;
     const [s, r] = await Promise.allSettled([command('orchestrator.status'), api<Recorded>(`/api/projects/${projectId}/fleet`)]);
+    if (read !== reads.current) return;
     if (r.status === 'fulfilled') runnerId.current = r.value.runnerId;
     if (s.status === 'fulfilled') (setStatus(s.value.data as Status), setLive(null));
     else {
