@@ -148,15 +148,13 @@ try {
           await c2.next('ack', 30_000);
         }
       }, N.events, single.cpu);
-    const direct = () =>
+    /** Every batch of the round written by `write(i, n)` (events i… of n), one after another. */
+    const batches = (write) =>
       timed(async () => {
-        for (let i = 0; i < N.events; i += N.batch) await sql`insert into runner_events ${sql(asStored(ingestRunner, batchOf(Math.min(N.batch, N.events - i), directId(i))))} on conflict do nothing`;
+        for (let i = 0; i < N.events; i += N.batch) await write(i, Math.min(N.batch, N.events - i));
       });
-    const plain = () =>
-      timed(async () => {
-        for (let i = 0; i < N.events; i += N.batch) await sql`insert into bench_events ${sql(toRows(batchOf(Math.min(N.batch, N.events - i), id(i))))} on conflict do nothing`;
-      });
-    const directId = (i) => (k) => `d${id(i)(k)}`;
+    const direct = () => batches((i, n) => sql`insert into runner_events ${sql(asStored(ingestRunner, batchOf(n, (k) => `d${id(i)(k)}`)))} on conflict do nothing`);
+    const plain = () => batches((i, n) => sql`insert into bench_events ${sql(toRows(batchOf(n, id(i))))} on conflict do nothing`);
     const [h, d] = round % 2 === 0 ? [await hub(), await direct()] : await direct().then(async (d) => [await hub(), d]);
     const p = await plain();
     single.hub.push(N.events / h);
@@ -212,22 +210,17 @@ try {
               }
             }),
           ), total, all.cpu);
-      const direct = () =>
+      /** One loop per runner at once, each writing its frames by `write(runnerId, r, f)`, one after another. */
+      const loops = (write) =>
         timed(() =>
           Promise.all(
             runnerIds.map(async (runnerId, r) => {
-              for (let f = 0; f < frames; f++) await pool`insert into runner_events ${pool(asStored(runnerId, batchOf(N.batch, (k) => `d${id(r, f)(k)}`)))} on conflict do nothing`;
+              for (let f = 0; f < frames; f++) await write(runnerId, r, f);
             }),
           ),
         );
-      const plain = () =>
-        timed(() =>
-          Promise.all(
-            runnerIds.map(async (_, r) => {
-              for (let f = 0; f < frames; f++) await pool`insert into bench_events_many ${pool(toRows(batchOf(N.batch, id(r, f))))} on conflict do nothing`;
-            }),
-          ),
-        );
+      const direct = () => loops((runnerId, r, f) => pool`insert into runner_events ${pool(asStored(runnerId, batchOf(N.batch, (k) => `d${id(r, f)(k)}`)))} on conflict do nothing`);
+      const plain = () => loops((_, r, f) => pool`insert into bench_events_many ${pool(toRows(batchOf(N.batch, id(r, f))))} on conflict do nothing`);
       const [h, d] = round % 2 === 0 ? [await hub(), await direct()] : await direct().then(async (d) => [await hub(), d]);
       const p = await plain();
       all.hub.push(total / h);

@@ -141,24 +141,19 @@ export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: Ser
       ctx.log.error('an inbound trigger answer could not be sent', { error: err instanceof Error ? err.message : String(err) });
       res.destroy();
     };
-    const send = (answer: () => Response) => {
+    const send = (answer: () => Response | Empty) => {
       try {
-        const sending = sendNodeResponse(finish(answer(), requestId), res, req, true);
+        const a = answer();
+        // A bodiless 401/404 (most refusals) is written as it is, with the same headers a Response would get.
+        if (isEmpty(a)) return void res.writeHead(a.status, Object.assign(answerHeaders(requestId), emptyHeaders(a))).end();
+        const sending = sendNodeResponse(finish(a, requestId), res, req, true);
         if (sending) sending.catch(failed); // only a streamed body is sent asynchronously
       } catch (err) {
         failed(err);
       }
     };
-    // A bodiless 401/404 (most refusals) is written as it is, with the same headers a Response would get.
-    const sendEmpty = (a: Empty) => {
-      try {
-        res.writeHead(a.status, Object.assign(answerHeaders(requestId), emptyHeaders(a))).end();
-      } catch (err) {
-        failed(err);
-      }
-    };
     hook(publicId, { headers, hasBody: nodeHasBody(req), read: (limit, ms) => readNodeBody(req, limit, ms) }, ctx).then(
-      (answer) => (isEmpty(answer) ? sendEmpty(answer) : send(() => answer)),
+      (answer) => send(() => answer),
       (err: unknown) => send(() => answerError(ctx, err)),
     );
     return true;

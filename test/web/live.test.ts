@@ -158,12 +158,10 @@ test('Fleet page: a re-read that comes back late does not overwrite a newer one'
   // The runner answers orchestrator.status at once, except the one it is told to hold.
   let hold = false;
   let held: ((data: Record<string, unknown>) => void) | null = null;
-  const arrived: string[] = [];
   let status: Record<string, unknown> = { present: false, state: 'absent', slots: [] };
   rc.ws.on('message', (d) => {
     const f = JSON.parse(d.toString());
     if (f.type !== 'command') return;
-    arrived.push(f.name);
     const answer = (data: Record<string, unknown>) => rc.send({ type: 'result', requestId: f.requestId, ok: true, data });
     if (hold && f.name === 'orchestrator.status' && !held) held = answer;
     else answer(status);
