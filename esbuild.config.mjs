@@ -6,7 +6,7 @@
 // terminal is attached. A hashed file never changes, so it is served with a one-year immutable cache
 // (functions/static.ts); dist/web/index.html — written here from web-static/index.html with the hashed
 // names of this build — is served with no-cache, so a deploy takes effect at the next page load.
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import * as esbuild from 'esbuild';
@@ -59,8 +59,15 @@ export const web = {
 
 export const builds = [
   {
-    entryPoints: ['functions/server.ts'],
-    outfile: 'dist/server.mjs',
+    // Split: dist/server.mjs is start-up (configuration, the database, migrations); what serving needs
+    // (functions/serving.ts) and the admin CLI are chunks beside it (dist/server-*.mjs), imported when
+    // used — the server compiles the serving chunk while a new database's migrations run (docs/performance.md,
+    // Cold start). The chunks sit in dist/ itself, so paths made from import.meta.url are the same in all.
+    entryPoints: { server: 'functions/server.ts' },
+    outdir: 'dist',
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
+    chunkNames: 'server-[name]-[hash]',
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -138,6 +145,7 @@ export function publishRunner() {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   rmSync(WEB_DIR, { recursive: true, force: true }); // hashed files of older builds must not pile up
+  for (const f of existsSync('dist') ? readdirSync('dist') : []) if (/^server-.+\.mjs(\.map)?$/.test(f)) rmSync(`dist/${f}`); // the server's chunks too
   const results = await Promise.all(builds.map((b) => esbuild.build({ logLevel: 'warning', ...b })));
   writeIndex(results[builds.indexOf(web)].metafile);
   copyStatic();

@@ -10,10 +10,14 @@
 //   pglite second      the same data dir again (migrations already applied)
 //   postgres new       a brand-new database on --database-url's server (CREATE DATABASE svc_bench_<hex>)
 //   postgres second    the same database again; the database is dropped after the run
+//   postgres DDL alone the floor under "postgres new": sql/'s migrations applied to another new database
+//                      by this process (already connected), in one transaction as the server does it —
+//                      from BEGIN to COMMIT, nothing of Node's start or the connection
 // The PostgreSQL rows are skipped (and the output says so) when the server does not answer.
 // The port is picked free beforehand and GET /health is polled every --poll-ms from the spawn on, so
 // the figures have a resolution of about one poll interval. Every child is stopped at the end.
 // Output: progress on stderr, a table on stdout, then one JSON line with all figures.
+import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -121,6 +125,32 @@ async function postgresReachable() {
   }
 }
 
+/** sql/'s migrations, in the order and form lib/db/migrate.ts applies them to a new database. */
+function migrationText() {
+  const dir = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', 'sql');
+  const files = readdirSync(dir).filter((n) => /^\d{4}_[a-z0-9_-]+\.sql$/.test(n)).sort();
+  const record = `insert into schema_migrations (name, checksum) values ${files.map((f) => `('${f}', 'bench')`).join(', ')}`;
+  return [...files.map((f) => readFileSync(join(dir, f), 'utf8')), record].join('\n;\n');
+}
+
+/** The migrations' DDL alone on a new database: ms from BEGIN to COMMIT, on a connection made before. */
+async function ddlAlone() {
+  const db = await createDatabase(ADMIN_URL);
+  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`select 1`;
+    const t0 = performance.now();
+    await sql.begin(async (tx) => {
+      await tx.unsafe('create table if not exists schema_migrations (name text primary key, checksum text not null, applied_at timestamptz not null default now())');
+      await tx.unsafe(migrationText()).simple();
+    });
+    return { ms: performance.now() - t0 };
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    await db.drop();
+  }
+}
+
 async function main() {
   requireBuild();
   const m = machine(); // at the start: the commit and build the figures belong to
@@ -128,7 +158,7 @@ async function main() {
   const pg = await postgresReachable();
   if (!pg.ok) log(`PostgreSQL at ${redactUrl(ADMIN_URL)} not reachable (${pg.reason}): the postgres rows are skipped`);
 
-  const rows = ['bare node', 'pglite new', 'pglite second', ...(pg.ok ? ['postgres new', 'postgres second'] : [])];
+  const rows = ['bare node', 'pglite new', 'pglite second', ...(pg.ok ? ['postgres new', 'postgres second', 'postgres DDL alone'] : [])];
   const results = Object.fromEntries(rows.map((r) => [r, []]));
   const exits = [];
   const problems = [];
@@ -163,6 +193,7 @@ async function main() {
         } finally {
           await db.drop();
         }
+        record('postgres DDL alone', await ddlAlone());
       }
     }
   } finally {
@@ -174,6 +205,9 @@ async function main() {
     const ms = median(results[row]);
     return { row, medianMs: round(ms, 1), ratio: round(ms / bareMs, 2), runsMs: results[row].map((x) => round(x, 1)) };
   });
+  // What a new database cannot go below: a bare Node start plus the migrations' DDL, each measured here.
+  const floor = pg.ok ? { ms: round(bareMs + median(results['postgres DDL alone']), 1) } : null;
+  if (floor) floor.postgresNewRatio = round(median(results['postgres new']) / floor.ms, 2);
   const distChanged = distHash() !== m.dist;
   const loadEnd = round(os.loadavg()[0], 2);
   console.log(`cold start to first 200 from GET /health, median of ${RUNS} run(s), poll every ${POLL_MS} ms`);
@@ -186,6 +220,7 @@ async function main() {
       ...summary.map((s) => [s.row, fmt(s.medianMs, 0), fmt(s.ratio, 2), s.runsMs.map((x) => Math.round(x)).join(' ')]),
     ]),
   );
+  if (floor) console.log(`postgres new ÷ (bare node + DDL alone = ${fmt(floor.ms, 0)} ms): ${fmt(floor.postgresNewRatio, 2)}`);
   console.log(`svc log: ${problems.length} WARN/ERROR line(s); non-zero exits on SIGTERM: ${exits.length}`);
   for (const line of problems.slice(0, 20)) console.log(`  ${line}`);
   for (const e of exits) console.log(`  ${e.row}: exit ${e.exit}`);
@@ -199,6 +234,7 @@ async function main() {
       settings: { runs: RUNS, pollMs: POLL_MS, baseline: `node -e "${BARE_CODE}"` },
       postgres: pg.ok ? { reachable: true, url: redactUrl(ADMIN_URL) } : { reachable: false, url: redactUrl(ADMIN_URL), reason: pg.reason },
       results: summary,
+      newDatabaseFloor: floor,
       svcLog: { problems, nonZeroExits: exits },
     }),
   );

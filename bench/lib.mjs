@@ -3,7 +3,7 @@
 // A benchmark is not a test: it prints figures (a short table, then one JSON line) and judges nothing.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -269,7 +269,10 @@ export function machine() {
 /** Short sha256 of dist/server.mjs: the benchmarks compare it at start and end, as others may rebuild it. */
 export function distHash() {
   try {
-    return createHash('sha256').update(readFileSync(SERVER)).digest('hex').slice(0, 12);
+    // dist/server.mjs and its chunks (dist/server-*.mjs, esbuild.config.mjs): one build, one hash.
+    const hash = createHash('sha256').update(readFileSync(SERVER));
+    for (const f of readdirSync(dirname(SERVER)).filter((n) => /^server-.+\.mjs$/.test(n)).sort()) hash.update(f).update(readFileSync(join(dirname(SERVER), f)));
+    return hash.digest('hex').slice(0, 12);
   } catch {
     return 'missing';
   }

@@ -106,6 +106,81 @@ test('a database migrated by a newer version is refused (forward only)', () =>
     }
   }));
 
+const recordedTimes = async (db: Db) =>
+  (await db.query<{ n: number }>(sql`select count(distinct applied_at)::int as n from schema_migrations`))[0].n;
+
+test('a new database gets every file in one transaction; whileApplying is called once, after the statements are sent', () =>
+  withDb(async (db) => {
+    const dir = dirWith({ '0001_a.sql': 'create table a (n int);', '0002_b.sql': 'insert into a values (2);', '0003_c.sql': 'create table c (n int);' });
+    const lines: string[] = [];
+    let calls = 0;
+    const { applied } = await migrate(db, loadMigrations(dir), createLogger('info', {}, (l) => lines.push(l)), { whileApplying: () => calls++ });
+    assert.equal(applied, ['0001_a.sql', '0002_b.sql', '0003_c.sql']);
+    assert.is(calls, 1);
+    // now() is the transaction's start: one transaction recorded all three.
+    assert.is(await recordedTimes(db), 1);
+    assert.ok(lines.some((l) => l.includes('applying every migration to a new database count=3')));
+    assert.not.ok(lines.some((l) => / WARN /.test(l)), lines.join('\n'));
+    // An up-to-date database: nothing to apply, and the callback still comes (once).
+    assert.equal((await migrate(db, loadMigrations(dir), quiet, { whileApplying: () => calls++ })).applied, []);
+    assert.is(calls, 2);
+  }));
+
+test('an upgrade applies the new files one by one, each in its own transaction, after whileApplying', () =>
+  withDb(async (db) => {
+    const dir = dirWith({ '0001_a.sql': 'create table a (n int);' });
+    await migrate(db, loadMigrations(dir), quiet);
+    writeFileSync(join(dir, '0002_b.sql'), 'create table b (n int);');
+    writeFileSync(join(dir, '0003_c.sql'), 'create table c (n int);');
+    const order: string[] = [];
+    const { applied } = await migrate(db, loadMigrations(dir), createLogger('info', {}, (l) => l.includes('applying migration') && order.push(l.split('name=')[1])), {
+      whileApplying: () => order.push('whileApplying'),
+    });
+    assert.equal(applied, ['0002_b.sql', '0003_c.sql']);
+    assert.equal(order, ['whileApplying', '0002_b.sql', '0003_c.sql']);
+    assert.is(await recordedTimes(db), 3);
+  }));
+
+test('a new database whose batch fails: all of it rolls back, then file by file, and the error names the failing file', () =>
+  withDb(async (db) => {
+    const dir = dirWith({ '0001_ok.sql': 'create table kept (n int);', '0002_bad.sql': 'select * from missing_table;', '0003_later.sql': 'create table later (n int);' });
+    const lines: string[] = [];
+    try {
+      await migrate(db, loadMigrations(dir), createLogger('info', {}, (l) => lines.push(l)));
+      assert.unreachable('should fail');
+    } catch (err) {
+      assert.instance(err, MigrationError);
+      assert.match((err as Error).message, /migration 0002_bad\.sql failed: .*missing_table/);
+    }
+    assert.ok(lines.some((l) => / WARN the migrations did not apply in one transaction/.test(l)));
+    const t = await tables(db);
+    assert.ok(t.includes('kept'));
+    assert.not.ok(t.includes('later'));
+    assert.equal((await db.query<{ name: string }>(sql`select name from schema_migrations`)).map((r) => r.name), ['0001_ok.sql']);
+  }));
+
+test('a replica that recorded migrations between the check and the batch: the batch does nothing, the rest apply one by one', () =>
+  withDb(async (db) => {
+    const migrations = loadMigrations(dirWith({ '0001_a.sql': 'create table a (n int);', '0002_b.sql': 'create table b (n int);' }));
+    // The other replica: 0001 applied and recorded just before this process's batch transaction starts.
+    let transactions = 0;
+    const racing: Db = {
+      ...db,
+      transaction: async (fn) => {
+        if (++transactions === 2) {
+          await db.exec('create table a (n int)');
+          await db.query(sql`insert into schema_migrations (name, checksum) values (${migrations[0].name}, ${migrations[0].checksum})`);
+        }
+        return db.transaction(fn);
+      },
+    };
+    const lines: string[] = [];
+    const { applied } = await migrate(racing, migrations, createLogger('info', {}, (l) => lines.push(l)));
+    assert.equal(applied, ['0002_b.sql']);
+    assert.not.ok(lines.some((l) => / WARN /.test(l)), 'a race is not a failure');
+    assert.equal((await tables(db)).filter((t) => t === 'a' || t === 'b'), ['a', 'b']);
+  }));
+
 test('seed: settings upserted without overwriting values, prices inserted only when empty', () =>
   withDb(async (db) => {
     await migrate(db, loadMigrations(join(ROOT, 'sql')), quiet);

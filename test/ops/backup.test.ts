@@ -66,7 +66,7 @@ onlyOn('postgres', test, 6, () => {
       // The server starts on the restored database without re-applying anything, and is healthy.
       const t = await startServer({ dbEnv: { DATABASE_URL: target.url } });
       servers.push(t);
-      assert.not.match(t.output(), /applying migration/, 'the schema came with the dump');
+      assert.not.match(t.output(), /applying (every )?migration/, 'the schema came with the dump');
       const health = await fetch(`${t.url}/health`);
       assert.is(health.status, 200);
       assert.is((await health.json()).status, 'ok');
