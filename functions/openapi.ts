@@ -1,6 +1,6 @@
 // GET /api/openapi.json — OpenAPI 3.1, generated from the same route table and zod schemas that
 // validate requests (DESIGN §4), so the document cannot drift from what the server enforces.
-import { z } from 'zod';
+import * as z from 'zod';
 import { VERSION } from '../protocol/version.ts';
 import { route } from './lib/context.ts';
 import { json } from './lib/errors.ts';

@@ -2,7 +2,7 @@
 // in its anchor file (AUDIT_ANCHOR_PATH, JSON, written atomically with mode 0600). The file is the
 // memory the database does not hold: each replica keeps its own, and it only ever moves forward.
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { writeFileAtomic } from '../../protocol/atomic-file.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';

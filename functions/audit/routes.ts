@@ -1,6 +1,6 @@
 // The audit log: filtered, cursor-paged listing, and the latest chain verification.
 import { json } from '../lib/errors.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';

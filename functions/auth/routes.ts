@@ -1,6 +1,6 @@
 // Sign-in, sign-out, the current user, password links, personal API tokens, and user administration.
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Principal, Route } from '../lib/context.ts';

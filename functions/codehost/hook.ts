@@ -13,7 +13,7 @@
 //      repository.full_name (case-insensitive) come back from the same statement;
 //   6. 202 `accepted`; right after the answer, collector.poll goes to each matched project's runner
 //      (polls.ts), and its answers are recorded on the delivery.
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../lib/context.ts';
 import type { AppContext, Route } from '../lib/context.ts';
 import { randomUUID } from 'node:crypto';

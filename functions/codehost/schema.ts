@@ -1,7 +1,7 @@
 // Shapes of the code-host app admin API (docs/github-app.md), validated at the boundary; every refusal
 // is a 400 naming its field.
 import { createPrivateKey } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const appParams = z.strictObject({ appId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be an app id' }) });
 

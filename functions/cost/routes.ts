@@ -3,7 +3,7 @@
 // project, model, session, issue, pull request or run, models seen without a price, and project
 // budgets. Everything is by project role: a caller sees the requests of projects they belong to
 // (instance admins: all, including requests no project was attributed to).
-import { z } from 'zod';
+import * as z from 'zod';
 import { findPrice } from '../../protocol/prices.ts';
 import { audited } from '../audit/audit.ts';
 import { requireProjectRole } from '../auth/auth.ts';

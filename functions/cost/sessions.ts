@@ -3,7 +3,7 @@
 // matched to), newest first, with their totals; GET /api/sessions/:id is one session with its LLM
 // requests. GET /api/activity is the activity feed (sessions started, budget thresholds reached),
 // kept ACTIVITY_RETENTION_DAYS. A session or item of a project you have no role on does not exist for you.
-import { z } from 'zod';
+import * as z from 'zod';
 import { projectRole, requireProjectRole } from '../auth/auth.ts';
 import { route } from '../lib/context.ts';
 import type { Principal, Route } from '../lib/context.ts';

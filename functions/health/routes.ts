@@ -1,6 +1,6 @@
 // Spec: Health checks — `GET /health` says only that the process is up; it never touches the database.
 import { json } from '../lib/errors.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 

@@ -1,5 +1,5 @@
 // System jobs next to their next run and last result (spec: the admin Schedules page).
-import { z } from 'zod';
+import * as z from 'zod';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';

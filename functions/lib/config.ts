@@ -2,7 +2,7 @@
 // A bad value stops the start with a message naming the variable — never the value of a secret.
 import { isIP } from 'node:net';
 import { Cron } from 'croner';
-import { z } from 'zod';
+import * as z from 'zod';
 import { humanIssue } from './issues.ts';
 
 const bool = (fallback: boolean) =>

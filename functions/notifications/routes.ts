@@ -4,7 +4,7 @@
 // acts only on notifications the caller sees: other ids (someone else's, or none at all) are ignored
 // rather than refused, so the answer does not tell which ids exist; `marked` counts what changed.
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { audited } from '../audit/audit.ts';
 import type { User } from '../lib/context.ts';
 import { route } from '../lib/context.ts';

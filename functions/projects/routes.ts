@@ -3,7 +3,7 @@
 // and its root path on that machine are the instance admins' choice (docs/security.md, "Runners and
 // project roots"): project admins keep every other field.
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { audited } from '../audit/audit.ts';
 import { requireInstanceAdmin } from '../auth/auth.ts';
 import { publish } from '../live/live.ts';

@@ -1,6 +1,6 @@
 // Runner management, pairing and commands over HTTP.
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { COMMANDS, COMMAND_NAMES, isCommandName } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, pairRequest } from '../../protocol/frames.ts';

@@ -2,7 +2,7 @@
 // the projects you can see (at least viewer; instance admins see all), newest first; GET
 // /api/runs/:runId is one run with its report, at most 128 KiB of its patch and its progress lines.
 // A run of a project you have no role on does not exist for you (404).
-import { z } from 'zod';
+import * as z from 'zod';
 import { RUN_STATES } from '../../protocol/runs.ts';
 import { projectRole, requireProjectRole } from '../auth/auth.ts';
 import { route } from '../lib/context.ts';

@@ -1,6 +1,6 @@
 // Shapes of skill runs (docs/skill-runs.md): the runner's skill_run.* event payloads as the server
 // reads them, and the API's answers (GET /api/runs, GET /api/runs/:runId) for validation and OpenAPI.
-import { z } from 'zod';
+import * as z from 'zod';
 import { RUN_STATES } from '../../protocol/runs.ts';
 
 export const runId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a run id' });

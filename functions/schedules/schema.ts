@@ -3,7 +3,7 @@
 // skill.run command's arguments, since a schedule's args are sent as they are; cron and time zone are
 // checked with croner and the platform's IANA database. Every refusal is a 400 naming its field.
 import { Cron } from 'croner';
-import { z } from 'zod';
+import * as z from 'zod';
 import { COMMANDS } from '../../protocol/commands.ts';
 import { model, profile, skill } from '../triggers/schema.ts';
 

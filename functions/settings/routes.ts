@@ -1,5 +1,5 @@
 // Instance settings and instance secrets (admin only, audited).
-import { z } from 'zod';
+import * as z from 'zod';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';

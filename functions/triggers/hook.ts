@@ -17,7 +17,7 @@
 // Replay memory and the bucket are rows, so every process behind one address agrees.
 import { createSecretKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { route } from '../lib/context.ts';
 import { DecryptError } from '../lib/crypto.ts';
 import type { AppContext, Route } from '../lib/context.ts';

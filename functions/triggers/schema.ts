@@ -1,7 +1,7 @@
 // Shapes of the triggers admin API (docs/triggers.md): request bodies validated at the boundary, and the
 // cross-field rules zod cannot say alone (the skill fields belong to the skill action; templates use
 // only allowed paths; the value pattern compiles). Every refusal is a 400 naming its field.
-import { z } from 'zod';
+import * as z from 'zod';
 import { badRequest } from '../lib/errors.ts';
 import { DEFAULT_VALUE_PATTERN, checkTemplates, compileValuePattern, pathProblem } from './placeholders.ts';
 

@@ -3,7 +3,7 @@
 // address allowlist. Instance admins only; every change writes an audit record; anything that needs
 // the signing secret answers 409 encryption_key_missing without APP_ENCRYPTION_KEY.
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
