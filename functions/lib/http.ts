@@ -76,6 +76,24 @@ export async function readBody(request: Request, limit: number, timeoutMs?: numb
   return out;
 }
 
+/** Checks waiting for the end of this event-loop turn's I/O callbacks. */
+let afterReadsQueue: (() => void)[] = [];
+
+/**
+ * Run `fn` once the socket reads of this event-loop turn have been handled (one setImmediate for all the
+ * calls of a turn). Node parses a request's body after its 'request' event has run, and with the
+ * process.nextTick of the event in between, so a deadline checked on the next tick found nearly every
+ * body incomplete and armed a timer for each request (docs/performance.md, Inbound triggers).
+ */
+function afterReads(fn: () => void): void {
+  if (afterReadsQueue.push(fn) > 1) return;
+  setImmediate(() => {
+    const queue = afterReadsQueue;
+    afterReadsQueue = [];
+    for (const f of queue) f();
+  });
+}
+
 /**
  * readBody for Node's own request (the server's front door for POST /hooks/…, app.ts createHookDoor): the
  * same limit, deadline and answers, read from the stream's events rather than through a web stream. On
@@ -88,10 +106,10 @@ export function readNodeBody(req: IncomingMessage, limit: number, timeoutMs?: nu
     let size = 0;
     let done = false;
     let timer: NodeJS.Timeout | undefined;
-    // A small body has mostly been parsed by the end of this tick (the 'request' event comes first): the
-    // deadline's timer is armed only for a body still incomplete then, not for every request.
+    // The deadline's timer is armed only for a body still incomplete once this turn's reads are parsed
+    // (see afterReads), not for every request: a small body comes in the segment of its headers.
     if (timeoutMs !== undefined) {
-      process.nextTick(() => {
+      afterReads(() => {
         if (!done && !req.complete) timer = setTimeout(() => stop(bodyTimeout(timeoutMs)), timeoutMs);
       });
     }

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { signTrigger } from '../../docs/examples/sign-trigger.ts';
+import { readNodeBody } from '../../functions/lib/http.ts';
 import { hookPublicId } from '../../functions/triggers/hook.ts';
 import { createTrigger, deliveries, setup, skillTrigger, waitFor } from './_harness.ts';
 import type { Setup } from './_harness.ts';
@@ -33,6 +34,49 @@ test('hookPublicId: the targets the route reads as /hooks/:publicId, and no othe
     `/hooks/${id}#x`,
   ]) {
     assert.is(hookPublicId(target), null, target);
+  }
+});
+
+test('readNodeBody arms its deadline timer only for a body still incomplete after the reads of its turn', async () => {
+  const DEADLINE = 12_345; // a delay nothing else here uses: its setTimeout calls are counted
+  const realSetTimeout = globalThis.setTimeout;
+  let armed = 0;
+  globalThis.setTimeout = ((fn: () => void, ms?: number, ...rest: unknown[]) => {
+    if (ms === DEADLINE) armed++;
+    return realSetTimeout(fn, ms, ...rest);
+  }) as typeof setTimeout;
+  const server = http.createServer((req, res) => {
+    readNodeBody(req, 1024, DEADLINE).then(
+      (body) => res.writeHead(200, { 'content-length': body.byteLength }).end(body),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  const socket = net.connect(port, '127.0.0.1');
+  let received = '';
+  socket.setEncoding('latin1').on('data', (d: string) => (received += d));
+  const answers = () => received.split('HTTP/1.1 200').length - 1;
+  const head = (n: number) => `POST /x HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${n}\r\n\r\n`;
+  try {
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    // 20 requests, each head and body in one write: no timer.
+    for (let i = 1; i <= 20; i++) {
+      socket.write(head(9) + '{"n":' + String(i).padStart(3, '0') + '}');
+      await waitFor(`answer ${i}`, async () => answers() === i);
+    }
+    assert.is(armed, 0, 'a body that came with its head needs no deadline timer');
+    // A body that comes later: its deadline is armed, and the body still arrives in time.
+    socket.write(head(9));
+    await waitFor('the deadline armed', async () => armed === 1);
+    socket.write('{"n":999}');
+    await waitFor('answer 21', async () => answers() === 21);
+    assert.ok(received.endsWith('{"n":999}'));
+    assert.is(armed, 1);
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+    socket.destroy();
+    await new Promise((r) => server.close(r));
   }
 });
 
