@@ -35,6 +35,11 @@ import { TriggerFirer } from './triggers/fire.ts';
 import { captureRunnerEvents } from './webhooks/capture.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 
+// Node loads its fetch implementation (undici, 11–16 ms here) the first time a fetch global (Request,
+// Response, Headers) is read; the adapter in startServing reads one. Read here instead, as this module
+// loads, which server.ts overlaps with a new database's migrations rather than paying it after them.
+void globalThis.Response;
+
 /** How long a refused body's connection stays half-open so the client can read the answer. */
 const LINGER_MS = 2000;
 

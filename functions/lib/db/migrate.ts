@@ -2,10 +2,11 @@
 // transaction-level advisory lock, so replicas that start together apply each file exactly once and
 // in order; a crash mid-file rolls that file back and the next start applies it again. Applied files
 // are recorded with a SHA-256 checksum: an edited applied file is a start error, never silently skipped.
-// A new database (nothing recorded) gets every file in ONE transaction, sent as one statement list: one
-// round trip instead of seven per file, and nothing for this process to do while PostgreSQL runs the DDL
-// (the server loads its code meanwhile: `whileApplying`). If that fails, it rolls back whole and the files
-// are applied one by one as on any database, so a failure still names its file and the earlier ones stay.
+// A new database (nothing recorded) gets every file in ONE transaction — the one that checked, under its
+// lock — sent as one statement list: one round trip instead of seven per file, and nothing for this
+// process to do while PostgreSQL runs the DDL (the server loads its code meanwhile: `whileApplying`). If
+// that fails, it rolls back whole and the files are applied one by one as on any database, so a failure
+// still names its file and the earlier ones stay.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -53,33 +54,11 @@ function edited(m: Migration, recorded: string): MigrationError {
   );
 }
 
-/** The batch of a new database found the schema no longer empty: another replica got there first. */
-const RACED = 'svc: migrations raced';
-
-/**
- * Every file of a new database in one transaction: false when another process recorded migrations in
- * the meantime (then nothing was done here), throws when a file fails (then everything rolled back).
- */
-async function applyNew(db: Db, migrations: Migration[], log: Logger, whileApplying: () => void): Promise<boolean> {
-  // Names match FILE and checksums are hex: nothing in them needs quoting, and the statement list stays
-  // one simple-protocol message. The guard runs under the lock, before any DDL.
-  const guard = `do $$ begin if exists (select 1 from schema_migrations) then raise exception '${RACED}'; end if; end $$`;
+/** Every file and its record as one statement list (one simple-protocol message, one round trip). */
+function batchText(migrations: Migration[]): string {
+  // Names match FILE and checksums are hex: nothing in them needs quoting.
   const record = `insert into schema_migrations (name, checksum) values ${migrations.map((m) => `('${m.name}', '${m.checksum}')`).join(', ')}`;
-  const text = [guard, ...migrations.map((m) => m.text), record].join('\n;\n');
-  try {
-    await db.transaction(async (tx) => {
-      await lock(tx);
-      log.info('applying every migration to a new database', { count: migrations.length, first: migrations[0].name, last: migrations.at(-1)!.name });
-      const applying = tx.exec(text);
-      whileApplying();
-      await applying;
-    });
-    return true;
-  } catch (err) {
-    if (err instanceof Error && err.message.includes(RACED)) return false;
-    log.warn('the migrations did not apply in one transaction; applying them one by one', { error: err instanceof Error ? err.message : String(err) });
-    return false;
-  }
+  return [...migrations.map((m) => m.text), record].join('\n;\n');
 }
 
 export interface MigrateOptions {
@@ -100,26 +79,44 @@ export async function migrate(db: Db, migrations: Migration[], log: Logger, opti
   const applied: string[] = [];
   const known = new Set(migrations.map((m) => m.name));
   // One transaction reads what is recorded and checks all of it: on an up-to-date database (every start
-  // but the first after an upgrade) nothing else runs.
-  const missing = await db.transaction(async (tx) => {
-    await lock(tx);
-    const rows = await tx.query<{ name: string; checksum: string }>(sql`select name, checksum from schema_migrations order by name`);
-    const unknown = rows.map((r) => r.name).filter((n) => !known.has(n));
-    if (unknown.length) {
-      throw new MigrationError(
-        `the database has migrations this version does not know (${unknown.join(', ')}): it was upgraded by a newer version; migrations only go forward — restore a dump or run the newer version`,
-      );
-    }
-    const recorded = new Map(rows.map((r) => [r.name, r.checksum]));
-    for (const m of migrations) {
-      const checksum = recorded.get(m.name);
-      if (checksum !== undefined && checksum !== m.checksum) throw edited(m, checksum);
-    }
-    return migrations.filter((m) => !recorded.has(m.name));
-  });
-  if (missing.length > 1 && missing.length === migrations.length && (await applyNew(db, missing, log, whileApplying))) {
-    log.info('migrations up to date', { total: migrations.length, applied: missing.length });
-    return { applied: missing.map((m) => m.name) };
+  // but the first after an upgrade) nothing else runs. On a new one (nothing recorded) it applies every
+  // file too, still under the lock, so no other replica can record anything meanwhile.
+  let batch = false;
+  let missing: Migration[];
+  try {
+    missing = await db.transaction(async (tx) => {
+      await lock(tx);
+      const rows = await tx.query<{ name: string; checksum: string }>(sql`select name, checksum from schema_migrations order by name`);
+      const unknown = rows.map((r) => r.name).filter((n) => !known.has(n));
+      if (unknown.length) {
+        throw new MigrationError(
+          `the database has migrations this version does not know (${unknown.join(', ')}): it was upgraded by a newer version; migrations only go forward — restore a dump or run the newer version`,
+        );
+      }
+      const recorded = new Map(rows.map((r) => [r.name, r.checksum]));
+      for (const m of migrations) {
+        const checksum = recorded.get(m.name);
+        if (checksum !== undefined && checksum !== m.checksum) throw edited(m, checksum);
+      }
+      if (rows.length === 0 && migrations.length > 1) {
+        batch = true;
+        log.info('applying every migration to a new database', { count: migrations.length, first: migrations[0].name, last: migrations.at(-1)!.name });
+        const applying = tx.exec(batchText(migrations));
+        whileApplying();
+        await applying;
+        return [];
+      }
+      return migrations.filter((m) => !recorded.has(m.name));
+    });
+  } catch (err) {
+    if (!batch) throw err;
+    // All of it rolled back: file by file, as on any database, so the error names the file that fails.
+    log.warn('the migrations did not apply in one transaction; applying them one by one', { error: err instanceof Error ? err.message : String(err) });
+    missing = migrations;
+  }
+  if (batch && missing.length === 0) {
+    log.info('migrations up to date', { total: migrations.length, applied: migrations.length });
+    return { applied: migrations.map((m) => m.name) };
   }
   whileApplying();
   // Each missing file in its own transaction, checked again under the lock: another replica may have
