@@ -23,7 +23,7 @@ import { databaseUnavailable, isDatabaseUnavailable } from './lib/db/unavailable
 import { empty, withHeaders } from './lib/respond.ts';
 import { NO_BODY_BYTES, hasBody, nodeHasBody, nodeHeaders, parseWith, readBody, readJson, readNodeBody, refuseDeclaredLength } from './lib/http.ts';
 import { routes as notificationRoutes } from './notifications/routes.ts';
-import { routes as openapiRoutes } from './openapi.ts';
+import { openapiRoutes } from './openapi.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
 import { routes as installRoutes } from './runners/install.ts';
 import { routes as runnerRoutes } from './runners/routes.ts';
@@ -54,7 +54,7 @@ export const allRoutes: Route[] = [
   ...codehostRoutes,
   ...projectScheduleRoutes,
   ...liveRoutes,
-  ...openapiRoutes,
+  ...openapiRoutes(() => allRoutes),
 ];
 
 interface RoutedRequest extends Request {

@@ -74,19 +74,23 @@ export function buildOpenApi(routes: Route[]) {
   };
 }
 
-let cached: unknown;
-
-export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/openapi.json',
-    summary: 'This OpenAPI 3.1 document',
-    tag: 'meta',
-    access: 'public',
-    async handler() {
-      // Imported lazily: app.ts imports this module to build the route table.
-      cached ??= buildOpenApi((await import('./app.ts')).allRoutes);
-      return json(cached);
-    },
-  }),
-];
+/**
+ * GET /api/openapi.json over the route table that `routes()` returns when first asked (app.ts passes its
+ * own, of which this route is part: a function, so neither module imports the other at run time).
+ */
+export function openapiRoutes(routes: () => Route[]): Route[] {
+  let cached: unknown;
+  return [
+    route({
+      method: 'GET',
+      path: '/api/openapi.json',
+      summary: 'This OpenAPI 3.1 document',
+      tag: 'meta',
+      access: 'public',
+      async handler() {
+        cached ??= buildOpenApi(routes());
+        return json(cached);
+      },
+    }),
+  ];
+}
