@@ -87,7 +87,7 @@ function logExchange(log: Logger, req: IncomingMessage, res: ServerResponse): vo
 const DRAIN_QUIET_MS = 1_000;
 /** …or after this long at most. */
 const DRAIN_MAX_MS = 5_000;
-/** The background loops start this long after the server listens (see serve()). */
+/** The background loops start this long after the server listens (see startServing). */
 const BACKGROUND_START_MS = 1_000;
 /** …and after a failure to start them, tried again this long after. */
 const BACKGROUND_RETRY_MS = 5_000;
