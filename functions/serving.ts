@@ -97,18 +97,6 @@ const BACKGROUND_RETRY_MS = 5_000;
  * function before "listening" is logged (server.ts's signal handlers call it from then on).
  */
 export async function startServing(config: Config, log: Logger, db: Db, onShutdown: (shutdown: (signal: string) => Promise<void>) => void): Promise<void> {
-  // The LISTENs first (the hub's, and the trigger cache's: see below): the first of them opens the
-  // listening connection, whose round trips then overlap the keys' reads and the app's construction.
-  const hub = new Hub(db, log.child({ area: 'runners' }));
-  hub.beforeStore = async (runnerId, events) => {
-    await captureRunnerEvents(db, runnerId, events);
-    await captureRunnerNotifications(db, runnerId, events);
-  };
-  // The hook's cache of enabled triggers (functions/triggers/cache.ts): a change made by any process drops
-  // its entry here on the notification; a lost one (the listening connection was re-made) drops them all.
-  const triggers = new TriggerCache();
-  const listening = Promise.all([hub.start(), db.listen(TRIGGER_CHANGED_CHANNEL, (id) => triggers.invalidate(id || undefined), () => triggers.invalidate())]);
-  listening.catch(() => {}); // awaited below, before the server listens; a failure ends the start there
   const { key: encryption, origin } = resolveEncryptionKey(config, log);
   await warnUndecryptable(db, encryption, origin.fingerprint, log);
   if (!encryption) log.warn('APP_ENCRYPTION_KEY is not set: audit records and checkpoints carry no MAC (see docs/security.md, The audit log)');
@@ -118,11 +106,21 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   const auditAnchor = new AuditAnchor({ db, log: log.child({ area: 'audit' }), key: auditKey, anchorPath: resolve(config.AUDIT_ANCHOR_PATH) });
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
   for (const job of [...retentionJobs(config), ...auditJobs(config, auditAnchor), offlineJob]) scheduler.register(job);
+  const hub = new Hub(db, log.child({ area: 'runners' }));
+  hub.beforeStore = async (runnerId, events) => {
+    await captureRunnerEvents(db, runnerId, events);
+    await captureRunnerNotifications(db, runnerId, events);
+  };
+  await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
 
   const clock = serverClock(config.TEST_CLOCK_OFFSET_SECONDS);
   if (clock !== systemClock) log.warn('TEST_CLOCK_OFFSET_SECONDS shifts this server\'s clock (NODE_ENV=test): for tests only', { seconds: config.TEST_CLOCK_OFFSET_SECONDS });
   // Inbound triggers fire on every process (functions/triggers/fire.ts); the work is shared through SQL.
+  // The hook's cache of enabled triggers (functions/triggers/cache.ts): a change made by any process drops
+  // its entry here on the notification; a lost one (the listening connection was re-made) drops them all.
+  const triggers = new TriggerCache();
+  const unlistenTriggers = await db.listen(TRIGGER_CHANGED_CHANNEL, (id) => triggers.invalidate(id || undefined), () => triggers.invalidate());
   const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000, onTriggerChanged: (id) => triggers.invalidate(id) });
   // Project schedules run on replicas with JOBS_ENABLED, once across them (functions/schedules/runner.ts);
   // run-now works on every replica.
@@ -190,7 +188,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   const terminals = new TerminalRelay({ config, db, log: log.child({ area: 'terminal' }), scheduler, keys, hub, clock });
   // Live change notices for the pages (functions/live/live.ts), fanned out through LISTEN/NOTIFY.
   const live = new LiveHub({ config, db, log: log.child({ area: 'live' }), scheduler, keys, hub, clock });
-  const [[, unlistenTriggers]] = await Promise.all([listening, live.start()]);
+  await live.start();
   server.on('upgrade', (req, socket, head) => {
     // A draining replica takes no new WebSocket: the client's next try lands on another replica.
     if (draining) return void socket.end('HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');

@@ -517,8 +517,11 @@ export class Hub {
     const answered = new Promise<void>((resolve) => this.waiters.set(requestId, () => ((isAnswered = true), resolve())));
     let timer: NodeJS.Timeout | undefined;
     try {
-      // The process holding the runner's socket now, read while the command goes out (redeliver compares).
-      const holder = { instance: this.holderOf(runnerId) };
+      // The process holding the runner's socket, read BEFORE the command goes out: redeliver re-sends it
+      // when the holder changed since. Read while it went out, it could already name the process the runner
+      // had moved to while the old holder was still taking the command (a replica stopping in a rolling
+      // restart): the command was lost with the old socket and never sent again (command_timeout).
+      const holder = { instance: local ? this.instance : await this.holderOf(runnerId) };
       if (local) this.send(local, { type: 'command', requestId, name, args, timeoutMs: COMMANDS[name].timeoutMs });
       else await this.db.notify(CMD, requestId);
       const deadline = Date.now() + COMMANDS[name].timeoutMs;
