@@ -402,16 +402,19 @@ export async function startSvc(options) {
 function responseReader(onResponse) {
   let buf = Buffer.alloc(0);
   let head = null; // { status, close, length | -1 chunked | -2 until close }
+  // Only what framing needs (status, content-length, chunked, close), found in the lower-cased head: the
+  // generator shares the machine with the server, so its cost per answer must not grow with the number
+  // of headers a server sends.
   const parseHead = () => {
     const end = buf.indexOf('\r\n\r\n');
     if (end < 0) return false;
-    const lines = buf.subarray(0, end).toString('latin1').split('\r\n');
-    const status = Number(lines[0].split(' ')[1]);
-    const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-    const chunked = /chunked/i.test(headers['transfer-encoding'] ?? '');
+    const text = buf.toString('latin1', 0, end + 2).toLowerCase();
+    const status = Number(text.slice(9, 12));
+    const chunked = /\r\ntransfer-encoding:[^\r]*chunked/.test(text);
+    const declared = /\r\ncontent-length:[ \t]*(\d+)/.exec(text);
     const noBody = status === 204 || status === 304 || (status >= 100 && status < 200);
-    const length = noBody ? 0 : chunked ? -1 : headers['content-length'] !== undefined ? Number(headers['content-length']) : -2;
-    head = { status, close: /close/i.test(headers.connection ?? '') || length === -2, length };
+    const length = noBody ? 0 : chunked ? -1 : declared ? Number(declared[1]) : -2;
+    head = { status, close: /\r\nconnection:[^\r]*close/.test(text) || length === -2, length };
     buf = buf.subarray(end + 4);
     return true;
   };

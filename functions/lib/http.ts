@@ -81,11 +81,12 @@ let afterReadsQueue: (() => void)[] = [];
 
 /**
  * Run `fn` once the socket reads of this event-loop turn have been handled (one setImmediate for all the
- * calls of a turn). Node parses a request's body after its 'request' event has run, and with the
- * process.nextTick of the event in between, so a deadline checked on the next tick found nearly every
- * body incomplete and armed a timer for each request (docs/performance.md, Inbound triggers).
+ * calls of a turn), in the order of the calls. Node parses a request's body after its 'request' event has
+ * run, and with the process.nextTick of the event in between, so a deadline checked on the next tick found
+ * nearly every body incomplete and armed a timer for each request (docs/performance.md, Inbound triggers).
+ * The hook's door (app.ts) also writes its answers here, all of a turn's together.
  */
-function afterReads(fn: () => void): void {
+export function afterReads(fn: () => void): void {
   if (afterReadsQueue.push(fn) > 1) return;
   setImmediate(() => {
     const queue = afterReadsQueue;

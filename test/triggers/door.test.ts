@@ -2,13 +2,18 @@
 // it from Node's request without the router. These tests hold it to the route's behaviour: the same
 // answers and headers as the router's path (a target with a dot segment still goes through the router),
 // which targets it takes, and a client that goes away mid-body.
+import { createSecretKey } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { signTrigger } from '../../docs/examples/sign-trigger.ts';
 import { readNodeBody } from '../../functions/lib/http.ts';
+import { createHookDoor } from '../../functions/app.ts';
+import type { AppContext } from '../../functions/lib/context.ts';
+import { TriggerCache } from '../../functions/triggers/cache.ts';
 import { hookPublicId } from '../../functions/triggers/hook.ts';
+import type { TriggerRow } from '../../functions/triggers/triggers.ts';
 import { createTrigger, deliveries, setup, skillTrigger, waitFor } from './_harness.ts';
 import type { Setup } from './_harness.ts';
 
@@ -106,6 +111,57 @@ function postRaw(path: string, headers: Record<string, string>, body: string): P
     req.end(body);
   });
 }
+
+test('the door writes its answers at the end of the event-loop turn, all the answers of a turn together', async () => {
+  // The door in this process, with one trigger in its cache (no database: a refusal never reaches it).
+  const publicId = 'D'.repeat(24);
+  const triggers = new TriggerCache();
+  triggers.set(publicId, { row: { id: 't1', public_id: publicId, enabled: true } as TriggerRow, version: '1', secrets: { current: createSecretKey(Buffer.from('the-secret')), previous: null, previousUntilMs: 0 } }, triggers.mark());
+  const ctx = { config: { TRIGGER_BODY_TIMEOUT_SECONDS: 5 }, triggers, clock: { now: () => Date.now() }, keys: {}, log: { error: () => {} } } as unknown as AppContext;
+  const door = createHookDoor(ctx);
+  // Which writes happen inside a setImmediate callback, and in which flush.
+  let flush = 0;
+  let inImmediate = false;
+  const realSetImmediate = globalThis.setImmediate;
+  globalThis.setImmediate = ((fn: (...a: unknown[]) => void, ...args: unknown[]) =>
+    realSetImmediate(() => {
+      flush++;
+      inImmediate = true;
+      try {
+        fn(...args);
+      } finally {
+        inImmediate = false;
+      }
+    })) as typeof setImmediate;
+  const writes: { inImmediate: boolean; flush: number }[] = [];
+  const server = http.createServer((req, res) => {
+    const writeHead = res.writeHead.bind(res);
+    res.writeHead = ((...a: Parameters<typeof res.writeHead>) => (writes.push({ inImmediate, flush }), writeHead(...a))) as typeof res.writeHead;
+    assert.ok(door(req, res), 'the door takes POST /hooks/<id>');
+  });
+  try {
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as net.AddressInfo;
+    const body = JSON.stringify({ ref: 'main' });
+    const request = (i: number) => {
+      const h = { 'content-type': 'application/json', ...signTrigger('not-the-secret', body, { delivery: `d-${i}` }) };
+      return `POST /hooks/${publicId} HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`;
+    };
+    // 8 requests pipelined in one write: Node parses them in one turn, so their answers are one flush's.
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('latin1').on('data', (d: string) => (received += d));
+    socket.write(Array.from({ length: 8 }, (_, i) => request(i)).join(''));
+    await waitFor('8 answers', async () => received.split('HTTP/1.1 401').length - 1 === 8);
+    socket.destroy();
+    assert.is(writes.length, 8);
+    assert.ok(writes.every((w) => w.inImmediate), 'every answer is written by the end-of-turn flush, none from its own callback');
+    assert.is(new Set(writes.map((w) => w.flush)).size, 1, 'the 8 answers of one turn go out in one flush');
+  } finally {
+    globalThis.setImmediate = realSetImmediate;
+    server.close();
+  }
+});
 
 test('the door and the router answer alike: 202, 401 and 404, with the same headers (X-Request-Id echoed, nosniff, X-Svc-Version)', async () => {
   const t = await createTrigger(s.server, s.projectId, skillTrigger());
