@@ -28,6 +28,7 @@
 //   node --import tsx bench/triggers.mjs [--seconds 10] [--warmup 3] [--rounds 3] [--connections 50]
 //                                        [--triggers 1] [--pool 10] [--profile none|accepted|rejected|both]
 //                                        [--profile-dir DIR (keep the .cpuprofile files)] [--database-url …]
+//                                        [--max-requests 200000 (per pass; every request signed before the pass starts)]
 // Load comes from a raw-socket generator in a child process (bench/lib.mjs rawHttpLoad) to 127.0.0.1
 // only, bounded in time and count; every process, temp dir and database it makes is removed at the
 // end, also on error or Ctrl-C. Output: progress on stderr, tables on stdout, then one JSON line.
