@@ -30,7 +30,7 @@ const { values: opts } = parseArgs({
 const RUNS = [
   ['health', ['--seconds', '3', '--warmup', '1', '--rounds', '1'], 60],
   ['api', ['--seconds', '3', '--warmup', '1', '--rounds', '1'], 90],
-  ['triggers', ['--seconds', '3', '--warmup', '1', '--rounds', '1'], 120],
+  ['triggers', ['--seconds', '3', '--warmup', '1', '--rounds', '1', '--max-requests', '150000'], 120],
   ['webhooks', ['--deliveries', '400', '--rounds', '1', '--events', '20'], 120],
   ['hub', ['--pings', '100', '--events', '5000', '--runners', '50', '--many-events', '10000'], 150],
   ['runner', ['--events', '3000', '--rounds', '1', '--idle-seconds', '2'], 120],
