@@ -257,7 +257,9 @@ export async function hook(publicId: string, request: HookRequest, ctx: AppConte
     if (outcome.kind === 'gone') return bare(404, false);
     if (outcome.kind === 'replayed') return errorResponse(new HttpError(409, 'replayed', 'this delivery id was used within the last 24 hours'));
     if (outcome.kind === 'refused') return refusedPayload(outcome.reasons);
-    // 6. Committed: answer, and let the firer start the run after this answer.
+    // 6. Committed: answer, and let the firer start the run after this answer. The kick may run just before
+    //    the door writes the 202 (both at the end of this turn), but its first steps are database round trips
+    //    (lease expiry, the claim), so no command reaches a runner before the answer has been written.
     setImmediate(() => ctx.firer?.kick());
     return json({ deliveryId: verdict.delivery, status: 'accepted' }, { status: 202 });
   }
