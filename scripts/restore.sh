@@ -19,42 +19,9 @@ die() {
   exit 1
 }
 
-# Split DATABASE_URL the way libpq does (credentials end at the first "@" before any "/"):
-# CONN_URL = the URL without its password, SHOWN_URL = the URL with the password as ***, and the
-# percent-decoded password exported as PGPASSWORD (so it is on no command line and in no message).
-split_url() {
-  local url=$1 scheme rest head userinfo user pw
-  [[ $url =~ ^postgres(ql)?:// ]] || die "DATABASE_URL must start with postgres:// or postgresql://"
-  scheme=${url%%://*}://
-  rest=${url#*://}
-  head=${rest%%/*}
-  CONN_URL=$url
-  SHOWN_URL=$url
-  if [[ $head == *@* ]]; then
-    userinfo=${head%%@*}
-    if [[ $userinfo == *:* ]]; then
-      user=${userinfo%%:*}
-      pw=${userinfo#*:}
-      CONN_URL="$scheme$user@${rest#*@}"
-      SHOWN_URL="$scheme$user:***@${rest#*@}"
-      if [[ -n $pw ]]; then
-        pw=${pw//\\/\\\\}
-        printf -v PGPASSWORD '%b' "${pw//%/\\x}"
-        export PGPASSWORD
-      fi
-    fi
-  fi
-  SHOWN_URL=$(printf '%s' "$SHOWN_URL" | sed -E 's/([?&]password=)[^&]*/\1***/g')
-}
-
-# Print a file to stderr with every occurrence of the password replaced by ***.
-show_masked() {
-  local line
-  while IFS= read -r line || [[ -n $line ]]; do
-    [[ -n ${PGPASSWORD:-} ]] && line=${line//"$PGPASSWORD"/***}
-    printf '%s\n' "$line" >&2
-  done <"$1"
-}
+# split_url and show_masked (the same for backup and restore).
+# shellcheck source=pg-url.sh
+source "$(dirname "${BASH_SOURCE[0]}")/pg-url.sh"
 
 if [[ $# -ne 1 ]]; then
   echo "usage: DATABASE_URL=postgres://user:pass@host:5432/empty_db scripts/restore.sh <dump-file>" >&2
