@@ -558,8 +558,8 @@ export class Hub {
    * or would carry its answer, is gone) → put back to `pending` and announced, when sending it again
    * cannot make it run twice (read-only, or a runner with REPLAY_CAPABILITY).
    */
-  private async redeliver(requestId: string, name: CommandName, holder: { instance: Promise<string | null> | string | null }): Promise<void> {
-    const before = await holder.instance;
+  private async redeliver(requestId: string, name: CommandName, holder: { instance: string | null }): Promise<void> {
+    const before = holder.instance;
     const [row] = await this.db.query<{ status: string; instance: string | null; capabilities: string[] }>(sql`
       select c.status, r.connected_instance as instance, r.capabilities from runner_commands c join runners r on r.id = c.runner_id where c.request_id = ${requestId}`);
     if (!row) return;
