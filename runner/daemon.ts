@@ -207,7 +207,7 @@ class Daemon {
       port,
       codexExperimental: o?.codexExperimental ?? false,
       onRequests: (requests) => {
-        const events = spoolEvents(requests, prefix).filter((e) => !this.otlpSpooled.has(e.id));
+        const events = this.otlpSpooled.unseen(spoolEvents(requests, prefix));
         if (events.length === 0) return;
         this.spool.append(events);
         for (const e of events) this.otlpSpooled.add(e.id);

@@ -14,6 +14,10 @@
 //                      crossed; the rest of the body is read and discarded for at most 5 s, then the
 //                      connection is closed), 415 other content types or encodings, 503 when the spool
 //                      could not store the requests (the sender retries).
+// Storing is a group commit: the requests of every body decoded in one turn of the event loop go to
+// `onRequests` together, once, at the end of that turn (`setImmediate`), and each body is answered after
+// that call returned — so a 200 still means "on disk", and bodies that arrived while the previous store
+// was fsyncing share the next store's one file and fsync instead of paying one each.
 // Only loopback connections are served: the socket is bound to 127.0.0.1 and any other peer is
 // disconnected at once. Decoding uses @bufbuild/protobuf with code generated from the OTLP .proto files
 // (runner/otlp/gen, `npm run gen:otlp`).
@@ -63,7 +67,11 @@ class HttpError extends Error {
 export interface ReceiverOptions {
   port: number;
   codexExperimental: boolean;
-  /** Stores the mapped requests; throws when they could not be stored (the sender is told to retry). */
+  /**
+   * Stores the mapped requests durably; throws when they could not be stored (every sender in the group
+   * is told to retry). Called once per event-loop turn with the requests of all the bodies decoded in it,
+   * in arrival order; a record sent twice may appear twice in one call.
+   */
   onRequests: (requests: LlmRequest[]) => void;
   maxBodyBytes?: number;
   maxDecodedBytes?: number;
@@ -86,6 +94,8 @@ export class OtlpReceiver {
   private readonly sockets = new Set<Socket>();
   private readonly maxBody: number;
   private readonly maxDecoded: number;
+  /** Bodies decoded in this turn, waiting for the end-of-turn store (see `store`). */
+  private waiting: { requests: LlmRequest[]; stored: (error?: unknown) => void }[] = [];
 
   constructor(private readonly opts: ReceiverOptions) {
     this.maxBody = opts.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -142,12 +152,8 @@ export class OtlpReceiver {
       if (signal !== 'logs') return send(res, 200, enc, enc === 'json' ? '{}' : new Uint8Array());
       const result = mapLogs(decode(body, enc), { codexExperimental: this.opts.codexExperimental });
       if (result.requests.length) {
-        try {
-          this.opts.onRequests(result.requests);
-        } catch (e) {
-          log.error('OTLP: the LLM requests could not be written to the spool; the sender will retry', { error: errorText(e) });
-          throw new HttpError(503, RPC.unavailable, 'the runner could not store the records; retry later');
-        }
+        const failed = await this.store(result.requests);
+        if (failed) throw new HttpError(503, RPC.unavailable, 'the runner could not store the records; retry later');
       }
       if (result.rejected) log.warn('OTLP: records that could not be mapped were rejected', { rejected: result.rejected, reasons: result.errors });
       const answer = create(ExportLogsServiceResponseSchema, result.rejected ? { partialSuccess: { rejectedLogRecords: BigInt(result.rejected), errorMessage: result.errors.join('; ') } } : {});
@@ -161,6 +167,29 @@ export class OtlpReceiver {
       if (!req.complete) linger(req);
       if (!res.headersSent && !res.destroyed) send(res, err.status, out, out === 'json' ? JSON.stringify(toJson(StatusSchema, status)) : toBinary(StatusSchema, status));
     }
+  }
+
+  /**
+   * Resolves once `onRequests` has stored these requests together with those of every other body decoded
+   * in this turn (false), or failed to (true, logged once for the group).
+   */
+  private store(requests: LlmRequest[]): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (this.waiting.push({ requests, stored: (e) => resolve(e !== undefined) }) === 1) setImmediate(() => this.storeWaiting());
+    });
+  }
+
+  private storeWaiting(): void {
+    const group = this.waiting;
+    this.waiting = [];
+    let error: unknown;
+    try {
+      this.opts.onRequests(group.length === 1 ? group[0]!.requests : group.flatMap((g) => g.requests));
+    } catch (e) {
+      error = e ?? new Error('the store failed');
+      log.error('OTLP: the LLM requests could not be written to the spool; the senders will retry', { error: errorText(e), bodies: group.length });
+    }
+    for (const g of group) g.stored(error);
   }
 
   /** The body, unzipped when asked, refused with 413 as soon as a limit is crossed (never held whole). */
@@ -291,6 +320,11 @@ export class RecentIds {
   constructor(private readonly max = 20_000) {}
   has(id: string): boolean {
     return this.ids.has(id);
+  }
+  /** The events whose ids were not spooled recently, each once (one store may hold a record sent twice). */
+  unseen<E extends { id: string }>(events: E[]): E[] {
+    const once = new Set<string>();
+    return events.filter((e) => !this.ids.has(e.id) && !once.has(e.id) && Boolean(once.add(e.id)));
   }
   add(id: string): void {
     this.ids.add(id);

@@ -4,12 +4,14 @@
 // content types and methods, garbage protobuf, partial success. Only api_request records become LLM
 // requests and nothing private is passed on.
 import { request } from 'node:http';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { fromBinary, fromJson, toBinary } from '@bufbuild/protobuf';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { LlmRequest } from '../../protocol/usage.ts';
-import { MAX_BODY_BYTES, OtlpReceiver, isLoopback, spoolEvents } from '../../runner/otlp.ts';
+import { MAX_BODY_BYTES, OtlpReceiver, RecentIds, isLoopback, spoolEvents } from '../../runner/otlp.ts';
 import { StatusSchema } from '../../runner/otlp/gen/google/rpc/status_pb.ts';
 import { ExportLogsServiceRequestSchema, ExportLogsServiceResponseSchema } from '../../runner/otlp/gen/logs_service_pb.ts';
 import { waitUntil } from '../runner/_harness.ts';
@@ -18,15 +20,19 @@ import { SECRETS, apiRequestAttrs, jsonExport, raw, sdkClient, sensitiveEvents }
 let receiver: OtlpReceiver;
 let port: number;
 let got: LlmRequest[] = [];
+/** The number of requests in each onRequests call, in order. */
+let stores: number[] = [];
 let failStore = false;
 
 async function start(codexExperimental = false): Promise<void> {
   await receiver?.close();
   got = [];
+  stores = [];
   receiver = new OtlpReceiver({
     port: 0,
     codexExperimental,
     onRequests: (r) => {
+      stores.push(r.length);
       if (failStore) throw new Error('disk full');
       got.push(...r);
     },
@@ -229,6 +235,61 @@ test('a spool that cannot store → 503 Unavailable, so the sender retries', asy
   assert.is(JSON.parse(r.body.toString()).code, 14);
 });
 
+/** Keep-alive connections to the receiver, each able to send a request and read one answer's status. */
+async function connections(n: number): Promise<{ send: (body: string) => void; status: () => Promise<number>; socket: Socket }[]> {
+  return Promise.all(
+    Array.from({ length: n }, () => new Promise<{ send: (body: string) => void; status: () => Promise<number>; socket: Socket }>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      let waiter: ((s: number) => void) | null = null;
+      socket.setEncoding('latin1');
+      socket.on('data', (d: string) => {
+        text += d;
+        // one answer: headers, then content-length bytes
+        const end = text.indexOf('\r\n\r\n');
+        const length = Number(/content-length: (\d+)/i.exec(text)?.[1] ?? 0);
+        if (end < 0 || text.length < end + 4 + length) return;
+        const status = Number(text.slice(9, 12));
+        text = text.slice(end + 4 + length);
+        waiter?.(status);
+      });
+      socket.once('error', reject);
+      socket.once('connect', () =>
+        resolve({
+          socket,
+          send: (body) => socket.write(`POST /v1/logs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`),
+          status: () => new Promise((ok) => (waiter = ok)),
+        }),
+      );
+    })),
+  );
+}
+
+const oneRequest = (requestId: string) => jsonExport([{ attributes: apiRequestAttrs({ sessionId: 's', requestId, model: 'm', input: 1 }) }]);
+
+test('bodies that arrive together are stored together: one onRequests call (one spool file and fsync) for all, each answered after it', async () => {
+  const conns = await connections(8);
+  // Every connection's first request, one at a time, so that every socket is accepted and kept alive.
+  for (const [i, c] of conns.entries()) {
+    const answer = c.status();
+    c.send(oneRequest(`req_warm_${i}`));
+    assert.is(await answer, 200);
+  }
+  const before = stores.length;
+  // Eight bodies written in one turn of this process: all in the kernel before the receiver reads any.
+  const answers = conns.map((c) => c.status());
+  conns.forEach((c, i) => c.send(oneRequest(`req_together_${i}`)));
+  assert.equal(await Promise.all(answers), Array(8).fill(200));
+  assert.equal(stores.slice(before), [8], 'one store for the eight bodies');
+  assert.equal(got.slice(-8).map((g) => g.requestId).sort(), conns.map((_, i) => `req_together_${i}`).sort());
+  // A store that fails fails every body of its group: all eight are told to retry.
+  failStore = true;
+  const refused = conns.map((c) => c.status());
+  conns.forEach((c, i) => c.send(oneRequest(`req_refused_${i}`)));
+  assert.equal(await Promise.all(refused), Array(8).fill(503));
+  for (const c of conns) c.socket.destroy();
+});
+
 test('/v1/metrics and /v1/traces are accepted and discarded (empty Export*ServiceResponse); their bodies are bounded too', async () => {
   for (const path of ['/v1/metrics', '/v1/traces']) {
     const p = await raw(port, { path, headers: { 'content-type': 'application/x-protobuf' }, body: Buffer.from([0x0a, 0x00]) });
@@ -296,6 +357,12 @@ test('the same record sent twice gets the same spool event id (the server stores
   assert.is(ids.length, 2);
   assert.is(ids[0], ids[1]);
   assert.match(ids[0]!, /^runner-1\.otlp\.[0-9a-f]{32}$/);
+  // one store may hold both copies: the daemon spools what is new, once
+  const recent = new RecentIds();
+  const events = spoolEvents([...got, ...got], 'runner-1');
+  assert.is(recent.unseen(events).length, 1);
+  recent.add(ids[0]!);
+  assert.is(recent.unseen(events).length, 0);
 });
 
 test('only loopback peers are served', () => {
