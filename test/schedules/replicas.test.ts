@@ -38,14 +38,18 @@ onlyOn('postgres', test, 1, () => {
         const r = await (await first.api(`/api/projects/${projectId}/schedules/${made.id}`)).json();
         return r.lastRun?.scheduledFor === times[2].toISOString() && r.nextRunAt === new Date(t.getTime() + 86400_000).toISOString();
       }, 20_000);
-      const rows = await db`select scheduled_for, status, attempt from job_runs where job = ${`schedule:${made.id}`} order by scheduled_for`;
+      // The schedule records its last time when the job starts; the job's own row and its log line follow
+      // once the runner's answer has come back through the other process.
+      const finishedLines = () => servers.flatMap((s) => [...s.output().matchAll(/job finished .*job=schedule:\S+ scheduledFor=(\S+)/g)].map((m) => m[1]));
+      const jobRows = () => db`select scheduled_for, status, attempt from job_runs where job = ${`schedule:${made.id}`} order by scheduled_for`;
+      await waitFor('the three jobs finished', async () => (await jobRows()).every((r) => r.status !== 'running') && finishedLines().length >= 3, 20_000);
+      const rows = await jobRows();
       assert.equal(rows.map((r) => [new Date(r.scheduled_for).toISOString(), r.status, r.attempt]), times.map((x) => [x.toISOString(), 'ok', 1]));
       const commands = ws.frames.filter((f) => f.type === 'command');
       assert.is(commands.length, 3, 'one skill.run per time');
       const sent = await db`select count(*)::int as n from runner_commands where name = 'skill.run'`;
       assert.is(sent[0].n, 3);
-      const finished = servers.flatMap((s) => [...s.output().matchAll(/job finished .*job=schedule:\S+ scheduledFor=(\S+)/g)].map((m) => m[1]));
-      assert.equal(finished.sort(), times.map((x) => x.toISOString()), 'each time finished once across both processes');
+      assert.equal(finishedLines().sort(), times.map((x) => x.toISOString()), 'each time finished once across both processes');
       ws.ws.close();
     } finally {
       await db.end();
