@@ -95,7 +95,7 @@ export class OtlpReceiver {
   private readonly maxBody: number;
   private readonly maxDecoded: number;
   /** Bodies decoded in this turn, waiting for the end-of-turn store (see `store`). */
-  private waiting: { requests: LlmRequest[]; stored: (error?: unknown) => void }[] = [];
+  private waiting: { requests: LlmRequest[]; stored: (failed: boolean) => void }[] = [];
 
   constructor(private readonly opts: ReceiverOptions) {
     this.maxBody = opts.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -175,21 +175,21 @@ export class OtlpReceiver {
    */
   private store(requests: LlmRequest[]): Promise<boolean> {
     return new Promise((resolve) => {
-      if (this.waiting.push({ requests, stored: (e) => resolve(e !== undefined) }) === 1) setImmediate(() => this.storeWaiting());
+      if (this.waiting.push({ requests, stored: resolve }) === 1) setImmediate(() => this.storeWaiting());
     });
   }
 
   private storeWaiting(): void {
     const group = this.waiting;
     this.waiting = [];
-    let error: unknown;
+    let failed = false;
     try {
       this.opts.onRequests(group.length === 1 ? group[0]!.requests : group.flatMap((g) => g.requests));
     } catch (e) {
-      error = e ?? new Error('the store failed');
+      failed = true;
       log.error('OTLP: the LLM requests could not be written to the spool; the senders will retry', { error: errorText(e), bodies: group.length });
     }
-    for (const g of group) g.stored(error);
+    for (const g of group) g.stored(failed);
   }
 
   /** The body, unzipped when asked, refused with 413 as soon as a limit is crossed (never held whole). */
@@ -318,9 +318,6 @@ export function spoolEvents(requests: LlmRequest[], prefix: string): (NewEvent &
 export class RecentIds {
   private readonly ids = new Set<string>();
   constructor(private readonly max = 20_000) {}
-  has(id: string): boolean {
-    return this.ids.has(id);
-  }
   /** The events whose ids were not spooled recently, each once (one store may hold a record sent twice). */
   unseen<E extends { id: string }>(events: E[]): E[] {
     const once = new Set<string>();
