@@ -2,6 +2,9 @@
 // the server (role check, argument validation, timeout) and the runner (validation again, dispatch).
 // A command's timeout is how long the server waits for the answer, not how long the work may run.
 import * as z from 'zod';
+import { COMMAND_NAMES } from './command-names.ts';
+import type { CommandName } from './command-names.ts';
+import { skillSource } from './skill-source.ts';
 
 export const ROLE_NAMES = ['viewer', 'operator', 'admin'] as const;
 export type CommandRole = (typeof ROLE_NAMES)[number];
@@ -20,26 +23,8 @@ const none = z.strictObject({});
 
 /** Agent runtimes (runner/config.ts RUNTIME_NAMES). */
 const runtime = z.enum(['claude', 'codex']);
-/**
- * Where a skill comes from (docs/skill-runs.md, Catalog): a git repository (https, ssh, scp-like
- * `git@host:path`, file:// or an absolute path), an optional ref, and the skill's directory in it.
- */
-export const skillSource = z.strictObject({
-  repo: z
-    .string()
-    .min(1)
-    .max(2048)
-    .refine((r) => !r.startsWith('-') && !/[\0\s]/.test(r) && /^(https:\/\/|ssh:\/\/|file:\/\/|\/|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:)/.test(r), {
-      message: 'must be an https://, ssh://, file:// or user@host: git URL, or an absolute path',
-    }),
-  ref: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$/, { message: 'must be a branch, tag or commit' }).refine((r) => !r.includes('..'), { message: 'must not contain ..' }).optional(),
-  path: z
-    .string()
-    .max(1024)
-    .refine((p) => p === '' || p === '.' || (!p.startsWith('/') && !p.includes('\0') && !p.split('/').some((seg) => seg === '..' || seg === '')), { message: 'must be a relative path inside the repository without ..' })
-    .default(''),
-});
-export type SkillSource = z.output<typeof skillSource>;
+export { skillSource } from './skill-source.ts';
+export type { SkillSource } from './skill-source.ts';
 const utf8 = new TextEncoder();
 /** Arguments of a skill run: passed to the agent literally, never through a shell. */
 const skillArgs = z
@@ -121,14 +106,14 @@ export const COMMANDS = {
     true,
   ),
   'skill.cancel': spec('operator', 15 * s, z.strictObject({ projectId, runId: id }), true),
-} as const;
+} as const satisfies Record<CommandName, Spec<z.ZodType>>;
 
 /** Commands that only read: running one twice changes nothing, so the server may send one again after its
  *  runner reconnected without knowing whether the first copy arrived (hub.ts sendUnanswered). */
 export const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['runner.ping', 'runner.describe', 'orchestrator.status', 'pr.inspect', 'skill.list', 'skill.search']);
 
-export type CommandName = keyof typeof COMMANDS;
-export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
+export { COMMAND_NAMES };
+export type { CommandName };
 export const isCommandName = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name);
 export type CommandArgs<N extends CommandName> = z.output<(typeof COMMANDS)[N]['args']>;
 

@@ -2,7 +2,7 @@
 // Every frame is one JSON object with a `type` tag. The handshake carries the runner token
 // (`Authorization: Bearer`) and the protocol version (`X-Svc-Protocol`); close codes below.
 import * as z from 'zod';
-import { COMMAND_NAMES } from './commands.ts';
+import { COMMAND_NAMES } from './command-names.ts';
 
 export const PROTOCOL_HEADER = 'x-svc-protocol';
 export const RUNNER_VERSION_HEADER = 'x-svc-runner-version';
@@ -83,7 +83,7 @@ export const serverFrame = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('command'),
     requestId: z.string().max(64),
-    name: z.enum(COMMAND_NAMES as [string, ...string[]]),
+    name: z.enum(COMMAND_NAMES),
     args: z.unknown(),
     timeoutMs: z.number().int().positive(),
   }),

@@ -5,23 +5,17 @@
 import { resolve as resolvePath } from 'node:path';
 import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
-import { ConfigError, loadConfig, parseServer, saveConfig } from './config.ts';
-import { runDaemon } from './daemon.ts';
-import { doctor } from './doctor.ts';
-import { execRun } from './runs/exec.ts';
-import { EMIT_FLAGS, emitCommand, UsageError } from './emit.ts';
+import { ConfigError, EMIT_FLAGS, SLOT_START_FLAGS, USAGE_FLAGS, UsageError } from './cli-options.ts';
 import { target } from './host.ts';
 import { applyLegacyEnv } from './legacy-env.ts';
 import { errorText, log } from './log.ts';
-import { normalizeCode, pair } from './pair.ts';
 import { configPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
-import { detectProfiles, printable, reportProfile } from './profiles.ts';
-import { installService, uninstallService } from './service.ts';
-import { SLOT_START_FLAGS, slotStartCommand } from './slot-start.ts';
-import { Spool } from './spool.ts';
-import { status } from './status.ts';
-import { USAGE_FLAGS, usageCommand } from './usage/command.ts';
+
+// Each command's module is imported when the command runs (esbuild keeps the one file and evaluates a
+// module dynamically imported on its first import): a short command such as `emit`, which agents run for
+// every event, or `usage` does not evaluate the daemon's WebSocket client, its OTLP receiver's protobuf
+// descriptors or its schemas.
 
 export { target } from './host.ts';
 
@@ -107,6 +101,8 @@ function stringFlag(args: mri.Argv, name: string, required: boolean): string | u
 async function profilesCommand(args: mri.Argv, env: Env, out: Out, err: Out): Promise<number> {
   if (args.write && !args.detect) throw new UsageError('profiles: --write needs --detect');
   if (args.detect !== undefined && typeof args.detect !== 'boolean') throw new UsageError('profiles: --detect takes no value');
+  const { loadConfig, saveConfig } = await import('./config.ts');
+  const { detectProfiles, printable, reportProfile } = await import('./profiles.ts');
   const path = configPath(env);
   const loaded = loadConfig(path);
   if (!args.detect) {
@@ -123,7 +119,7 @@ async function profilesCommand(args: mri.Argv, env: Env, out: Out, err: Out): Pr
   return 0;
 }
 
-function spoolAppendCommand(args: mri.Argv, env: Env, out: Out): number {
+async function spoolAppendCommand(args: mri.Argv, env: Env, out: Out): Promise<number> {
   const kind = String(args._[1]);
   const source = stringFlag(args, 'source', false) ?? 'cli';
   const count = args.count === undefined ? 1 : Number(args.count);
@@ -138,6 +134,7 @@ function spoolAppendCommand(args: mri.Argv, env: Env, out: Out): number {
     }
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new UsageError('spool-append: --payload must be a JSON object');
   }
+  const [{ loadConfig }, { Spool }] = await Promise.all([import('./config.ts'), import('./spool.ts')]);
   const spool = new Spool(spoolDir(env), loadConfig(configPath(env)).config.runnerId);
   const events = Array.from({ length: count }, (_, i) => ({ source, kind, payload: count > 1 ? { ...payload, seq: i } : payload }));
   try {
@@ -153,6 +150,7 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
   checkOptions(command, args);
   switch (command) {
     case 'pair': {
+      const [{ parseServer }, { normalizeCode, pair }] = await Promise.all([import('./config.ts'), import('./pair.ts')]);
       const server = parseServer(stringFlag(args, 'server', true)!);
       if ('error' in server) throw new UsageError(`pair: --server ${server.error}`);
       const code = normalizeCode(stringFlag(args, 'code', true)!);
@@ -161,29 +159,30 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
       return pair(server.url, code, args.detect !== false, env, out, err);
     }
     case 'run':
-      return runDaemon(env, err);
+      return (await import('./daemon.ts')).runDaemon(env, err);
     case 'status':
-      return status(env, out, err);
+      return (await import('./status.ts')).status(env, out, err);
     case 'profiles':
       return profilesCommand(args, env, out, err);
     case 'install-service':
     case 'uninstall-service': {
       const platform = stringFlag(args, 'platform', false) ?? env.SVC_RUNNER_SERVICE_PLATFORM ?? process.platform;
       if (!['linux', 'darwin'].includes(platform) && args.platform !== undefined) throw new UsageError(`${command}: --platform is linux or darwin`);
+      const { installService, uninstallService } = await import('./service.ts');
       return (command === 'install-service' ? installService : uninstallService)(platform, env, out, err);
     }
     case 'doctor':
-      return doctor(env, out);
+      return (await import('./doctor.ts')).doctor(env, out);
     case 'exec-run':
-      return execRun(resolvePath(String(args._[1])), env, err);
+      return (await import('./runs/exec.ts')).execRun(resolvePath(String(args._[1])), env, err);
     case 'spool-append':
       return spoolAppendCommand(args, env, out);
     case 'emit':
-      return emitCommand(args, env, out, err);
+      return (await import('./emit.ts')).emitCommand(args, env, out, err);
     case 'slot-start':
-      return slotStartCommand(args, env, out, err);
+      return (await import('./slot-start.ts')).slotStartCommand(args, env, out, err);
     case 'usage':
-      return usageCommand(args, env, out, err);
+      return (await import('./usage/command.ts')).usageCommand(args, env, out, err);
   }
   throw new UsageError(`unknown command '${command}'`);
 }

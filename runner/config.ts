@@ -5,8 +5,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { syncDir, writeFileAtomic } from '../protocol/atomic-file.ts';
 import * as z from 'zod';
-import { COMMAND_NAMES, skillSource } from '../protocol/commands.ts';
-import type { CommandName } from '../protocol/commands.ts';
+import { ConfigError } from './cli-options.ts';
+import { COMMAND_NAMES } from '../protocol/command-names.ts';
+import { skillSource } from '../protocol/skill-source.ts';
 
 /** Agent runtimes a profile may launch (DESIGN §5): Claude Code and OpenAI Codex CLI. */
 export const RUNTIME_NAMES = ['claude', 'codex'] as const;
@@ -67,7 +68,7 @@ export const configSchema = z.strictObject({
   token: z.string().regex(/^[\x21-\x7e]{1,1024}$/, { message: 'must be a token of printable characters' }).optional(),
   profiles: z.array(profileSchema).default([]),
   projects: z.array(projectEntry).default([]),
-  disabledCommands: z.array(z.enum(COMMAND_NAMES as [CommandName, ...CommandName[]])).default([]),
+  disabledCommands: z.array(z.enum(COMMAND_NAMES)).default([]),
   otlp: z
     .strictObject({
       enabled: z.boolean().default(true),
@@ -106,14 +107,7 @@ export interface LoadedConfig {
   config: RunnerConfig;
 }
 
-export class ConfigError extends Error {
-  constructor(
-    readonly path: string,
-    readonly problems: string[],
-  ) {
-    super(`${path} is invalid and was not used:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-  }
-}
+export { ConfigError };
 
 /** One line per bad field: its dotted path and what is wrong, never the value found. */
 export function describeIssues(issues: z.core.$ZodIssue[]): string[] {

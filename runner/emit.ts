@@ -8,14 +8,10 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfig } from './config.ts';
 import { appendEventLine, eventLine, MAX_LINE_BYTES, SLOT, typeProblems } from './events-file.ts';
 import type { EventLine } from './events-file.ts';
+import { EMIT_TEXT_FLAGS, UsageError } from './cli-options.ts';
 import { configPath } from './paths.ts';
 import type { Env } from './paths.ts';
 
-export class UsageError extends Error {}
-
-/** Flags that become `data` keys as text, and the ones read as numbers. */
-const TEXT_FLAGS = ['summary', 'checkpoint', 'reason', 'question', 'title', 'branch', 'state', 'profile'] as const;
-export const EMIT_FLAGS = ['slot', 'issue', 'data', 'pr', 'url', 'project-root', ...TEXT_FLAGS];
 
 export interface Located {
   root: string;
@@ -88,7 +84,7 @@ export function buildLine(type: string, args: Record<string, unknown>, env: Env,
     }
     if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new UsageError('emit: --data must be a JSON object');
   }
-  for (const k of TEXT_FLAGS) {
+  for (const k of EMIT_TEXT_FLAGS) {
     const v = text(args, k);
     if (v !== undefined) data[k] = v;
   }

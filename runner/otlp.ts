@@ -38,7 +38,7 @@ import type { ExportLogsServiceRequest } from './otlp/gen/logs_service_pb.ts';
 import { mapLogs } from './otlp/map.ts';
 
 export const OTLP_HOST = '127.0.0.1';
-export const DEFAULT_OTLP_PORT = 4318;
+export { DEFAULT_OTLP_PORT } from './otlp/state.ts';
 /** Limits "OTLP body": the body as sent. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** The body once unzipped: a small gzip body may not grow past this (a gzip bomb is refused). */

@@ -8,7 +8,8 @@ import { resolve } from 'node:path';
 import { loadConfig } from './config.ts';
 import { CommandError } from './commands/context.ts';
 import { git } from './commands/git.ts';
-import { locateProject, UsageError } from './emit.ts';
+import { UsageError } from './cli-options.ts';
+import { locateProject } from './emit.ts';
 import { appendEventLine, SLOT } from './events-file.ts';
 import { worktreePath } from './fleet-paths.ts';
 import { chooseProfile, ensureExcluded, launchAgent, PROMPTS } from './launch.ts';
@@ -17,7 +18,6 @@ import type { Env } from './paths.ts';
 import { sessionName } from './tmux.ts';
 
 type Out = { write: (s: string) => unknown };
-export const SLOT_START_FLAGS = ['issue', 'profile', 'branch', 'base', 'title', 'project-root'];
 
 const flag = (args: Record<string, unknown>, name: string): string | undefined => {
   const v = args[name];

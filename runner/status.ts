@@ -6,9 +6,8 @@
 // (there is no server to ask) or when runner.json is invalid.
 import { ConfigError, isPaired, loadConfig } from './config.ts';
 import { lockHolder } from './lock.ts';
-import { DEFAULT_OTLP_PORT } from './otlp.ts';
 import { describeCodeHost, readCodeHostState } from './codehost/state.ts';
-import { describeOtlp, readOtlpState } from './otlp/state.ts';
+import { DEFAULT_OTLP_PORT, describeOtlp, readOtlpState } from './otlp/state.ts';
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { spoolCount } from './spool.ts';

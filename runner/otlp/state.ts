@@ -8,6 +8,9 @@ import { writeFileAtomic } from '../config.ts';
 import { stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
 
+/** runner.json `otlp.http` when unset (spec: Runner local OTLP receiver). */
+export const DEFAULT_OTLP_PORT = 4318;
+
 export const otlpStatePath = (env: Env) => join(stateDir(env), 'otlp.json');
 
 const otlpState = z.object({

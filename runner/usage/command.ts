@@ -5,12 +5,11 @@
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
 import { loadConfig } from '../config.ts';
-import { UsageError } from '../emit.ts';
+import { UsageError } from '../cli-options.ts';
 import { configPath } from '../paths.ts';
 import type { Env } from '../paths.ts';
 import { requestCost, scanAll, usageDirs } from './scan.ts';
 
-export const USAGE_FLAGS = ['json', 'since', 'until', 'tz', 'runtime'];
 type Out = { write: (s: string) => unknown };
 
 interface Tokens {

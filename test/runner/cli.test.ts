@@ -44,9 +44,11 @@ test('an unknown command or no command is a usage error: exit 2 with usage', () 
 });
 
 test('the bundle is one self-contained file of modest size', () => {
-  // ~830 KB with zod tree-shaken (see esbuild.config.mjs): ~400 KB of runner, ws and zod, ~200 KB of
-  // @bufbuild/protobuf for the OTLP receiver, the transcript ingest. A whole-zod import adds ~500 KB.
-  assert.ok(statSync(bundle).size < 900 * 1024, `${statSync(bundle).size} bytes`);
+  // ~990 KB with zod tree-shaken (see esbuild.config.mjs): ~400 KB of runner, ws and zod, ~230 KB of
+  // @bufbuild/protobuf for the OTLP receiver, the transcript ingest; ~80 KB of that is the wrappers that
+  // let cli.ts evaluate a command's modules only when it runs (esbuild wraps a dynamically imported module
+  // in a function). A whole-zod import adds ~500 KB.
+  assert.ok(statSync(bundle).size < 1100 * 1024, `${statSync(bundle).size} bytes`);
 });
 
 test.run();
