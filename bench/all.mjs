@@ -95,7 +95,7 @@ function run(name, args, limitS) {
   });
 }
 
-const SKIP_KEYS = new Set(['machine', 'settings', 'rounds', 'runs', 'problems', 'svcLog', 'profiles', 'command', 'drains', 'outcomes', 'postgres', 'bundle', 'idle']);
+const SKIP_KEYS = new Set(['machine', 'settings', 'rounds', 'runs', 'problems', 'svcLog', 'profiles', 'command', 'drains', 'outcomes', 'postgres', 'bundle', 'idle', 'latency']);
 const RATIO_KEY = /^ratio|Ratio|Over[A-Z]|^x ?bare/; // not 'integrations'
 
 /** Every ratio in a benchmark's JSON: [path, median, min, max]. */
@@ -125,6 +125,16 @@ function coldRows(json) {
   return rows;
 }
 
+/** The runner's event → stored latency is judged in milliseconds (bench/runner.mjs part (d)). */
+function latencyRows(json) {
+  return (json.latency?.rates ?? []).map((l) => ({
+    figure: `events.jsonl line → stored at ${l.rate}/s: p99 ms (p50)`,
+    value: `${fmt(l.p99Ms, 0)} (${fmt(l.p50Ms, 0)})`,
+    goal: `< ${json.latency.goalMs} ms`,
+    met: l.p99Ms < json.latency.goalMs,
+  }));
+}
+
 async function main() {
   const m = machine();
   const started = performance.now();
@@ -152,6 +162,7 @@ async function main() {
       const goal = GOALS.find(([b, re]) => b === name && re.test(path));
       return { figure: path, value: lo === undefined || lo === hi ? fmt(v, 3) : `${fmt(v, 3)} (${fmt(lo, 3)}–${fmt(hi, 3)})`, goal: goal?.[2] ?? '', met: goal ? goal[3](v) : null };
     });
+    if (name === 'runner') figures.push(...latencyRows(r.json));
     if (!figures.length) rows.push({ bench: name, figure: '(no ratio in its JSON: see its own output)', value: '', goal: '', met: null });
     for (const f of figures) rows.push({ bench: name, ...f });
     log(`${name}: ${fmt(r.seconds, 0)} s`);

@@ -12,11 +12,19 @@
 //       VmRSS from /proc/<pid>/status; baseline: `node -e "setInterval(()=>{},1e3)"` started at the
 //       same moment and read at the same moment.
 //   (c) bundle size: dist/svc-runner.mjs in bytes, and gzipped (zlib level 6, like `gzip`, and 9).
+//   (d) latency under a steady stream (#17 item 8): the idle daemon of (b) watches a project (made
+//       through the API, rootPath in the sandbox); lines are appended to its .svc/events.jsonl at each
+//       --latency-rates rate for --latency-seconds, one appendFileSync per line as `svc-runner emit`
+//       does, and each line's latency is its row's received_at in runner_events (the insert's
+//       transaction time; it commits within the insert) minus the moment it was appended. Both clocks
+//       are this machine's. Five warm-up lines are stored first. p50/p90/p99/max per rate; every line
+//       must be stored exactly once.
 //
 //   npm run bench:runner -- [options]   (builds, then runs:)
 //   node --import tsx bench/runner.mjs [--events 20000] [--pad 880] [--rounds 3]
 //                                    [--idle-seconds 10] [--database-url postgres://…]
 //                                    [--profile-dir DIR]   (node --cpu-prof of each daemon run)
+//                                    [--latency-rates 50,1000] [--latency-seconds 4]  (0 seconds: skip (d))
 //
 // The bundle is copied to a temp dir first (no node_modules near it, and a rebuild by someone else
 // during the run does not change what is measured). The runner runs with HOME, XDG_CONFIG_HOME and
@@ -27,7 +35,7 @@
 // or Ctrl-C. Output: progress on stderr, a table on stdout, then one JSON line with all figures.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, opendirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, opendirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -36,6 +44,7 @@ import postgres from 'postgres';
 import { MAX_BATCH } from '../protocol/frames.ts';
 import { startServer } from '../test/helpers/server.ts';
 import {
+  alive,
   captureOutput,
   createDatabase,
   DEFAULT_DATABASE_URL,
@@ -67,6 +76,8 @@ const { values: opts } = parseArgs({
     'database-url': { type: 'string', default: DEFAULT_DATABASE_URL },
     /** Write a CPU profile of each draining daemon (node --cpu-prof) into this directory. */
     'profile-dir': { type: 'string' },
+    'latency-rates': { type: 'string', default: '50,1000' },
+    'latency-seconds': { type: 'string', default: '4' },
   },
   strict: true,
 });
@@ -78,6 +89,10 @@ const EVENTS = whole('events', 1, 100_000); // the append command takes at most 
 const PAD = whole('pad', 0, 200_000);
 const ROUNDS = whole('rounds');
 const IDLE_SECONDS = whole('idle-seconds');
+const LATENCY_SECONDS = wholeOption('latency-seconds', opts['latency-seconds'], 0, 600);
+const LATENCY_RATES = opts['latency-rates'].split(',').map((r, i) => wholeOption(`latency-rates[${i}]`, r, 1, 20_000));
+/** The goal of #17 for an event appended on the runner → stored, p99, at 50 and 1,000 events/s. */
+const LATENCY_GOAL_MS = 250;
 const ADMIN_URL = opts['database-url'];
 const SOURCE = 'bench/runner';
 /** Spool files: one per append with its event count in the name (0.17 on), or one per event (older bundles). */
@@ -128,12 +143,70 @@ function runBundle(bundle, sb, args, timeoutMs = 120_000) {
   return child.exited.then((status) => (clearTimeout(timer), { status, output: child.log }));
 }
 
+/** Quantile p (0–100) of ascending numbers: the smallest value with at least p % of them at or below it. */
+const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+
+/**
+ * (d) Lines appended to a watched project's .svc/events.jsonl at a steady rate → stored in runner_events.
+ * Returns { goalMs, rates: [{ rate, lines, seconds, p50Ms, p90Ms, p99Ms, maxMs }] }.
+ */
+async function measureLatency({ server, sql, sb, runnerId, daemon }) {
+  const root = join(sb.dir, 'latency-project');
+  mkdirSync(join(root, '.svc'), { recursive: true }); // .svc/ exists, so the daemon watches it from the start
+  const file = join(root, '.svc', 'events.jsonl');
+  const watchLines = () => (daemon.log.match(/project watch list updated/g) ?? []).length;
+  const before = watchLines();
+  const made = await server.api('/api/projects', { method: 'POST', json: { name: 'bench-latency', repo: 'bench/latency', runnerId, rootPath: root } });
+  if (made.status !== 200 && made.status !== 201) throw new Error(`POST /api/projects answered ${made.status}: ${await made.text()}`);
+  const until = async (what, check, ms = 60_000) => {
+    const deadline = performance.now() + ms;
+    while (!(await check())) {
+      if (!alive(daemon)) throw new Error(`svc-runner run exited while waiting for ${what}:\n${daemon.log}`);
+      if (performance.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s\n${daemon.log.slice(-3000)}`);
+      await sleep(10);
+    }
+  };
+  await until('the project on the daemon\'s watch list', () => watchLines() > before, 30_000);
+  const line = (rate, i, t) => `${JSON.stringify({ v: 1, time: new Date(t).toISOString(), type: 'bench.latency', data: { rate, i } })}\n`;
+  const storedOf = async (rate) => (await sql`select count(*)::int as n, count(distinct payload->'data'->>'i')::int as d from runner_events where runner_id = ${runnerId} and kind = 'fleet.bench.latency' and payload->'data'->>'rate' = ${String(rate)}`)[0];
+  // Warm-up: five lines, stored before the clock starts.
+  for (let i = 0; i < 5; i++) appendFileSync(file, line(0, i, Date.now()));
+  await until('the warm-up lines stored', async () => (await storedOf(0)).n >= 5);
+
+  const rates = [];
+  for (const rate of LATENCY_RATES) {
+    const lines = Math.max(1, Math.round(rate * LATENCY_SECONDS));
+    const written = new Array(lines);
+    const start = Date.now();
+    // Each line at its moment: start + i / rate. The loop wakes about every millisecond and writes what is due.
+    for (let i = 0; i < lines; ) {
+      const due = Math.min(lines, Math.floor(((Date.now() - start) * rate) / 1000) + 1);
+      for (; i < due; i++) {
+        const t = Date.now();
+        written[i] = t;
+        appendFileSync(file, line(rate, i, t));
+      }
+      if (i < lines) await sleep(Math.max(1, Math.floor(start + (i * 1000) / rate - Date.now())));
+    }
+    const seconds = (Date.now() - start) / 1000;
+    await until(`${lines} lines at ${rate}/s stored`, async () => (await storedOf(rate)).n >= lines);
+    const { n, d } = await storedOf(rate);
+    if (n !== lines || d !== lines) throw new Error(`at ${rate}/s: ${n} rows for ${lines} lines (${d} distinct): each line must be stored once`);
+    const rows = await sql`select (payload->'data'->>'i')::int as i, (extract(epoch from received_at) * 1000)::float8 as ms from runner_events where runner_id = ${runnerId} and kind = 'fleet.bench.latency' and payload->'data'->>'rate' = ${String(rate)}`;
+    const ms = rows.map((r) => r.ms - written[r.i]).sort((a, b) => a - b);
+    const figure = { rate, lines, seconds: round(seconds, 2), p50Ms: round(quantile(ms, 50), 1), p90Ms: round(quantile(ms, 90), 1), p99Ms: round(quantile(ms, 99), 1), maxMs: round(ms.at(-1), 1), minMs: round(ms[0], 1) };
+    rates.push(figure);
+    log(`latency at ${rate}/s (${lines} lines in ${fmt(seconds, 1)} s): p50 ${fmt(figure.p50Ms, 0)} ms, p90 ${fmt(figure.p90Ms, 0)}, p99 ${fmt(figure.p99Ms, 0)}, max ${fmt(figure.maxMs, 0)}`);
+  }
+  return { goalMs: LATENCY_GOAL_MS, rates };
+}
+
 async function main() {
   requireBuild();
   const m = machine();
   const pgVersion = await postgresVersion(ADMIN_URL);
   if (!pgVersion) throw new Error(`PostgreSQL at ${redactUrl(ADMIN_URL)} does not answer`);
-  installGuards(180 + Math.ceil((ROUNDS * EVENTS) / 100) + IDLE_SECONDS);
+  installGuards(180 + Math.ceil((ROUNDS * EVENTS) / 100) + IDLE_SECONDS + LATENCY_RATES.length * (LATENCY_SECONDS + 60));
 
   // (c) the bundle, copied where no node_modules is near.
   const bytes = readFileSync(DIST_RUNNER);
@@ -187,6 +260,7 @@ async function main() {
   const daemonExits = [];
   const rounds = [];
   let idle = null;
+  let latency = null;
   let afterDrain = null;
   let eventBytes = null;
   const batchMs = [];
@@ -339,8 +413,9 @@ async function main() {
       samplesRssKiB: samples.map((s) => [s.runner.rssKiB, s.bare.rssKiB]),
     };
     log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}); listed ${status}`);
-    await stopDaemon(d);
     await stopChild(bare, 5_000);
+    if (LATENCY_SECONDS > 0) latency = await measureLatency({ server, sql, sb, runnerId, daemon: d });
+    await stopDaemon(d);
   } finally {
     await sql?.end({ timeout: 5 }).catch(() => {});
     if (server) {
@@ -382,6 +457,12 @@ async function main() {
       [`spool fill (${appendCommand}), events/s`, fmt(summary.fillEventsPerSecond, 0), '', ''],
       [`idle RSS after ${IDLE_SECONDS} s, MiB`, MiB(idle.runner.rssKiB), `${MiB(idle.bare.rssKiB)} bare node`, fmt(idle.ratio, 2)],
       ['RSS after the last drain / peak, MiB', `${MiB(afterDrain.rssKiB)} / ${MiB(afterDrain.hwmKiB)}`, '', ''],
+      ...(latency?.rates ?? []).map((l) => [
+        `events.jsonl line → stored at ${l.rate}/s: p50 / p90 / p99 / max ms`,
+        `${fmt(l.p50Ms, 0)} / ${fmt(l.p90Ms, 0)} / ${fmt(l.p99Ms, 0)} / ${fmt(l.maxMs, 0)}`,
+        `goal p99 < ${LATENCY_GOAL_MS}`,
+        l.p99Ms < LATENCY_GOAL_MS ? 'met' : 'MISSED',
+      ]),
       ['dist/svc-runner.mjs, bytes', String(bundleInfo.bytes), '', ''],
       ['  gzip -6 / -9, bytes', `${bundleInfo.gzipBytes} / ${bundleInfo.gzip9Bytes}`, '', ''],
     ]),
@@ -397,11 +478,12 @@ async function main() {
       distChangedDuringRun: distChanged,
       loadavg1End: loadEnd,
       postgres: { version: pgVersion, url: redactUrl(ADMIN_URL) },
-      settings: { events: EVENTS, pad: PAD, eventBytes, rounds: ROUNDS, idleSeconds: IDLE_SECONDS, directBatch: MAX_BATCH, appendCommand },
+      settings: { events: EVENTS, pad: PAD, eventBytes, rounds: ROUNDS, idleSeconds: IDLE_SECONDS, directBatch: MAX_BATCH, appendCommand, latencyRates: LATENCY_RATES, latencySeconds: LATENCY_SECONDS },
       bundle: bundleInfo,
       summary,
       ratios,
       idle,
+      latency,
       rounds,
       directBatchMs: { median: round(median(batchMs), 2), max: round(Math.max(...batchMs), 2) },
       daemonExits,
