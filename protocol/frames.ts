@@ -21,6 +21,9 @@ export const SERVICE_RESTART = 1012;
 export const MAX_FRAME_BYTES = 1024 * 1024;
 /** Most events in one `events` frame. */
 export const MAX_BATCH = 500;
+/** Frames a runner's connection may send per second, in bursts of up to twice that: the hub drops the
+ *  frames beyond it and answers an `error` frame `rate_limited`. */
+export const RUNNER_FRAMES_PER_SECOND = 100;
 
 const eventId = z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/);
 

@@ -7,7 +7,8 @@ import { readdirSync, statSync, unlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { isCommandName } from '../protocol/commands.ts';
-import { CLOSE, MAX_BATCH, MAX_FRAME_BYTES } from '../protocol/frames.ts';
+import { tokenBucket } from '../protocol/bucket.ts';
+import { CLOSE, MAX_BATCH, MAX_FRAME_BYTES, RUNNER_FRAMES_PER_SECOND } from '../protocol/frames.ts';
 import type { RunnerFrame, ServerFrame } from '../protocol/frames.ts';
 import { VERSION } from '../protocol/version.ts';
 import { capabilities, runCommand } from './commands/registry.ts';
@@ -33,13 +34,23 @@ import { Ingest } from './usage/ingest.ts';
 
 /** An events batch not acknowledged within this is sent again (the server stores by id). */
 const ACK_TIMEOUT_MS = 60_000;
-/** The server said it could not store a frame: retry the batch after this. */
+/** The server said it could not store a frame, or dropped frames over its rate: retry the batches after this. */
 const RETRY_AFTER_ERROR_MS = 5_000;
 /** The spool directory is rescanned this often besides file-system notifications. */
 const RESCAN_MS = 10_000;
 const MAX_RUNNING_COMMANDS = 32;
 /** Events batches sent and not yet acknowledged, at most (never two with the same source: see spool.ts). */
 export const MAX_IN_FLIGHT = 4;
+/**
+ * Events frames per second on average, in bursts of up to EVENTS_FRAMES_BURST: half of what the hub
+ * accepts from a runner (RUNNER_FRAMES_PER_SECOND; it drops the rest), leaving the other half to command
+ * results and terminal output. Without it, a steady stream of appends — an agent emitting 1,000 events a
+ * second — becomes one small frame per append and trips the hub's bound. Events that arrive while the
+ * bucket is empty wait for the next token (20 ms at most) and go in that frame together; a drain of a
+ * full spool is not slowed (50 frames of MAX_BATCH events a second is 25,000 events a second).
+ */
+export const EVENTS_FRAMES_PER_SECOND = RUNNER_FRAMES_PER_SECOND / 2;
+export const EVENTS_FRAMES_BURST = 20;
 /** Spool directory notifications: rescan this long after the last one, and at most this long after the first. */
 const DEBOUNCE_MS = 50;
 const MAX_WAIT_MS = 200;
@@ -93,6 +104,9 @@ class Daemon {
   private projects: ProjectEntry[];
   private readonly batches = new Set<Batch>();
   private woken = false;
+  private readonly eventsFrames = tokenBucket(EVENTS_FRAMES_PER_SECOND, EVENTS_FRAMES_BURST, () => performance.now());
+  /** The pump, held back until the bucket has a token again. */
+  private pumpTimer?: NodeJS.Timeout;
   private rescanTimer?: NodeJS.Timeout;
   private watcher?: FSWatcher;
   private running = 0;
@@ -176,6 +190,7 @@ class Daemon {
     this.terminals.closeAll();
     this.conn.stop();
     for (const batch of this.batches) clearTimeout(batch.timer);
+    clearTimeout(this.pumpTimer);
     clearInterval(this.rescanTimer);
     this.watcher?.close();
     this.fleet.stop();
@@ -251,8 +266,9 @@ class Daemon {
         return this.updateProjects(frame.projects);
       case 'error':
         log.warn(`server error frame: ${frame.code}: ${frame.message}`);
-        // The frame that failed is not named: every batch still waiting is retried soon (a resend is stored once).
-        if (frame.code === 'server_error') for (const batch of this.batches) this.armAckTimer(batch, RETRY_AFTER_ERROR_MS);
+        // The frame that failed (or was dropped as over the server's frame rate) is not named: every batch
+        // still waiting is retried soon instead of after the ack timeout (a resend is stored once).
+        if (frame.code === 'server_error' || frame.code === 'rate_limited') for (const batch of this.batches) this.armAckTimer(batch, RETRY_AFTER_ERROR_MS);
         return;
       case 'term.input':
         return this.terminals.input(frame.channel, frame.data);
@@ -330,10 +346,19 @@ class Daemon {
 
   private pump(): void {
     while (this.batches.size < MAX_IN_FLIGHT && this.conn.isReady) {
+      const wait = this.eventsFrames.waitMs();
+      if (wait > 0) {
+        this.pumpTimer ??= setTimeout(() => {
+          this.pumpTimer = undefined;
+          if (!this.stopped) this.pump();
+        }, Math.ceil(wait));
+        return;
+      }
       const busy = new Set<string>();
       for (const b of this.batches) for (const s of b.sources) busy.add(s);
       const events = this.spool.takeBatch(MAX_BATCH, busy);
       if (events.length === 0) return;
+      this.eventsFrames.take();
       if (!this.send({ type: 'events', events })) return this.dropBatches();
       const batch: Batch = { ids: new Set(events.map((e) => e.id)), sources: new Set(events.map((e) => e.source)) };
       this.batches.add(batch);

@@ -11,11 +11,11 @@ import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { COMMANDS, READ_ONLY_COMMANDS } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
-import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, REPLAY_CAPABILITY, REPO, PROTOCOL_HEADER, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
+import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, REPLAY_CAPABILITY, REPO, PROTOCOL_HEADER, RUNNER_FRAMES_PER_SECOND, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
 import { UNSTORABLE_MESSAGE, mayHoldUnstorable, unstorablePaths } from '../../protocol/text.ts';
 import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
-import { tokenBucket } from '../lib/bucket.ts';
+import { tokenBucket } from '../../protocol/bucket.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Sql } from '../lib/db/index.ts';
@@ -71,7 +71,7 @@ const RECONNECT_GRACE_MS = 5_000;
 /** How often a waiting command checks that it was not lost with a socket (redeliver). */
 const REDELIVER_CHECK_MS = 1_000;
 /** Frames a connection may send per second (burst twice that); beyond it frames are dropped. */
-const FRAME_RATE = 100;
+const FRAME_RATE = RUNNER_FRAMES_PER_SECOND;
 
 interface Conn {
   id: string;

@@ -18,7 +18,7 @@ import { MAX_TERM_DATA } from '../../protocol/frames.ts';
 import { appendAudit } from '../audit/audit.ts';
 import { requireProjectRole } from '../auth/auth.ts';
 import { failSocket, upgradeCaller, upgradeThen } from '../auth/upgrade.ts';
-import { tokenBucket } from '../lib/bucket.ts';
+import { tokenBucket } from '../../protocol/bucket.ts';
 import type { AppContext } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { HttpError } from '../lib/errors.ts';

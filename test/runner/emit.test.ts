@@ -106,6 +106,37 @@ test('20 emits at once give 20 whole lines', async () => {
   assert.equal(got.map((l) => Number(/^n(\d+)/.exec(l.data.summary)![1])).sort((a, b) => a - b), [...Array(20).keys()]);
 });
 
+test('a steady 1,000 lines a second: every line reaches the server once, in events frames paced under the hub\'s bound (it drops a runner\'s frames past 100 a second)', async () => {
+  const frameAt: number[] = [];
+  f.fake.options.onEvents = (events) => {
+    if (events.some((e) => e.payload.origin === 'events.jsonl')) frameAt.push(performance.now());
+  };
+  mkdirSync(dirname(file), { recursive: true });
+  await f.start({ fleet: { eventsPollSeconds: 30 } });
+  await f.conn!.next('events');
+  await f.daemon!.waitFor(/project watch list updated/);
+  const N = 2000;
+  const start = Date.now();
+  for (let i = 0; i < N; ) {
+    // Each line at its moment (start + i ms), written by one append each, as `svc-runner emit` writes.
+    const due = Math.min(N, Date.now() - start + 1);
+    for (; i < due; i++) appendFileSync(file, JSON.stringify({ v: 1, time: new Date().toISOString(), type: 'round.tick', data: { i } }) + '\n');
+    await sleep(1);
+  }
+  await waitUntil(() => new Set(fromFile().map((e) => e.payload.data.i)).size >= N, 30_000, () => `all ${N} lines at the server; have ${fromFile().length}\n${f.daemon!.output()}`);
+  assert.is(fromFile().length, N, 'no line sent twice');
+  // The daemon sends at most 50 events frames a second on average, in bursts of up to 20 (so at most 70 in
+  // any second); arrival adds jitter; the hub's bound is 100 a second.
+  let most = 0;
+  for (let a = 0, b = 0; b < frameAt.length; b++) {
+    while (frameAt[b]! - frameAt[a]! >= 1000) a++;
+    most = Math.max(most, b - a + 1);
+  }
+  process.stderr.write(`  1,000 lines/s for ${(N / 1000).toFixed(0)} s: ${frameAt.length} events frames, at most ${most} in one second\n`);
+  assert.ok(most <= 80, `${most} events frames within one second`);
+  assert.not.match(f.daemon!.output(), /rate_limited/);
+});
+
 test('the daemon sends every line once: a partial line waits, lines written while it is down (kill -9) follow, nothing is sent twice', async () => {
   await f.start(config);
   for (const i of [1, 2, 3]) assert.is((await emit('slot.checkpoint', '--slot', 'a', '--checkpoint', 'plan_ready', '--summary', `s${i}`)).status, 0);

@@ -100,6 +100,33 @@ test('events emitted while the daemon runs are picked up and sent', async () => 
   await d.kill();
 });
 
+test('a batch the server drops as over its frame rate (error rate_limited) is sent again within seconds, not after the 60 s ack timeout', async () => {
+  let dropped: string[] | null = null;
+  let droppedAt = 0;
+  fake.options.onEvents = (events) => {
+    if (dropped || !events.some((e) => e.kind === 'test.dropped')) return;
+    // What the hub does past 100 frames/s: no ack for the frame, an error frame instead.
+    dropped = events.map((e) => e.id);
+    droppedAt = Date.now();
+    fake.options.autoAck = false;
+    setImmediate(() => {
+      fake.options.autoAck = true;
+      fake.conns.at(-1)!.send({ type: 'error', code: 'rate_limited', message: 'more than 100 frames/s; frames are being dropped' });
+    });
+  };
+  const d = startDaemon(sb);
+  const conn = await fake.waitConns(1);
+  await conn.next('events'); // runner.started
+  assert.is((await runCli(sb, ['spool-append', 'test.dropped', '--count', '3'])).status, 0);
+  await waitUntil(() => dropped !== null, 15_000, 'the batch to reach the server');
+  await waitUntil(() => dropped!.every((id) => (fake.seen.get(id) ?? 0) >= 2), 20_000, () => `the dropped batch sent again\n${d.output()}`);
+  const again = Date.now() - droppedAt;
+  assert.ok(again < 15_000, `sent again after ${again} ms`);
+  await waitUntil(() => sb.spoolFiles().length === 0, 5000, 'the spool to empty once acked');
+  assert.match(d.output(), /rate_limited/);
+  await d.kill();
+});
+
 test('a spool file that is not an event is moved to spool/corrupt and the rest still flows', async () => {
   await runCli(sb, ['spool-append', 'test.ok']);
   const { writeFileSync } = await import('node:fs');
