@@ -6,7 +6,9 @@
 // growing it); 4400/4401/4409 are final.
 // Timers, randomness and the socket factory are injectable so the schedule is tested exactly.
 import WebSocket from 'ws';
-import { FATAL_CLOSE_CODES, PROTOCOL_HEADER, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, serverFrame } from '../protocol/frames.ts';
+import { tokenBucket } from '../protocol/bucket.ts';
+import type { TokenBucket } from '../protocol/bucket.ts';
+import { FATAL_CLOSE_CODES, PROTOCOL_HEADER, RUNNER_FRAMES_PER_SECOND, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, serverFrame } from '../protocol/frames.ts';
 import type { RunnerFrame, ServerFrame } from '../protocol/frames.ts';
 import { PROTOCOL_VERSION, VERSION } from '../protocol/version.ts';
 
@@ -19,6 +21,15 @@ export const WELCOME_TIMEOUT_MS = 30_000;
 /** A `ping` frame this often; nothing at all heard from the server for LIVENESS_MS: drop the socket. */
 export const PING_EVERY_MS = 25_000;
 export const LIVENESS_MS = 75_000;
+/**
+ * Frames sent per second on one socket, on average, and in a burst: below the hub's bound
+ * (RUNNER_FRAMES_PER_SECOND, bursts of twice that), beyond which it drops frames. A frame over the
+ * budget waits, in order, instead of being sent to be dropped; at most SEND_QUEUE_MAX_BYTES wait, and a
+ * frame beyond that is not sent (`send` returns false), as it would not be on a closed socket.
+ */
+export const FRAMES_PER_SECOND = RUNNER_FRAMES_PER_SECOND * 0.8;
+export const FRAMES_BURST = RUNNER_FRAMES_PER_SECOND;
+export const SEND_QUEUE_MAX_BYTES = 16 * 1024 * 1024;
 
 /** Delay before reconnect number `attempt` (0-based): 1 s, 2 s, 4 s … capped at 60 s, ±20 % jitter. */
 export function backoffDelay(attempt: number, random: number): number {
@@ -85,10 +96,20 @@ export class Connection {
   private readonly timers = new Set<unknown>();
   private readonly clock: Clock;
   private readonly dial: Dial;
+  /** The current socket's frame budget and the frames waiting for it (the hub counts per connection). */
+  private budget: TokenBucket;
+  private queue: string[] = [];
+  private queueBytes = 0;
+  private draining = false;
 
   constructor(private readonly opts: ConnectionOptions) {
     this.clock = opts.clock ?? realClock;
     this.dial = opts.dial ?? dialWs;
+    this.budget = this.newBudget();
+  }
+
+  private newBudget(): TokenBucket {
+    return tokenBucket(FRAMES_PER_SECOND, FRAMES_BURST, () => this.clock.now());
   }
 
   get isReady(): boolean {
@@ -104,6 +125,7 @@ export class Connection {
   stop(code = 1000, reason = 'runner stopping'): void {
     this.stopped = true;
     this.clearTimers();
+    this.dropQueue();
     this.ready = false;
     try {
       this.socket?.close(code, reason);
@@ -112,10 +134,41 @@ export class Connection {
     }
   }
 
+  /** Sends now, or after the frames before it when the budget is spent; false when it cannot be sent. */
   send(frame: RunnerFrame): boolean {
     if (!this.socket || this.socket.readyState !== WebSocket.OPEN) return false;
-    this.socket.send(JSON.stringify(frame));
+    const text = JSON.stringify(frame);
+    if (this.queue.length === 0 && this.budget.take()) {
+      this.socket.send(text);
+      return true;
+    }
+    if (this.queueBytes + text.length > SEND_QUEUE_MAX_BYTES) return false;
+    this.queue.push(text);
+    this.queueBytes += text.length;
+    this.drainLater();
     return true;
+  }
+
+  private drainLater(): void {
+    if (this.draining) return;
+    this.draining = true;
+    const socket = this.socket;
+    this.later(() => {
+      this.draining = false;
+      if (this.socket !== socket || !socket || socket.readyState !== WebSocket.OPEN) return;
+      while (this.queue.length > 0 && this.budget.take()) {
+        const text = this.queue.shift()!;
+        this.queueBytes -= text.length;
+        socket.send(text);
+      }
+      if (this.queue.length > 0) this.drainLater();
+    }, Math.max(1, Math.ceil(this.budget.waitMs())));
+  }
+
+  private dropQueue(): void {
+    this.queue = [];
+    this.queueBytes = 0;
+    this.draining = false;
   }
 
   private later(fn: () => void, ms: number): void {
@@ -139,6 +192,8 @@ export class Connection {
     };
     const socket = this.dial(runnerUrl(this.opts.server), headers);
     this.socket = socket;
+    this.budget = this.newBudget();
+    this.dropQueue();
     let closed = false;
     socket.on('open', () => {
       this.lastHeard = this.clock.now();
@@ -190,6 +245,7 @@ export class Connection {
   private onClose(socket: SocketLike, code: number, reason: string): void {
     if (this.socket !== socket) return;
     this.clearTimers();
+    this.dropQueue();
     const wasReady = this.ready;
     this.ready = false;
     this.socket = null;

@@ -5,36 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, Connection, backoffDelay } from '../../runner/connection.ts';
-import type { Clock, SocketLike } from '../../runner/connection.ts';
-
-/** A clock whose timers run only when the test advances it; `random` is what the test says. */
-function fakeClock(random: () => number) {
-  let now = 0;
-  const timers: { at: number; fn: () => void; ms: number }[] = [];
-  const clock: Clock = {
-    now: () => now,
-    random,
-    setTimeout: (fn, ms) => {
-      const t = { at: now + ms, fn, ms };
-      timers.push(t);
-      return t;
-    },
-    clearTimeout: (h) => {
-      const i = timers.indexOf(h as never);
-      if (i >= 0) timers.splice(i, 1);
-    },
-  };
-  /** Run the earliest timer; returns its delay. */
-  const next = (): number => {
-    timers.sort((a, b) => a.at - b.at);
-    const t = timers.shift();
-    assert.ok(t, 'a timer is pending');
-    now = t!.at;
-    t!.fn();
-    return t!.ms;
-  };
-  return { clock, next, pending: () => timers.length };
-}
+import type { SocketLike } from '../../runner/connection.ts';
+import { fakeClock } from './_clock.ts';
 
 /** A socket that closes with `code` as soon as the connection has listened for it. */
 function closingSocket(code: number): SocketLike {
