@@ -3,7 +3,12 @@
 //   1. deliveries/s to a local receiver (allowlisted loopback) with 1 server process, then with 3;
 //   2. time from event to first attempt when idle, p50/p99 (1 process, one event at a time);
 //   baseline, same run: a bare sign-and-POST loop (HMAC-SHA256 + a fresh-connection POST of the same
-//   body, 16 at a time — the worker's concurrency per process), giving the ratios.
+//   body, 16 at a time — the worker's concurrency per process), giving the ratios;
+//   and, to show what PostgreSQL itself costs on the machine (issue #17: "where a dependency itself is
+//   the limit, show it with a minimal app"), a minimal durable queue in this process on the same
+//   PostgreSQL: the same loop, but each delivery claimed from a table with a lease (one UPDATE … FOR
+//   UPDATE SKIP LOCKED … RETURNING for the free slots) and marked delivered after its POST (one UPDATE):
+//   the least a delivery that survives a crash costs, without svc's attempts, circuits or guard.
 // "Event" is the moment the catalogue event is written to the outbox, as the hub's ingest does; the
 // figure includes NOTIFY, dispatch, the leased claim, the address guard, signing and the POST.
 //
@@ -82,9 +87,68 @@ async function bareLoop(count) {
   return count / ((performance.now() - started) / 1000);
 }
 
+/**
+ * Baseline 2: the bare loop with durability — rows claimed from bench_queue with a lease, CONCURRENCY in
+ * flight, each marked delivered after its POST. Same bodies, signing and POST as the bare loop.
+ */
+async function durableLoop(db, count, tag) {
+  const secret = 'bench-secret-bench-secret-bench-secret-abc';
+  const rows = Array.from({ length: count }, (_, i) => ({ id: `${tag}.${i}`, body: JSON.stringify(envelope('pr.merged')) }));
+  for (let i = 0; i < rows.length; i += 1000) await db`insert into bench_queue ${db(rows.slice(i, i + 1000), 'id', 'body')}`;
+  const post = (body) =>
+    new Promise((ok, fail) => {
+      const t = Math.floor(Date.now() / 1000);
+      const sig = createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex');
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/durable', agent: false, headers: { 'content-type': 'application/json', 'x-bare': 'x', 'x-svc-signature': `t=${t},v1=${sig}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', ok);
+      });
+      req.on('error', fail);
+      req.end(body);
+    });
+  const started = performance.now();
+  let inFlight = 0;
+  let delivered = 0;
+  await new Promise((resolve, reject) => {
+    let pumping = false;
+    const pump = async () => {
+      if (pumping) return;
+      pumping = true;
+      try {
+        while (inFlight < CONCURRENCY) {
+          const claimed = await db`
+            update bench_queue q set lease_until = now() + interval '30 seconds', attempts = q.attempts + 1
+             where q.id in (select id from bench_queue where status = 'pending' and (lease_until is null or lease_until < now())
+                            order by id limit ${CONCURRENCY - inFlight} for update skip locked)
+            returning q.id, q.body`;
+          if (claimed.length === 0) break;
+          for (const r of claimed) {
+            inFlight++;
+            post(r.body)
+              .then(() => db`update bench_queue set status = 'delivered', delivered_at = now(), lease_until = null where id = ${r.id}`)
+              .then(() => {
+                inFlight--;
+                if (++delivered === count) resolve();
+                else void pump();
+              }, reject);
+          }
+        }
+      } catch (e) {
+        reject(e);
+      } finally {
+        pumping = false;
+      }
+    };
+    void pump();
+  });
+  return count / ((performance.now() - started) / 1000);
+}
+
 const pg = await freshPostgres();
 const servers = [];
 const sql = postgres(pg.url, { max: 2, onnotice: () => {} });
+// The durable baseline's own pool, as many connections as a server process's (DATABASE_POOL_MAX's default).
+const durableSql = postgres(pg.url, { max: 10, onnotice: () => {} });
 const figures = { ...machine(), deliveries: N.deliveries, rounds: N.rounds, concurrencyPerProcess: CONCURRENCY, runs: [] };
 try {
   const env = { APP_ENCRYPTION_KEY: Buffer.alloc(32, 9).toString('base64') };
@@ -110,8 +174,12 @@ try {
     return count / ((performance.now() - started) / 1000);
   };
 
+  await sql`create table bench_queue (id text primary key, body text not null, status text not null default 'pending', attempts int not null default 0, lease_until timestamptz, delivered_at timestamptz)`;
+  await sql`create index bench_queue_pending on bench_queue (id) where status = 'pending'`;
+
   // Warm-up: connections, JIT.
   await bareLoop(200);
+  await durableLoop(durableSql, 200, 'warm');
   await svcRun(200);
 
   for (const processes of [1, 3]) {
@@ -119,9 +187,10 @@ try {
     for (let round = 1; round <= N.rounds; round++) {
       log(`${processes} process(es), round ${round}: bare loop…`);
       const bare = await bareLoop(N.deliveries);
+      const durable = processes === 1 ? (log(`${processes} process(es), round ${round}: durable loop…`), await durableLoop(durableSql, N.deliveries, `r${round}`)) : null;
       log(`${processes} process(es), round ${round}: svc…`);
       const svc = await svcRun(N.deliveries);
-      figures.runs.push({ processes, round, barePerSecond: Math.round(bare), svcPerSecond: Math.round(svc) });
+      figures.runs.push({ processes, round, barePerSecond: Math.round(bare), ...(durable === null ? {} : { durablePerSecond: Math.round(durable) }), svcPerSecond: Math.round(svc) });
     }
     if (processes === 1) {
       // Idle latency: one event at a time, the system quiet in between.
@@ -162,6 +231,7 @@ try {
   figures.problems = servers.flatMap((s) => problemLines(s.output())).slice(0, 20);
 } finally {
   await sql.end().catch(() => {});
+  await durableSql.end().catch(() => {});
   for (const s of servers) await s.cleanup().catch(() => {});
   await pg.drop().catch(() => {});
   receiver.kill('SIGKILL');
@@ -185,6 +255,15 @@ for (const p of [1, 3]) {
   const bare = median(runs.map((r) => r.barePerSecond));
   figures[`processes${p}`] = { svcPerSecond: Math.round(svc), barePerSecond: Math.round(bare), ratio: round(svc / bare, 3) };
   rows.push([`${p} server process${p > 1 ? 'es' : ''}`, Math.round(svc), Math.round(bare), fmt(svc / bare, 3)]);
+}
+{
+  const runs = figures.runs.filter((r) => r.processes === 1);
+  const durable = median(runs.map((r) => r.durablePerSecond));
+  const bare = median(runs.map((r) => r.barePerSecond));
+  const svc = median(runs.map((r) => r.svcPerSecond));
+  figures.durable1 = { durablePerSecond: Math.round(durable), durableOverBare: round(durable / bare, 3), svcOverDurable: round(svc / durable, 3) };
+  rows.push(['minimal durable queue (1 process)', Math.round(durable), Math.round(bare), fmt(durable / bare, 3)]);
+  rows.push(['svc / minimal durable queue', '', '', fmt(svc / durable, 3)]);
 }
 const lat = figures.latency;
 figures.latency.ratioP50 = round(lat.svc.p50 / lat.bare.p50, 2);
