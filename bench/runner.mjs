@@ -54,6 +54,7 @@ import {
   machine,
   median,
   onCleanup,
+  percentile,
   postgresVersion,
   problemLines,
   redactUrl,
@@ -143,9 +144,6 @@ function runBundle(bundle, sb, args, timeoutMs = 120_000) {
   return child.exited.then((status) => (clearTimeout(timer), { status, output: child.log }));
 }
 
-/** Quantile p (0–100) of ascending numbers: the smallest value with at least p % of them at or below it. */
-const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-
 /**
  * (d) Lines appended to a watched project's .svc/events.jsonl at a steady rate → stored in runner_events.
  * Returns { goalMs, rates: [{ rate, lines, seconds, p50Ms, p90Ms, p99Ms, maxMs }] }.
@@ -194,7 +192,7 @@ async function measureLatency({ server, sql, sb, runnerId, daemon }) {
     if (n !== lines || d !== lines) throw new Error(`at ${rate}/s: ${n} rows for ${lines} lines (${d} distinct): each line must be stored once`);
     const rows = await sql`select (payload->'data'->>'i')::int as i, (extract(epoch from received_at) * 1000)::float8 as ms from runner_events where runner_id = ${runnerId} and kind = 'fleet.bench.latency' and payload->'data'->>'rate' = ${String(rate)}`;
     const ms = rows.map((r) => r.ms - written[r.i]).sort((a, b) => a - b);
-    const figure = { rate, lines, seconds: round(seconds, 2), p50Ms: round(quantile(ms, 50), 1), p90Ms: round(quantile(ms, 90), 1), p99Ms: round(quantile(ms, 99), 1), maxMs: round(ms.at(-1), 1), minMs: round(ms[0], 1) };
+    const figure = { rate, lines, seconds: round(seconds, 2), p50Ms: round(percentile(ms, 50), 1), p90Ms: round(percentile(ms, 90), 1), p99Ms: round(percentile(ms, 99), 1), maxMs: round(ms.at(-1), 1), minMs: round(ms[0], 1) };
     rates.push(figure);
     log(`latency at ${rate}/s (${lines} lines in ${fmt(seconds, 1)} s): p50 ${fmt(figure.p50Ms, 0)} ms, p90 ${fmt(figure.p90Ms, 0)}, p99 ${fmt(figure.p99Ms, 0)}, max ${fmt(figure.maxMs, 0)}`);
   }

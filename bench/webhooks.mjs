@@ -66,24 +66,27 @@ const arrivals = (count, each = () => {}) =>
 
 const envelope = (type) => buildEnvelope({ id: eventId('bench', randomUUID()), type, ts: new Date(), project: { id: 'bench-project', repo: 'acme/bench' }, raw: { slot: 'w1', issue: 1, data: { title: 'Benchmark', pr: { number: 1, url: 'https://github.com/acme/bench/pull/1' } } } });
 
+const LOOP_SECRET = 'bench-secret-bench-secret-bench-secret-abc';
+
+/** What both baselines do per delivery: sign the body and POST it to `path` on a fresh connection. */
+const signedPost = (body, path) =>
+  new Promise((ok, fail) => {
+    const t = Math.floor(Date.now() / 1000);
+    const sig = createHmac('sha256', LOOP_SECRET).update(`${t}.`).update(body).digest('hex');
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path, agent: false, headers: { 'content-type': 'application/json', 'x-bare': 'x', 'x-svc-signature': `t=${t},v1=${sig}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', ok);
+    });
+    req.on('error', fail);
+    req.end(body);
+  });
+
 /** Baseline: sign and POST each body on a fresh connection, CONCURRENCY at a time. */
 async function bareLoop(count) {
-  const secret = 'bench-secret-bench-secret-bench-secret-abc';
   const bodies = Array.from({ length: count }, () => JSON.stringify(envelope('pr.merged')));
-  const post = (body) =>
-    new Promise((ok, fail) => {
-      const t = Math.floor(Date.now() / 1000);
-      const sig = createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex');
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/bare', agent: false, headers: { 'content-type': 'application/json', 'x-bare': 'x', 'x-svc-signature': `t=${t},v1=${sig}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', ok);
-      });
-      req.on('error', fail);
-      req.end(body);
-    });
   const started = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next < count) await post(bodies[next++]); }));
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next < count) await signedPost(bodies[next++], '/bare'); }));
   return count / ((performance.now() - started) / 1000);
 }
 
@@ -92,20 +95,8 @@ async function bareLoop(count) {
  * flight, each marked delivered after its POST. Same bodies, signing and POST as the bare loop.
  */
 async function durableLoop(db, count, tag) {
-  const secret = 'bench-secret-bench-secret-bench-secret-abc';
   const rows = Array.from({ length: count }, (_, i) => ({ id: `${tag}.${i}`, body: JSON.stringify(envelope('pr.merged')) }));
   for (let i = 0; i < rows.length; i += 1000) await db`insert into bench_queue ${db(rows.slice(i, i + 1000), 'id', 'body')}`;
-  const post = (body) =>
-    new Promise((ok, fail) => {
-      const t = Math.floor(Date.now() / 1000);
-      const sig = createHmac('sha256', secret).update(`${t}.`).update(body).digest('hex');
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/durable', agent: false, headers: { 'content-type': 'application/json', 'x-bare': 'x', 'x-svc-signature': `t=${t},v1=${sig}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', ok);
-      });
-      req.on('error', fail);
-      req.end(body);
-    });
   const started = performance.now();
   let inFlight = 0;
   let delivered = 0;
@@ -124,7 +115,7 @@ async function durableLoop(db, count, tag) {
           if (claimed.length === 0) break;
           for (const r of claimed) {
             inFlight++;
-            post(r.body)
+            signedPost(r.body, '/durable')
               .then(() => db`update bench_queue set status = 'delivered', delivered_at = now(), lease_until = null where id = ${r.id}`)
               .then(() => {
                 inFlight--;

@@ -30,7 +30,7 @@ function openSocket(time: () => number) {
     s.readyState = 3;
     handlers.close?.(code, Buffer.from(''));
   };
-  return { socket: s as SocketLike, sent, close, open: () => handlers.open?.() };
+  return { socket: s as SocketLike, sent, close };
 }
 
 function connect() {
