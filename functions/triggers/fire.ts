@@ -76,17 +76,27 @@ interface Claimed {
  * starting or running — or whose record has not arrived yet, for UNREPORTED_RUN_LIVE_MS.
  */
 async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: string, nowMs: number): Promise<boolean> {
-  const [row] = await q.query<{ live: boolean }>(sql`
-    select exists (
-      select 1 from inbound_deliveries o
-       where o.trigger_id = ${triggerId} and o.id <> ${deliveryId}
-         and (o.status = 'firing'
-              or (o.status = 'fired' and o.run_id is not null and (
-                    exists (select 1 from skill_runs r where r.id = o.run_id and r.state in ('queued', 'starting', 'running'))
-                    or (not exists (select 1 from skill_runs r where r.id = o.run_id) and o.fired_at > ${new Date(nowMs - UNREPORTED_RUN_LIVE_MS)}))))
-    ) as live`);
+  const [row] = await q.query<{ live: boolean }>(liveRunQuery(triggerId, deliveryId, nowMs));
   return row.live;
 }
+
+/**
+ * The statement of hasLiveRun. Three cases, each read from an index that holds only what can make it
+ * true (sql/0020), so its cost does not grow with the trigger's history of finished runs. Exported for
+ * the test that reads its plan (test/triggers/live-run.test.ts).
+ */
+export const liveRunQuery = (triggerId: string, deliveryId: string, nowMs: number) => sql`
+  select exists (
+           select 1 from inbound_deliveries o
+            where o.trigger_id = ${triggerId} and o.id <> ${deliveryId} and o.status = 'firing')
+      or exists (
+           select 1 from skill_runs r join inbound_deliveries o on o.run_id = r.id and o.status = 'fired'
+            where r.state in ('queued', 'starting', 'running') and o.trigger_id = ${triggerId} and o.id <> ${deliveryId})
+      or exists (
+           select 1 from inbound_deliveries o
+            where o.trigger_id = ${triggerId} and o.id <> ${deliveryId} and o.status = 'fired' and o.run_id is not null
+              and o.fired_at > ${new Date(nowMs - UNREPORTED_RUN_LIVE_MS)}
+              and not exists (select 1 from skill_runs r where r.id = o.run_id)) as live`;
 
 export class TriggerFirer {
   readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
