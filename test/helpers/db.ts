@@ -5,9 +5,11 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import postgres from 'postgres';
+import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
 import { openPglite } from '../../functions/lib/db/pglite.ts';
 import { openPostgres } from '../../functions/lib/db/postgres.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
+import { createLogger } from '../../functions/lib/log.ts';
 
 export const TEST_DB = (process.env.SVC_TEST_DB ?? 'pglite') as 'pglite' | 'postgres';
 export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -73,6 +75,13 @@ export async function openTestDb(): Promise<{ db: Db; cleanup: () => Promise<voi
   const dir = await pgliteDataDir();
   const db = await openPglite(dir);
   return { db, cleanup: async () => (await db.close(), removePglite(dir)) };
+}
+
+/** openTestDb with every migration of sql/ applied. */
+export async function migratedTestDb(): Promise<{ db: Db; cleanup: () => Promise<void> }> {
+  const t = await openTestDb();
+  await migrate(t.db, loadMigrations(join(ROOT, 'sql')), createLogger('error'));
+  return t;
 }
 
 /** A test server's audit anchor file (AUDIT_ANCHOR_PATH): one per database, so a restart on the same

@@ -4,20 +4,17 @@
 // before sql/0020). On PGlite and PostgreSQL, with statistics as autovacuum keeps them.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { migrate, loadMigrations } from '../../functions/lib/db/migrate.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
-import { createLogger } from '../../functions/lib/log.ts';
 import { liveRunQuery } from '../../functions/triggers/fire.ts';
-import { openTestDb } from '../helpers/db.ts';
+import { migratedTestDb } from '../helpers/db.ts';
 import { explainAnalyze, rowsTouched } from '../helpers/explain.ts';
 
 const HISTORY = 5000;
 let db: Db;
 let cleanup: () => Promise<void>;
 test.before(async () => {
-  ({ db, cleanup } = await openTestDb());
-  await migrate(db, loadMigrations(new URL('../../sql', import.meta.url).pathname), createLogger('error'));
+  ({ db, cleanup } = await migratedTestDb());
   await db.query(sql`insert into users (id, email, name) values ('u', 'u@example.test', 'u')`);
   await db.query(sql`insert into projects (id, name, repo) values ('p', 'p', 'a/p')`);
   await db.query(sql`insert into runners (id, name, paired_at, last_seen_at) values ('rn', 'box', now(), now())`);

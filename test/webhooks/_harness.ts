@@ -17,16 +17,12 @@ import { buildEnvelope, eventId } from '../../functions/webhooks/envelope.ts';
 import { encryptWebhookSecret, newSecret } from '../../functions/webhooks/webhooks.ts';
 import { WebhookWorker } from '../../functions/webhooks/worker.ts';
 import type { WorkerOptions } from '../../functions/webhooks/worker.ts';
-import { ADMIN_URL, ROOT, TEST_DB, anchorPathFor, freshPostgres, openTestDb, pgliteDataDir, removePglite } from '../helpers/db.ts';
+import { ADMIN_URL, ROOT, TEST_DB, anchorPathFor, freshPostgres, migratedTestDb, pgliteDataDir, removePglite } from '../helpers/db.ts';
 
 export const quiet = createLogger('error');
 export const KEY = randomBytes(32);
 
-export async function migratedDb(): Promise<{ db: Db; cleanup: () => Promise<void> }> {
-  const t = await openTestDb();
-  await migrate(t.db, loadMigrations(`${ROOT}/sql`), quiet);
-  return t;
-}
+export const migratedDb = migratedTestDb;
 
 export function fakeClock(start = Date.now()) {
   let t = start;
