@@ -12,7 +12,7 @@
 // "Event" is the moment the catalogue event is written to the outbox, as the hub's ingest does; the
 // figure includes NOTIFY, dispatch, the leased claim, the address guard, signing and the POST.
 //
-//   npm run build && node --import tsx bench/webhooks.mjs [--deliveries 2000] [--rounds 2] [--events 100]
+//   npm run build && node --import tsx bench/webhooks.mjs [--deliveries 2000] [--rounds 2] [--events 100] [--dead-backlog 0]
 // Loopback only; bounded counts; every process and database it makes is removed at the end.
 import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -28,9 +28,10 @@ const { values: opt } = parseArgs({
     deliveries: { type: 'string', default: '2000' },
     rounds: { type: 'string', default: '2' },
     events: { type: 'string', default: '100' },
+    'dead-backlog': { type: 'string', default: '0' },
   },
 });
-const N = { deliveries: Number(opt.deliveries), rounds: Number(opt.rounds), events: Number(opt.events) };
+const N = { deliveries: Number(opt.deliveries), rounds: Number(opt.rounds), events: Number(opt.events), deadBacklog: Number(opt['dead-backlog']) };
 const CONCURRENCY = 16;
 const log = (m) => process.stderr.write(m + '\n');
 installGuards(900);
@@ -140,7 +141,7 @@ const servers = [];
 const sql = postgres(pg.url, { max: 2, onnotice: () => {} });
 // The durable baseline's own pool, as many connections as a server process's (DATABASE_POOL_MAX's default).
 const durableSql = postgres(pg.url, { max: 10, onnotice: () => {} });
-const figures = { ...machine(), deliveries: N.deliveries, rounds: N.rounds, concurrencyPerProcess: CONCURRENCY, runs: [] };
+const figures = { ...machine(), deliveries: N.deliveries, rounds: N.rounds, deadBacklog: N.deadBacklog, concurrencyPerProcess: CONCURRENCY, runs: [] };
 try {
   const env = { APP_ENCRYPTION_KEY: Buffer.alloc(32, 9).toString('base64') };
   const a = await startServer({ admin: true, env, dbEnv: { DATABASE_URL: pg.url } });
@@ -148,6 +149,19 @@ try {
   await a.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } });
   const made = await a.api('/api/webhooks', { method: 'POST', json: { url: `http://127.0.0.1:${port}/hook`, events: ['pr.merged'] } });
   if (made.status !== 201) throw new Error(`creating the webhook failed: ${made.status}`);
+  if (N.deadBacklog > 0) {
+    // A receiver that is gone: its circuit open, its deliveries pending and due (older than any of the
+    // runs'), as they pile up while it stays away. It wants another event type, so the runs add none.
+    const dead = await a.api('/api/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/gone', events: ['pr.closed'] } });
+    if (dead.status !== 201) throw new Error(`creating the dead webhook failed: ${dead.status}`);
+    const { id } = await dead.json();
+    await sql`update webhooks set circuit_state = 'open', circuit_opened_at = now() + interval '1 day', consecutive_failures = 20 where id = ${id}`;
+    await sql`
+      insert into outbound_deliveries (id, webhook_id, event_type, event_id, body, status, next_attempt_at)
+      select 'gone-' || g, ${id}, 'pr.closed', 'gone-' || g, '{}', 'pending', now() - interval '1 hour' + make_interval(secs => g / 10.0)
+        from generate_series(1, ${N.deadBacklog}) g`;
+    log(`dead webhook with ${N.deadBacklog} due deliveries, circuit open`);
+  }
 
   const insert = async (count) => {
     const rows = Array.from({ length: count }, () => {
@@ -222,6 +236,11 @@ try {
     figures.check = { total, delivered, attempts };
     if (delivered === total) break;
     await new Promise((r) => setTimeout(r, 50));
+  }
+  if (N.deadBacklog > 0) {
+    const [{ touched }] = await sql`select count(*)::int as touched from outbound_deliveries where id like 'gone-%' and (attempts > 0 or status <> 'pending')`;
+    figures.deadBacklogTouched = touched; // must stay 0: an open circuit's deliveries wait
+    if (touched) log(`WARNING: ${touched} deliveries of the dead webhook were attempted or changed`);
   }
   figures.problems = servers.flatMap((s) => problemLines(s.output())).slice(0, 20);
 } finally {

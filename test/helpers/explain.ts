@@ -35,6 +35,11 @@ export async function explainAnalyze(db: Db, q: Sql): Promise<PlanNode> {
 /** Every node of a plan, depth first. */
 export const planNodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
 
-/** Rows a plan's nodes produced or filtered away, over all their loops: how much it read. */
+const READS = new Set(['Seq Scan', 'Index Scan', 'Index Only Scan', 'Bitmap Index Scan', 'Bitmap Heap Scan', 'Tid Scan']);
+
+/** Rows and index entries a plan's scans of tables produced or filtered away, over all their loops:
+ *  how much it read. */
 export const rowsTouched = (n: PlanNode): number =>
-  planNodes(n).reduce((sum, p) => sum + (p['Actual Rows'] + (p['Rows Removed by Filter'] ?? 0)) * p['Actual Loops'], 0);
+  planNodes(n)
+    .filter((p) => READS.has(p['Node Type']))
+    .reduce((sum, p) => sum + (p['Actual Rows'] + (p['Rows Removed by Filter'] ?? 0)) * p['Actual Loops'], 0);
