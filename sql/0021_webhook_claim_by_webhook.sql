@@ -7,4 +7,4 @@
 -- of them, every claim for every other webhook read all 10,000 first (17 ms, against 0.2 ms now). One
 -- dead receiver slowed delivery to all the others, more every hour it stayed dead.
 create index outbound_deliveries_due_by_webhook on outbound_deliveries (webhook_id, next_attempt_at) where status = 'pending';
-drop index outbound_deliveries_due;
+drop index outbound_deliveries_due; -- contract: no release names it; the previous one's claim plans with the new index meanwhile (correct, slower while it runs)
