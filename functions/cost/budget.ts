@@ -15,6 +15,9 @@ export const BUDGET_NOTIFICATION = 'budget.threshold';
 
 const MONTH_START = sql`(date_trunc('month', now() at time zone 'UTC') at time zone 'UTC')`;
 const MONTH_END = sql`((date_trunc('month', now() at time zone 'UTC') + interval '1 month') at time zone 'UTC')`;
+/** This month's spend of project `p` (a correlated subquery over its requests of the month). */
+const MONTH_SPEND = sql`coalesce((select sum(r.cost_usd) from llm_requests r
+                                   where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END}), 0)`;
 
 export interface BudgetState {
   budgetUsd: number | null;
@@ -34,8 +37,7 @@ export interface BudgetState {
 export async function budgetState(q: Queryable, projectId: string): Promise<BudgetState | null> {
   const [row] = await q.query<{ budget_usd: string | null; budget_action: 'warn' | 'stop'; month: string; spent: string; unpriced: number }>(sql`
     select p.budget_usd, p.budget_action, to_char(now() at time zone 'UTC', 'YYYY-MM') as month,
-           coalesce((select sum(r.cost_usd) from llm_requests r
-                      where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END}), 0) as spent,
+           ${MONTH_SPEND} as spent,
            (select count(*)::int from llm_requests r
              where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END} and r.cost_usd is null) as unpriced
       from projects p where p.id = ${projectId}`);
@@ -70,8 +72,7 @@ export async function budgetExceeded(db: Queryable, projectId: string): Promise<
  */
 export const stoppedQuery = (projectId: string) => sql`
   select case when p.budget_usd is null or p.budget_action <> 'stop' then false
-              else coalesce((select sum(r.cost_usd) from llm_requests r
-                              where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END}), 0) >= p.budget_usd
+              else ${MONTH_SPEND} >= p.budget_usd
          end as stopped
     from projects p where p.id = ${projectId}`;
 

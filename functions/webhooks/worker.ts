@@ -416,6 +416,10 @@ export const dispatchBatch = (now: Date) => sql`
   )
   select (select count(*)::int from picked) as events, (select count(*)::int from made) as deliveries`;
 
+/** A delivery `d` a worker may attempt at `now`: pending, due, not leased, attempts left. */
+const claimable = (now: Date) => sql`d.status = 'pending' and d.next_attempt_at <= ${now}
+  and (d.lease_expires_at is null or d.lease_expires_at <= ${now}) and d.attempts < d.attempts_allowed`;
+
 /**
  * One claim: up to `n` due deliveries, oldest first, leased to `owner` until `leaseUntil`, each attempt
  * counted and recorded as started. Exported for the test that reads its plan
@@ -431,16 +435,12 @@ export const claimBatch = (now: Date, n: number, owner: string, leaseUntil: Date
              select c.id from webhooks w
               cross join lateral (
                 select d.id from outbound_deliveries d
-                 where d.webhook_id = w.id and d.status = 'pending' and d.next_attempt_at <= ${now}
-                   and (d.lease_expires_at is null or d.lease_expires_at <= ${now})
-                   and d.attempts < d.attempts_allowed
+                 where d.webhook_id = w.id and ${claimable(now)}
                    and (w.circuit_state = 'closed' or d.id = w.trial_delivery_id)
                  order by d.next_attempt_at
                  limit ${n}) c
               where w.circuit_state in ('closed', 'half-open')))
-       and d.status = 'pending' and d.next_attempt_at <= ${now}
-       and (d.lease_expires_at is null or d.lease_expires_at <= ${now})
-       and d.attempts < d.attempts_allowed
+       and ${claimable(now)}
      order by d.next_attempt_at
      limit ${n}
      for update of d skip locked

@@ -6,12 +6,9 @@ import type { Db, Sql } from '../../functions/lib/db/port.ts';
 
 export interface PlanNode {
   'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
   'Actual Rows': number;
   'Actual Loops': number;
   'Rows Removed by Filter'?: number;
-  'Rows Removed by Join Filter'?: number;
   Plans?: PlanNode[];
 }
 

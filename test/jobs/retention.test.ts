@@ -4,18 +4,16 @@ import * as assert from 'uvu/assert';
 import { retentionJobs } from '../../functions/jobs/retention.ts';
 import { Scheduler } from '../../functions/jobs/scheduler.ts';
 import { loadConfig } from '../../functions/lib/config.ts';
-import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
 import { createLogger } from '../../functions/lib/log.ts';
-import { ROOT, openTestDb } from '../helpers/db.ts';
+import { migratedTestDb } from '../helpers/db.ts';
 
 const quiet = createLogger('error');
 let db: Db;
 let cleanup: () => Promise<void>;
 test.before(async () => {
-  ({ db, cleanup } = await openTestDb());
-  await migrate(db, loadMigrations(`${ROOT}/sql`), quiet);
+  ({ db, cleanup } = await migratedTestDb());
   // Inbound deliveries belong to a trigger (0009).
   await db.query(sql`insert into users (id, email, name) values ('u', 'u@example.test', 'u')`);
   await db.query(sql`insert into projects (id, name, repo) values ('p', 'p', 'a/p')`);

@@ -3,11 +3,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MAX_ATTEMPTS, Scheduler } from '../../functions/jobs/scheduler.ts';
 import type { JobDefinition, Timers } from '../../functions/jobs/scheduler.ts';
-import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
 import { createLogger } from '../../functions/lib/log.ts';
-import { ROOT, openTestDb } from '../helpers/db.ts';
+import { migratedTestDb } from '../helpers/db.ts';
 
 const quiet = createLogger('error');
 
@@ -38,8 +37,7 @@ function fakeTimers(start: number): Timers & { advance(ms: number): Promise<void
 let db: Db;
 let cleanup: () => Promise<void>;
 test.before(async () => {
-  ({ db, cleanup } = await openTestDb());
-  await migrate(db, loadMigrations(`${ROOT}/sql`), quiet);
+  ({ db, cleanup } = await migratedTestDb());
 });
 test.after(async () => cleanup?.());
 test.before.each(async () => {

@@ -11,11 +11,10 @@ import { createApiToken } from '../../functions/auth/auth.ts';
 import { LiveHub, publish } from '../../functions/live/live.ts';
 import { loadConfig } from '../../functions/lib/config.ts';
 import type { AppContext } from '../../functions/lib/context.ts';
-import { loadMigrations, migrate } from '../../functions/lib/db/migrate.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
 import { createLogger } from '../../functions/lib/log.ts';
-import { ROOT, openTestDb } from '../helpers/db.ts';
+import { migratedTestDb } from '../helpers/db.ts';
 import { openLive } from '../helpers/live.ts';
 
 let db: Db;
@@ -27,8 +26,7 @@ let close: () => Promise<void>;
 const warnings: string[] = [];
 
 test.before(async () => {
-  ({ db, cleanup } = await openTestDb());
-  await migrate(db, loadMigrations(`${ROOT}/sql`), createLogger('error'));
+  ({ db, cleanup } = await migratedTestDb());
   await db.query(sql`insert into users (id, email, name, instance_admin) values ('u-admin', 'a@example.test', 'A', true)`);
   token = (await createApiToken(db, 'u-admin', 'live')).token;
   const log = createLogger('warn', {}, (line) => warnings.push(line));
