@@ -6,6 +6,8 @@
 //          sessions) and Codex rollouts, against `ccusage daily --json --offline` (the pinned dev
 //          dependency's native binary, which node_modules/ccusage/src/cli.js execs) on the same files:
 //          MiB/s and peak RSS of each, run in turns; both must report the same tokens (checked).
+//          Beside them, the floor in Node (bench/usage-floor.mjs): the same files read and split into
+//          lines, and that plus JSON.parse of every line that can carry usage.
 //          Then one run of a source-mapped build of the same bundle under `node --cpu-prof`: the top
 //          self-time functions.
 //   otlp   log records/s on POST /v1/logs of the runner's receiver (runner/otlp.ts, with the daemon's
@@ -404,6 +406,9 @@ async function scanBench() {
   const runBundle = (bundle) => runMeasured(process.execPath, [bundle, 'usage', 'daily', '--json'], { env, cwd: root });
   const runOurs = () => runBundle(RUNNER);
   const runTheirs = () => runMeasured(ccu.bin, ['daily', '--json', '--offline'], { env, cwd: root });
+  // The floor in Node (bench/usage-floor.mjs): the same files read and split into lines, then also the
+  // lines that can carry usage JSON.parse'd; what any exact scan in JavaScript does at least.
+  const runFloor = (mode) => runMeasured(process.execPath, [join(ROOT, 'bench', 'usage-floor.mjs'), mode], { env, cwd: root });
   const check = (name, r) => {
     if (r.code !== 0) throw new Error(`${name} exited with ${r.code}:\n${r.stderr.slice(0, 2000)}`);
     return r;
@@ -414,32 +419,40 @@ async function scanBench() {
   const wTheirs = check('ccusage', await runTheirs());
   const sanity = compare(ourRows(wOurs.stdout), ccusageRows(wTheirs.stdout));
   log(`sanity: ${sanity.rows} day×model rows (ccusage ${sanity.ccusageRows}), ${sanity.differingRows} differ; cost ${sanity.costUSD} vs ${sanity.ccusageCostUSD}`);
+  check('floor read', await runFloor('read'));
+  check('floor parse', await runFloor('parse'));
   const also = opts.also ? check(`svc-runner (${opts.also})`, await runBundle(opts.also)) : null;
   if (also && also.stdout !== wOurs.stdout) log(`WARNING: ${opts.also} does not print what dist/svc-runner.mjs prints`);
   const rounds = [];
   for (let r = 1; r <= ROUNDS; r++) {
     // Alternate which goes first, so drift and cache state favour neither.
-    const order = r % 2 ? ['ours', 'ccusage', 'also'] : ['also', 'ccusage', 'ours'];
+    const order = r % 2 ? ['ours', 'floorParse', 'ccusage', 'floorRead', 'also'] : ['also', 'floorRead', 'ccusage', 'floorParse', 'ours'];
     const got = {};
+    const run = { ours: runOurs, ccusage: runTheirs, also: () => runBundle(opts.also), floorRead: () => runFloor('read'), floorParse: () => runFloor('parse') };
     for (const who of order) {
       if (who === 'also' && !also) continue;
-      got[who] = check(who, who === 'ours' ? await runOurs() : who === 'also' ? await runBundle(opts.also) : await runTheirs());
+      got[who] = check(who, await run[who]());
     }
+    const measured = (g) => ({ seconds: round(g.seconds, 3), cpuSeconds: round(g.cpuSeconds, 2), mbPerSecond: round(mbytes / g.seconds, 1), maxRssMiB: round(g.maxRssKiB / 1024, 1) });
     const row = {
       round: r,
       order,
       ours: { seconds: round(got.ours.seconds, 3), cpuSeconds: round(got.ours.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ours.seconds, 1), maxRssMiB: round(got.ours.maxRssKiB / 1024, 1) },
       ccusage: { seconds: round(got.ccusage.seconds, 3), cpuSeconds: round(got.ccusage.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ccusage.seconds, 1), maxRssMiB: round(got.ccusage.maxRssKiB / 1024, 1) },
       ...(got.also ? { also: { seconds: round(got.also.seconds, 3), cpuSeconds: round(got.also.cpuSeconds, 2), mbPerSecond: round(mbytes / got.also.seconds, 1), maxRssMiB: round(got.also.maxRssKiB / 1024, 1) } } : {}),
+      floorRead: measured(got.floorRead),
+      floorParse: measured(got.floorParse),
       loadavg1: round(os.loadavg()[0], 2),
     };
     if (row.also) Object.assign(row.also, { ratio: round(row.also.mbPerSecond / row.ccusage.mbPerSecond, 3), cpuRatio: round(got.ccusage.cpuSeconds / got.also.cpuSeconds, 3) });
     row.ratio = round(row.ours.mbPerSecond / row.ccusage.mbPerSecond, 3);
     // MB per CPU second, ours ÷ ccusage: the work each does, less sensitive to the machine's other load.
     row.cpuRatio = round(got.ccusage.cpuSeconds / got.ours.cpuSeconds, 3);
+    row.floorRatio = round(row.floorParse.mbPerSecond / row.ccusage.mbPerSecond, 3); // Node's floor ÷ ccusage
+    row.oursOverFloor = round(row.ours.mbPerSecond / row.floorParse.mbPerSecond, 3);
     rounds.push(row);
     if (row.also) log(`round ${r}: ${opts.also} ${row.also.seconds} s, ${row.also.cpuSeconds} CPU s (${row.also.mbPerSecond} MiB/s, ${row.also.maxRssMiB} MiB); ratio ${row.also.ratio}, per CPU s ${row.also.cpuRatio}`);
-    log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MiB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MiB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; load ${row.loadavg1}`);
+    log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MiB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MiB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; floor (read ${row.floorRead.seconds} s, + parse ${row.floorParse.seconds} s) ÷ ccusage ${row.floorRatio}, svc-runner ÷ floor ${row.oursOverFloor}; load ${row.loadavg1}`);
   }
 
   let profile = null;
@@ -478,6 +491,10 @@ async function scanBench() {
       ccusage: { mbPerSecond: stat((r) => r.ccusage.mbPerSecond), maxRssMiB: stat((r) => r.ccusage.maxRssMiB), seconds: stat((r) => r.ccusage.seconds), cpuSeconds: stat((r) => r.ccusage.cpuSeconds) },
       ratio: stat((r) => r.ratio),
       cpuRatio: stat((r) => r.cpuRatio),
+      floorRead: { mbPerSecond: stat((r) => r.floorRead.mbPerSecond), maxRssMiB: stat((r) => r.floorRead.maxRssMiB), seconds: stat((r) => r.floorRead.seconds), cpuSeconds: stat((r) => r.floorRead.cpuSeconds) },
+      floorParse: { mbPerSecond: stat((r) => r.floorParse.mbPerSecond), maxRssMiB: stat((r) => r.floorParse.maxRssMiB), seconds: stat((r) => r.floorParse.seconds), cpuSeconds: stat((r) => r.floorParse.cpuSeconds) },
+      floorRatio: stat((r) => r.floorRatio),
+      oursOverFloor: stat((r) => r.oursOverFloor),
       ...(also
         ? {
             also: { bundle: opts.also, mbPerSecond: stat((r) => r.also.mbPerSecond), maxRssMiB: stat((r) => r.also.maxRssMiB), seconds: stat((r) => r.also.seconds), cpuSeconds: stat((r) => r.also.cpuSeconds) },
@@ -753,6 +770,10 @@ async function main() {
         ['svc-runner usage daily --json', cell(scan.summary.ours.mbPerSecond, 1), cell(scan.summary.ours.seconds, 2), cell(scan.summary.ours.cpuSeconds, 2), cell(scan.summary.ours.maxRssMiB, 1)],
         [`ccusage ${scan.ccusage.version} daily --json --offline`, cell(scan.summary.ccusage.mbPerSecond, 1), cell(scan.summary.ccusage.seconds, 2), cell(scan.summary.ccusage.cpuSeconds, 2), cell(scan.summary.ccusage.maxRssMiB, 1)],
         ['svc-runner ÷ ccusage (MiB/s, MiB per CPU s; goal ≥ 1)', cell(scan.summary.ratio, 3), '', cell(scan.summary.cpuRatio, 3), cell(scan.summary.rssRatio, 2)],
+        ['minimal Node: read and split lines (usage-floor read)', cell(scan.summary.floorRead.mbPerSecond, 1), cell(scan.summary.floorRead.seconds, 2), cell(scan.summary.floorRead.cpuSeconds, 2), cell(scan.summary.floorRead.maxRssMiB, 1)],
+        ['minimal Node: + JSON.parse of usage lines (… parse)', cell(scan.summary.floorParse.mbPerSecond, 1), cell(scan.summary.floorParse.seconds, 2), cell(scan.summary.floorParse.cpuSeconds, 2), cell(scan.summary.floorParse.maxRssMiB, 1)],
+        ['minimal Node (parse) ÷ ccusage', cell(scan.summary.floorRatio, 3), '', '', ''],
+        ['svc-runner ÷ minimal Node (parse)', cell(scan.summary.oursOverFloor, 3), '', '', ''],
         ...(scan.summary.also
           ? [
               [`${scan.summary.also.bundle} usage daily --json`, cell(scan.summary.also.mbPerSecond, 1), cell(scan.summary.also.seconds, 2), cell(scan.summary.also.cpuSeconds, 2), cell(scan.summary.also.maxRssMiB, 1)],

@@ -40,13 +40,25 @@ const HOUR_MS = 3_600_000;
  * kept per UTC hour when the hour's first and last millisecond fall on the same day there (then every
  * instant between does: leaving a day and coming back would take two clock changes within the hour);
  * otherwise (zones whose midnight falls inside a UTC hour, a change of clocks) each instant is formatted.
+ * Without --tz the zone is the process's own (TZ), read through Date's local fields: the zone an
+ * Intl.DateTimeFormat without timeZone uses, without building one (the first costs 15–25 ms, ICU's locale
+ * data, on every `usage` run: docs/performance.md).
  */
-function dayIn(tz: string | undefined): (ms: number) => string {
-  const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
-  const format = (ms: number) => {
-    const p = Object.fromEntries(f.formatToParts(ms).map((x) => [x.type, x.value]));
-    return `${p.year}-${p.month}-${p.day}`;
-  };
+export function dayIn(tz: string | undefined): (ms: number) => string {
+  let format: (ms: number) => string;
+  if (tz === undefined) {
+    format = (ms) => {
+      const d = new Date(ms);
+      const m = d.getMonth() + 1, day = d.getDate();
+      return `${d.getFullYear()}-${m < 10 ? '0' : ''}${m}-${day < 10 ? '0' : ''}${day}`;
+    };
+  } else {
+    const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
+    format = (ms) => {
+      const p = Object.fromEntries(f.formatToParts(ms).map((x) => [x.type, x.value]));
+      return `${p.year}-${p.month}-${p.day}`;
+    };
+  }
   const hours = new Map<number, string | null>();
   return (ms) => {
     const hour = Math.floor(ms / HOUR_MS);

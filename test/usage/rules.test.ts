@@ -11,6 +11,7 @@ import { ClaudeDedup, fileContext, hasRejectedNull, parseClaudeLine, parseTimest
 import type { ClaudeEntry } from '../../runner/usage/claude.ts';
 import type { Profile } from '../../runner/config.ts';
 import { newCodexFileState, parseCodexLine } from '../../runner/usage/codex.ts';
+import { dayIn } from '../../runner/usage/command.ts';
 import { claudeRequest, codexFiles, codexRequest, configRequestsFast, detectCodexReplaySync, readClaudeFile, readCodexFile, usageDirs } from '../../runner/usage/scan.ts';
 import type { CodexEvent } from '../../runner/usage/codex.ts';
 
@@ -104,6 +105,55 @@ test('Claude paths: subagent files belong to the parent session; the request rec
   assert.is(r.key, 'claude:msg_1:req_1');
   assert.ok(llmRequestPayload.safeParse(r).success);
   assert.is(parseTimestamp('2026-01-20T12:00:00+02:00'), Date.UTC(2026, 0, 20, 10));
+});
+
+// parseTimestamp as it was written first, with ccusage's regular expression: the hand-written one must agree.
+function parseTimestampRegex(v: string): number | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?(Z|[+-]\d{2}:\d{2})$/.exec(v);
+  if (!m) return null;
+  const [, y, mo, d, h, mi, s, ms, tz] = m;
+  const dim = [31, +y % 4 === 0 && (+y % 100 !== 0 || +y % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+  if (+h > 23 || +mi > 59 || +s > 59 || +mo < 1 || +mo > 12 || +d < 1 || +d > dim[+mo - 1]!) return null;
+  let off = 0;
+  if (tz !== 'Z') {
+    const oh = +tz.slice(1, 3), om = +tz.slice(4, 6);
+    if (oh > 23 || om > 59) return null;
+    off = (tz[0] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000;
+  }
+  return Date.UTC(+y, +mo - 1, +d, +h, +mi, +s, ms ? +ms : 0) - off;
+}
+
+test('parseTimestamp: the same answer as the regular expression on every shape and every one-character change', () => {
+  const valid = ['2026-01-20T12:00:00Z', '2026-01-20T12:00:00.123Z', '2026-01-20T12:00:00+02:00', '2026-01-20T12:00:00.999-09:30', '2024-02-29T23:59:59.000+14:00', '0050-12-31T00:00:00Z', '2100-02-28T01:02:03.004Z'];
+  const invalid = ['', '2026-01-20', '2026-01-20T12:00:00', '2026-01-20T12:00:00.12Z', '2026-01-20T12:00:00.1234Z', '2026-01-20T12:00:00z', '2026-01-20 12:00:00Z', '2026-02-29T00:00:00Z', '2100-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-00-10T00:00:00Z', '2026-01-00T00:00:00Z', '2026-01-20T24:00:00Z', '2026-01-20T12:60:00Z', '2026-01-20T12:00:60Z', '2026-01-20T12:00:00+24:00', '2026-01-20T12:00:00+02:60', '2026-01-20T12:00:00+0200', '2026-01-20T12:00:00Z\n', '２026-01-20T12:00:00Z', '2026-01-20T12:00:00.١٢٣Z'];
+  const chars = ['0', '1', '2', '5', '9', '-', ':', '.', 'T', 'Z', '+', ' ', 'a', '/', '٣'];
+  let compared = 0;
+  for (const v of [...valid, ...invalid]) {
+    const shapes = [v, v.slice(0, -1), `${v}0`, `0${v}`];
+    for (let i = 0; i < v.length; i++) for (const c of chars) shapes.push(v.slice(0, i) + c + v.slice(i + 1));
+    for (const x of shapes) {
+      assert.is(parseTimestamp(x), parseTimestampRegex(x), x);
+      compared++;
+    }
+  }
+  for (const v of valid) assert.ok(parseTimestamp(v) !== null, v);
+  for (const v of invalid) assert.is(parseTimestamp(v), null, v);
+  assert.ok(compared > 5000);
+});
+
+test('dayIn: without --tz, the day in the process zone (TZ) is the day --tz gives for that zone', () => {
+  const before = process.env.TZ;
+  try {
+    // Zones with daylight saving, a half-hour offset, a 30-minute DST shift and midnight inside a UTC hour.
+    for (const zone of ['UTC', 'Europe/Berlin', 'America/St_Johns', 'Australia/Lord_Howe', 'Asia/Kolkata', 'Pacific/Chatham', 'America/Sao_Paulo']) {
+      process.env.TZ = zone;
+      const local = dayIn(undefined), named = dayIn(zone);
+      for (let ms = Date.UTC(2025, 0, 1); ms < Date.UTC(2026, 11, 31); ms += 7 * 60_000 + 13_000) assert.is(local(ms), named(ms), `${zone} ${new Date(ms).toISOString()}`);
+    }
+  } finally {
+    if (before === undefined) delete process.env.TZ;
+    else process.env.TZ = before;
+  }
 });
 
 const tc = (total: number[] | null, last: number[] | null, ts = '2026-01-20T10:00:00.000Z') => {
