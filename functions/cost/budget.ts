@@ -13,11 +13,12 @@ import { notify } from '../notifications/notify.ts';
 export const THRESHOLDS = [80, 100] as const;
 export const BUDGET_NOTIFICATION = 'budget.threshold';
 
-const MONTH_START = sql`(date_trunc('month', now() at time zone 'UTC') at time zone 'UTC')`;
-const MONTH_END = sql`((date_trunc('month', now() at time zone 'UTC') + interval '1 month') at time zone 'UTC')`;
-/** This month's spend of project `p` (a correlated subquery over its requests of the month). */
-const MONTH_SPEND = sql`coalesce((select sum(r.cost_usd) from llm_requests r
-                                   where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END}), 0)`;
+const MONTH = sql`(date_trunc('month', now() at time zone 'UTC'))::date`;
+/**
+ * This month's spend of project `p`: its running totals (sql/0022_project_month_spend.sql, one row per
+ * runner that worked for it this month), not a sum over its requests.
+ */
+const MONTH_SPEND = sql`coalesce((select sum(s.cost_usd) from project_month_spend s where s.project_id = p.id and s.month = ${MONTH}), 0)`;
 
 export interface BudgetState {
   budgetUsd: number | null;
@@ -35,12 +36,7 @@ export interface BudgetState {
 
 /** The project's budget and this month's spend so far; null when there is no such project. */
 export async function budgetState(q: Queryable, projectId: string): Promise<BudgetState | null> {
-  const [row] = await q.query<{ budget_usd: string | null; budget_action: 'warn' | 'stop'; month: string; spent: string; unpriced: number }>(sql`
-    select p.budget_usd, p.budget_action, to_char(now() at time zone 'UTC', 'YYYY-MM') as month,
-           ${MONTH_SPEND} as spent,
-           (select count(*)::int from llm_requests r
-             where r.project_id = p.id and r.at >= ${MONTH_START} and r.at < ${MONTH_END} and r.cost_usd is null) as unpriced
-      from projects p where p.id = ${projectId}`);
+  const [row] = await q.query<{ budget_usd: string | null; budget_action: 'warn' | 'stop'; month: string; spent: string; unpriced: number }>(budgetStateQuery(projectId));
   if (!row) return null;
   const budget = row.budget_usd === null ? null : Number(row.budget_usd);
   const spent = Number(row.spent);
@@ -57,6 +53,13 @@ export async function budgetState(q: Queryable, projectId: string): Promise<Budg
   };
 }
 
+/** The statement of budgetState (exported for test/cost/budget-plan.test.ts). */
+export const budgetStateQuery = (projectId: string) => sql`
+  select p.budget_usd, p.budget_action, to_char(now() at time zone 'UTC', 'YYYY-MM') as month,
+         ${MONTH_SPEND} as spent,
+         (select coalesce(sum(s.unpriced), 0)::int from project_month_spend s where s.project_id = p.id and s.month = ${MONTH}) as unpriced
+    from projects p where p.id = ${projectId}`;
+
 /** True when the project's budget is set to stop and this month's spend has reached it. */
 export async function budgetExceeded(db: Queryable, projectId: string): Promise<boolean> {
   const [row] = await db.query<{ stopped: boolean }>(stoppedQuery(projectId));
@@ -64,11 +67,10 @@ export async function budgetExceeded(db: Queryable, projectId: string): Promise<
 }
 
 /**
- * The statement of budgetExceeded: the month's spend is summed only when the project has a budget
- * whose action is stop (a CASE evaluates its branch only when reached). The sum reads every request of
- * the month (73–96 ms at 150,000, docs/performance.md), and the question is asked for every claim of
- * an inbound trigger, every scheduled run and every orchestrator.start, mostly of projects with no
- * budget at all. Exported for test/cost/budget-plan.test.ts.
+ * The statement of budgetExceeded, asked for every claim of an inbound trigger, every scheduled run and
+ * every orchestrator.start, mostly of projects with no budget at all: the month's spend is read only when
+ * the project has a budget whose action is stop (a CASE evaluates its branch only when reached), and
+ * then from the running totals. Exported for test/cost/budget-plan.test.ts.
  */
 export const stoppedQuery = (projectId: string) => sql`
   select case when p.budget_usd is null or p.budget_action <> 'stop' then false

@@ -1,10 +1,11 @@
 // budgetExceeded is asked for every claim of an inbound trigger, every scheduled run and every
 // orchestrator.start. Its answer for each kind of budget, the same as budgetState's, and what it reads:
-// a project without a stop budget has its month of requests left alone (before, every call summed
-// them: 73–96 ms at 150,000). On PGlite and PostgreSQL, with statistics.
+// never the month of requests (before, every call summed them: 73–96 ms at 150,000); a stop budget
+// reads the project's running totals (sql/0022), one row per runner. On PGlite and PostgreSQL, with
+// statistics.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { budgetExceeded, budgetState, stoppedQuery } from '../../functions/cost/budget.ts';
+import { budgetExceeded, budgetState, budgetStateQuery, stoppedQuery } from '../../functions/cost/budget.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
 import { migratedTestDb } from '../helpers/db.ts';
@@ -52,6 +53,10 @@ test('a stop budget: stopped from 100 % on (a budget of 0 from the start), not b
   await check(true, '$50 of $49.99');
   await setBudget(0, 'stop');
   await check(true, 'a budget of 0');
+  for (const q of [stoppedQuery('p'), budgetStateQuery('p')]) {
+    const touched = rowsTouched(await explainAnalyze(db, q));
+    assert.ok(touched < 10, `a stop budget: rows read ${touched} (the month has ${REQUESTS} requests)`);
+  }
 });
 
 test('an unknown project is not stopped', async () => {
