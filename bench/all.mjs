@@ -8,7 +8,7 @@
 // docs/performance.md), one after another, as `node --import tsx bench/<name>.mjs …`. From the JSON line
 // each prints last, every ratio is taken — a number under a key that says ratio, `…Over…` or `× bare`
 // (with its median and range when the benchmark gives them) — and printed in one table beside the goal
-// of issue #13/#17 where there is one. A benchmark that fails or runs out of time is a row with its
+// of issue #13/#14/#17 where there is one. A benchmark that fails or runs out of time is a row with its
 // error; the others still run. Stops by itself: each benchmark has a time limit, and the whole run
 // stops starting new ones once --budget-seconds have passed.
 import { spawn } from 'node:child_process';
@@ -38,6 +38,7 @@ const RUNS = [
   ['signin', ['--requests', '30', '--rounds', '1'], 90],
   ['audit', ['--records', '300', '--writers', '1', '--rounds', '1', '--verify-records', '20000', '--verify-rounds', '1'], 120],
   ['usage', ['--only', 'scan', '--mb', '20', '--rounds', '1', '--profile', 'no'], 120],
+  ['budget', ['--requests', '30000', '--rounds', '1', '--calls', '20', '--batches', '5'], 90],
   ['live', ['--sockets', '50', '--notices', '300'], 90],
   ['ghapp', ['--deliveries', '40', '--warmup', '5'], 90],
   ['codehost', ['--cycles', '5'], 90],
@@ -55,6 +56,7 @@ const GOALS = [
   ['webhooks', /processes1\.ratio$/, '≥ 0.5', (v) => v >= 0.5],
   ['hub', /ingest\.ratio$/, '≥ 0.7', (v) => v >= 0.7],
   ['hub', /ingestMany\.ratio$/, '≥ 0.7', (v) => v >= 0.7],
+  ['usage', /scan\.summary\.ratio$/, '≥ 1 (#14)', (v) => v >= 1],
 ];
 
 const only = opts.only ? new Set(opts.only.split(',')) : null;
