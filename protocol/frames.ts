@@ -121,4 +121,9 @@ export const pairRequest = z.strictObject({
   version: z.string().max(64).default(''),
   target: z.string().max(64).default(''),
 });
-export const pairResponse = z.strictObject({ runnerId: z.string(), token: z.string() });
+/**
+ * The server's answer to a pairing request, as the runner reads it: fields it does not know are ignored,
+ * not refused, because the single-use code is already spent when the answer arrives (a server of a later
+ * version may say more).
+ */
+export const pairResponse = z.object({ runnerId: z.string().min(1), token: z.string().min(1) });

@@ -113,7 +113,13 @@ async function profilesCommand(args: mri.Argv, env: Env, out: Out, err: Out): Pr
   const proposal = await detectProfiles(loaded.config.profiles, env);
   out.write(JSON.stringify(proposal.map(printable), null, 2) + '\n');
   if (args.write) {
-    saveConfig(path, { ...loaded.raw, profiles: proposal.map((r) => r.profile) });
+    try {
+      saveConfig(path, { ...loaded.raw, profiles: proposal.map((r) => r.profile) });
+    } catch (e) {
+      if (e instanceof ConfigError) throw e;
+      err.write(`svc-runner: ${path} could not be written: ${e instanceof Error ? e.message : String(e)}\n`);
+      return 1;
+    }
     err.write(`Wrote ${proposal.length} profile(s) to ${path}\n`);
   }
   return 0;

@@ -292,6 +292,44 @@ test('--server with a path prefix: POST <prefix>/runners/pair through a reverse 
   }
 });
 
+test('an answer with a field this runner does not know still pairs (the code is spent by then); one without a token does not', async () => {
+  // A proxy standing in for a server of a later version: it adds a field to the pairing answer, or drops the token.
+  let mode: 'extra' | 'no-token' = 'extra';
+  const proxy: Server = createServer((req, res) => {
+    const target = new URL(server.url);
+    const up = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, async (answer) => {
+      let text = '';
+      for await (const chunk of answer) text += chunk;
+      const body = JSON.parse(text);
+      if (answer.statusCode === 200) {
+        if (mode === 'extra') body.serverFeatures = ['later'];
+        else delete body.token;
+      }
+      const out = JSON.stringify(body);
+      res.writeHead(answer.statusCode ?? 502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) }).end(out);
+    });
+    up.on('error', () => res.writeHead(502).end());
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  try {
+    const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const { id, code } = await newRunner('lambda');
+    const r = await runCli(sb, ['pair', '--server', base, '--code', code, '--no-detect']);
+    assert.is(r.status, 0, r.stderr);
+    assert.equal([sb.readConfig().runnerId, typeof sb.readConfig().token, 'serverFeatures' in sb.readConfig()], [id, 'string', false]);
+    mode = 'no-token';
+    const other = await newRunner('mu');
+    const before = readFileSync(sb.configPath, 'utf8');
+    const bad = await runCli(sb, ['pair', '--server', base, '--code', other.code, '--no-detect']);
+    assert.is(bad.status, 1);
+    assert.match(bad.stderr, /the server's answer is not a pairing response/);
+    assert.is(readFileSync(sb.configPath, 'utf8'), before);
+  } finally {
+    await new Promise((r) => proxy.close(r));
+  }
+});
+
 // Last: the server is stopped to age a code in its database, then started again on the same data.
 test('an expired code → exit 1 with the server\'s reason, runner.json unchanged', async () => {
   const { id, code } = await newRunner('lambda');

@@ -214,4 +214,14 @@ test('an invalid runner.json → exit 1 naming the field; --detect --write does 
   assert.is(readFileSync(sb.configPath, 'utf8'), before);
 });
 
+test('--detect --write where runner.json cannot be written → exit 1 with one line naming the file and why, no stack trace', async () => {
+  sb.fakeBin('claude', 'echo 1.0.0');
+  const notADir = join(sb.dir, 'a-file');
+  writeFileSync(notADir, '');
+  const r = await runCli(sb, ['profiles', '--detect', '--write'], { XDG_CONFIG_HOME: notADir });
+  assert.is(r.status, 1, r.stderr);
+  assert.equal(JSON.parse(r.stdout).map((p: { runtime: string }) => p.runtime), ['claude'], 'the proposal is still printed');
+  assert.is(r.stderr, `svc-runner: ${join(notADir, 'svc', 'runner.json')} could not be written: ENOTDIR: not a directory, mkdir '${join(notADir, 'svc')}'\n`);
+});
+
 test.run();
