@@ -13,12 +13,12 @@ import { notify } from '../notifications/notify.ts';
 export const THRESHOLDS = [80, 100] as const;
 export const BUDGET_NOTIFICATION = 'budget.threshold';
 
-const MONTH = sql`(date_trunc('month', now() at time zone 'UTC'))::date`;
 /**
- * This month's spend of project `p`: its running totals (sql/0022_project_month_spend.sql, one row per
- * runner that worked for it this month), not a sum over its requests.
+ * This month's running totals of project `p` (sql/0022_project_month_spend.sql, one row per runner that
+ * worked for it this month), read instead of summing its requests.
  */
-const MONTH_SPEND = sql`coalesce((select sum(s.cost_usd) from project_month_spend s where s.project_id = p.id and s.month = ${MONTH}), 0)`;
+const THIS_MONTH = sql`from project_month_spend s where s.project_id = p.id and s.month = (date_trunc('month', now() at time zone 'UTC'))::date`;
+const MONTH_SPEND = sql`coalesce((select sum(s.cost_usd) ${THIS_MONTH}), 0)`;
 
 export interface BudgetState {
   budgetUsd: number | null;
@@ -57,7 +57,7 @@ export async function budgetState(q: Queryable, projectId: string): Promise<Budg
 export const budgetStateQuery = (projectId: string) => sql`
   select p.budget_usd, p.budget_action, to_char(now() at time zone 'UTC', 'YYYY-MM') as month,
          ${MONTH_SPEND} as spent,
-         (select coalesce(sum(s.unpriced), 0)::int from project_month_spend s where s.project_id = p.id and s.month = ${MONTH}) as unpriced
+         (select coalesce(sum(s.unpriced), 0)::int ${THIS_MONTH}) as unpriced
     from projects p where p.id = ${projectId}`;
 
 /** True when the project's budget is set to stop and this month's spend has reached it. */
