@@ -1,18 +1,22 @@
 #!/usr/bin/env node
-// Test driver: builds, then runs every test/**/*.test.ts file in its own Node process (with tsx) against
-// each selected database, two files at a time, each bounded by a timeout, and ends with the line
-// `N passed, N failed, N skipped` (tests that run on one driver only are skipped on the other; a file
-// that runs and skips nothing counts as a failure).
+// Test driver: makes sure the programs the tests run are there (scripts/test-tools.mjs: installs them with
+// apt-get as root on Debian, else skips only the files that need a missing one), builds, typechecks (a
+// whole run), then runs every test/**/*.test.ts file in its own Node process (with tsx) against each
+// selected database, two files at a time, each bounded by a timeout, and ends with the line
+// `N passed, N failed, N skipped` (tests that run on one driver only are skipped on the other, and so are
+// those of a file whose program is missing; a file that runs and skips nothing counts as a failure).
 //   node scripts/test.mjs                 PGlite, then PostgreSQL when TEST_DATABASE_URL's server answers
-//   node scripts/test.mjs --db postgres   one database only (CI runs pglite and postgres separately)
-//   node scripts/test.mjs test/health     only files under a path
+//   node scripts/test.mjs --db postgres   one database only
+//   node scripts/test.mjs test/health     only files under a path (no typecheck)
+//   --no-build                            use dist/ as it is
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { join, relative } from 'node:path';
 import mri from 'mri';
+import { countTests, ensureTools, needsOf } from './test-tools.mjs';
 
-const args = mri(process.argv.slice(2), { string: ['db'], default: { jobs: 2, timeout: 300 } });
+const args = mri(process.argv.slice(2), { string: ['db'], boolean: ['build'], default: { jobs: 2, timeout: 300, build: true } });
 const root = new URL('..', import.meta.url).pathname;
 const adminUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -77,14 +81,33 @@ async function main() {
     console.log(`PostgreSQL at ${new URL(adminUrl).host} does not answer: running on PGlite only`);
     dbs = ['pglite'];
   }
-  console.log('building…');
-  const build = spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: root, stdio: 'inherit' });
-  if (build.status !== 0) {
-    console.log('0 passed, 1 failed, 0 skipped');
-    process.exit(1);
-  }
-  const queue = dbs.flatMap((db) => selected.map((file) => ({ file, db })));
+  const seen = new Map();
+  const needs = new Map(selected.map((file) => [file, needsOf(file, seen)]));
+  const missing = ensureTools(new Set([...needs.values()].flatMap((n) => [...n])));
   const results = [];
+  const runnable = selected.filter((file) => {
+    const lacking = [...needs.get(file)].filter((t) => missing.has(t));
+    if (!lacking.length) return true;
+    const count = countTests(file);
+    for (const db of dbs) results.push({ file, db, passed: 0, failed: 0, skipped: count, ms: 0, out: '' });
+    console.log(`skip [${dbs.join(',')}] ${relative(root, file)}  ${count} skipped: needs ${lacking.map((t) => `${t} (${missing.get(t)})`).join(', ')}`);
+    return false;
+  });
+  if (args.build) {
+    console.log('building…');
+    const build = spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: root, stdio: 'inherit' });
+    if (build.status !== 0) {
+      console.log('0 passed, 1 failed, 0 skipped');
+      process.exit(1);
+    }
+  }
+  if (!args._.length) {
+    console.log('typechecking…');
+    const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: root, stdio: 'inherit' });
+    results.push({ file: 'typecheck', db: '-', passed: tsc.status === 0 ? 1 : 0, failed: tsc.status === 0 ? 0 : 1, skipped: 0, ms: 0, out: '' });
+    console.log(`${tsc.status === 0 ? 'ok  ' : 'FAIL'} typecheck (tsc -p .)`);
+  }
+  const queue = dbs.flatMap((db) => runnable.map((file) => ({ file, db })));
   const worker = async () => {
     for (let job = queue.shift(); job; job = queue.shift()) {
       const r = await runFile(job.file, job.db);

@@ -4,6 +4,7 @@
 // migrations added since that release and refuses the statements that break the code of the release
 // before them, unless the line says why it is safe with `-- contract:` (a column or table that release
 // already stopped using).
+// needs: git
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';

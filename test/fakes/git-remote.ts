@@ -1,5 +1,6 @@
 // A git remote to push to: a local bare repository reached over file://, standing in for the code
 // host's git side. `branch(name)` answers the commit a branch points to there (null when absent).
+// needs: git
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,4 +1,5 @@
 // Debian's chromium driven by playwright-core (no browser download), headless on loopback only.
+// needs: chromium
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import type { Browser } from 'playwright-core';

@@ -1,6 +1,7 @@
 // scripts/backup.sh and scripts/restore.sh against the real PostgreSQL server, with the real pg_dump,
 // pg_restore and psql, and the real server started on the restored database (docs/operations.md).
 // PostgreSQL only: with the embedded database a backup is a copy of the stopped data directory.
+// needs: pg_dump pg_restore
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

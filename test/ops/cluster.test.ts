@@ -1,6 +1,7 @@
 // The scale-out topology of scripts/cluster.sh (docs/operations.md "Several replicas"): 3 real server
 // processes on one PostgreSQL database behind a real HAProxy, with real runner bundles paired and
 // connected through it. Every request goes through the balancer, so it lands on any replica.
+// needs: haproxy nginx tmux
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';

@@ -7,6 +7,7 @@
 // root, through /bin/sh -c, chrooted into the stage's root in a private mount namespace. The runtime
 // stage then runs its CMD as its USER with its ENV, on a root that is read-only everywhere but the
 // VOLUME, and its HEALTHCHECK command is executed. compose.yaml is validated by Debian's docker-compose.
+// needs: docker-compose curl git
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';

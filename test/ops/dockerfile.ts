@@ -1,6 +1,7 @@
 // The Dockerfile as data, for the container tests (test/ops/container.test.ts, docs/operations.md
 // "The container image without a container engine"): a parser for the instructions our Dockerfile uses,
 // the lint rules it is held to, and the .dockerignore matcher that decides the build context.
+// needs: curl
 import { readFileSync } from 'node:fs';
 
 export interface Instruction {

@@ -5,6 +5,7 @@
 // Retry-After at once (no hang), and the runner keeps its events. After it is back: the API works by
 // itself, the runner's spool catches up (every event stored once), and commands cross replicas again
 // (the LISTEN connections came back).
+// needs: initdb
 import { execFileSync, spawnSync } from 'node:child_process';
 import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -3,6 +3,7 @@
 // own version; data is written through the API; then each replica is replaced by the current build, one
 // by one, while requests flow through the balancer. No request may fail; the old runner keeps working
 // with the new server, and the server offers the new runner bundle.
+// needs: haproxy git
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';

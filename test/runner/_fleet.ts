@@ -1,6 +1,7 @@
 // Shared setup for the orchestrator, emit and pane tests: a real git project, fake `claude`/`codex`
 // executables (fixtures/fake-agent.sh), a tmux server of the test's own (SVC_TMUX_SOCKET), and a
 // runner daemon connected to the fake server with the project on its watch list.
+// needs: tmux git
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -1,6 +1,7 @@
 // Shared setup for the skill run and catalog tests: the fleet sandbox (real git project, own tmux
 // socket, fake server, daemon) with headless fakes of `claude -p` and `codex exec --json`
 // (fixtures/fake-headless.mjs) and the fake's skills installed in ~/.claude/skills and ~/.codex/skills.
+// needs: tmux
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fleet } from './_fleet.ts';

@@ -2,6 +2,7 @@
 // line lands in the project's .svc/events.jsonl → the runner daemon tails it into its spool → the
 // real server ingests it → a subscribed webhook receives a signed envelope that the documented
 // receiver verifier accepts, with the project, slot, issue and allowlisted data — and no path.
+// needs: git
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -2,6 +2,7 @@
 // line per check in a fixed order, exit 1 only when a check fails. Not paired, revoked, server stopped
 // and an invalid runner.json fail; missing tmux/git/agents and a taken OTLP port only warn; the OTLP port
 // held by the running daemon itself is fine. A few checks are also called directly (Node version).
+// needs: tmux
 import { spawn } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';

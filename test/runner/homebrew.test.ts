@@ -8,6 +8,7 @@
 //     node it turns 78 into 0 and passes 1 and 0 through, as the launchd test checks;
 //   - the committed runner/packaging/svc-runner.rb is exactly what the script makes for its url,
 //     version and checksum (never edited by hand), and the script's --url / PUBLIC_URL rules.
+// needs: ruby
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';

@@ -2,6 +2,7 @@
 // every AGENT_FLEET_<rest> of the table takes effect as SVC_<rest>, the svc name wins when both are
 // set, each legacy name in use logs exactly one WARN naming its svc name, and the processes the runner
 // starts (tmux sessions, agents) see only the svc names. Unit checks of the table itself at the end.
+// needs: tmux
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';

@@ -1,5 +1,6 @@
 // Orchestrator, slots and pull request decisions (spec: Server commands to a runner; docs/orchestrator.md)
 // with real tmux, real git and fake `claude`/`codex` executables.
+// needs: tmux
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';

@@ -1,6 +1,7 @@
 // The pane watcher (docs/orchestrator.md "Pane watcher"): prompts only a person can answer and provider
 // usage limits in Claude Code and Codex panes, reported once per occurrence; sessions that end
 // without a stop command are noticed. Fixed screens for the text rules, then real tmux and fake agents.
+// needs: tmux
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readPane, resetTime } from '../../runner/pane-text.ts';

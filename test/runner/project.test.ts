@@ -11,6 +11,7 @@
 // `not_a_repository` inside them. Paths are judged after resolving symlinks; `..`, relative paths and
 // NUL are refused by the shared argument schema (`invalid_args`) before the runner looks at them.
 // project.refresh takes a project id; the root comes from the watch list the server sent.
+// needs: git
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -7,6 +7,7 @@
 // pass through, and a TERM is forwarded with the child's own exit code returned. `uninstall-service`
 // prints the stop command first, removes exactly those files (never runner.json or the state
 // directory), is idempotent, and a file it cannot remove is exit 1 with one line.
+// needs: systemd-analyze
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

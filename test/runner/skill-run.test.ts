@@ -1,6 +1,7 @@
 // Skill runs (spec: Server commands to a runner, Runner state directory, Limits; docs/skill-runs.md)
 // with the real runner bundle, real tmux (a socket of the test's own), real git and headless fakes of
 // `claude -p --output-format stream-json` and `codex exec --json`.
+// needs: tmux
 import { existsSync, readFileSync, symlinkSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';

@@ -1,6 +1,7 @@
 // Skill runs end to end: the real server (PGlite or PostgreSQL per SVC_TEST_DB) and the real runner
 // bundle paired with it, real tmux and git, a headless fake `claude`. skill.run and skill.cancel go
 // through POST /api/projects/:projectId/commands; GET /api/runs/:runId shows what the runner reported.
+// needs: tmux
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

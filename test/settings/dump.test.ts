@@ -1,6 +1,7 @@
 // Spec (What to back up): "A dump without the key does not reveal secrets". A real plain-text pg_dump
 // of a PostgreSQL database that holds a stored secret, personal API tokens, a password and password
 // links must not contain any of them, while ordinary data (e-mail addresses) is in it.
+// needs: pg_dump
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'uvu';

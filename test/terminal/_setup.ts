@@ -1,5 +1,6 @@
 // Shared set-up of the terminal tests: a private tmux server, a project whose runner is the real
 // runner bundle paired with the real server, the daemon watching it, and the browser-side socket.
+// needs: tmux
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';

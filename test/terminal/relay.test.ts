@@ -3,6 +3,7 @@
 // in control mode: the screen arrives, typed input runs, resize sizes the tmux client, closing
 // detaches and leaves the session alive, and every attach is audited. Refusals: not signed in, a
 // viewer, a foreign Origin, a session outside the project, terminal.attach disabled on the runner.
+// needs: tmux
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -2,6 +2,7 @@
 // allowed when its run.json names the project, refused for another project's run); UTF-8 output
 // arrives intact; the runner going away ends the browser's terminal with an exit message; with the
 // runner offline the attach is refused with 4503. Real server, real runner bundle, real tmux.
+// needs: tmux
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -3,6 +3,7 @@
 // web-static/trigger-snippets.ts makes them for the admin page (so docs and page cannot drift); each of
 // the four, run as a caller would against the real server, gets 202 and lands in the delivery log. The
 // sample payload the page fills in covers the trigger's allowed paths with values its pattern accepts.
+// needs: curl
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

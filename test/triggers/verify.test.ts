@@ -1,6 +1,7 @@
 // Inbound trigger signature (spec: Authentication → Inbound trigger signature): fixed vectors computed
 // outside this code (openssl), the 300 s window at its edges, header shapes, legacy names, rotation
 // candidates; and the docs' signer (docs/examples/sign-trigger.ts) agrees with the server's verifier.
+// needs: openssl
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';

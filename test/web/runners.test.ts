@@ -2,6 +2,7 @@
 // on a sandboxed "machine" (the real installer, the real runner bundle), see it online, its remedy,
 // revoke it, pair it again from its row; a runner older than the bundle the server serves is marked
 // "update available", with how to update it in its detail.
+// needs: curl
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

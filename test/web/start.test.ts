@@ -3,6 +3,7 @@
 // real runner bundle, tick "Pair a runner"; Check reads the repository on that machine
 // (project.inspect) and the project is created, ticking its step; members and a webhook tick the rest.
 // Then a viewer's restricted view, and the audit log after all of that.
+// needs: git
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
 // The admin Terminal page in a real browser: attach to a project's tmux session through the real
 // server and the real runner bundle, type into xterm.js, see the output, detach (the session lives on).
+// needs: tmux
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser } from 'playwright-core';

@@ -5,6 +5,7 @@
 // the delivery log (refreshing, paged, linking to the run it started), only projects the user
 // administers, and no sideways scrolling at 390 px. The project's runner is offline unless a test
 // connects a protocol client as the runner: deliveries then end `failed` with `runner_offline`.
+// needs: openssl curl
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,7 @@
 // Receivers that misbehave, each a real server on loopback: hangs, resets, refuses, redirects, 500/429,
 // a 50 MB answer, answers dripped byte by byte; the address guard refusing; the pinned connect (one
 // lookup per attempt, Host and TLS SNI still the name). The attempt timeout is shortened for the test.
+// needs: openssl
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
