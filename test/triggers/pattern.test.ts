@@ -4,17 +4,12 @@
 // Timings are printed and asserted generously (this machine is shared): the figure wanted is < 50 ms.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import {
-  DEFAULT_VALUE_PATTERN,
-  MATCH_BUDGET_MS,
-  compileValuePattern,
-  parseTemplate,
-  render,
-  renderArgs,
-  valuePatternProblem,
-} from '../../functions/triggers/placeholders.ts';
+import * as placeholders from '../../functions/triggers/placeholders.ts';
 import type { Template } from '../../functions/triggers/placeholders.ts';
 import { MAX_PATTERN_SIZE } from '../../functions/triggers/pattern.ts';
+
+// A namespace import: run against the code before RE2, each test fails on its own rather than the import.
+const { DEFAULT_VALUE_PATTERN, MATCH_BUDGET_MS, compileValuePattern, parseTemplate, render, renderArgs, valuePatternProblem } = placeholders;
 
 /** Patterns that take exponential time in a backtracking engine, with values that make them backtrack. */
 export const HOSTILE: Record<string, (n: number) => string[]> = {
