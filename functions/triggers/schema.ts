@@ -1,6 +1,7 @@
 // Shapes of the triggers admin API (docs/triggers.md): request bodies validated at the boundary, and the
 // cross-field rules zod cannot say alone (the skill fields belong to the skill action; templates use
-// only allowed paths; the value pattern compiles with RE2 — pattern.ts). Every refusal is a 400 naming its field.
+// only allowed paths; the value pattern compiles with RE2 — pattern.ts). Every refusal is a 400 naming
+// its field.
 import * as z from 'zod';
 import { badRequest } from '../lib/errors.ts';
 import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from './placeholders.ts';
