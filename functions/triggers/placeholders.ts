@@ -4,14 +4,27 @@
 //   placeholder  exactly `{{payload.<path>}}`, 1–10 dotted segments of [A-Za-z0-9_-]; a numeric segment
 //                indexes an array; no expressions, filters or defaults; any other `{{` or `}}` refused
 //   value        string, number or boolean; at most 500 characters once stringified; the WHOLE value
-//                must match the trigger's value pattern (default ^[\w .,:/#@+-]*$); never NUL or a
-//                lone surrogate whatever the pattern (they cannot be passed on or stored)
+//                must match the trigger's value pattern (default ^[\w .,:/#@+-]*$; RE2 syntax, matched
+//                in linear time: pattern.ts); never NUL or a lone surrogate whatever the pattern (they
+//                cannot be passed on or stored); the values of one payload get MATCH_BUDGET_MS of
+//                matching in all, so no payload holds the main thread longer whatever the pattern
 //   rendered     all args together at most 4096 bytes of UTF-8
 //   paths        every placeholder path must be one of the trigger's allowed paths
+import { compileValuePattern, valuePatternProblem } from './pattern.ts';
+import type { ValuePattern } from './pattern.ts';
+
+export { compileValuePattern, valuePatternProblem };
+export type { ValuePattern };
 export const DEFAULT_VALUE_PATTERN = '^[\\w .,:/#@+-]*$';
 export const MAX_SEGMENTS = 10;
 export const MAX_VALUE_CHARS = 500;
 export const MAX_RENDERED_BYTES = 4096;
+/**
+ * Matching time one payload's values may take in all. RE2 is linear, but a large pattern that defeats
+ * its DFA still costs ~90 µs a character: 100 allowed paths of 500 characters would be seconds. The
+ * default pattern matches that worst payload in ~3 ms, so only a pathological pattern reaches this.
+ */
+export const MATCH_BUDGET_MS = 100;
 
 const SEGMENT = '[A-Za-z0-9_-]+';
 const PATH = new RegExp(`^${SEGMENT}(?:\\.${SEGMENT})*$`);
@@ -89,20 +102,6 @@ export function checkTemplates(args: readonly string[], allowedPaths: readonly s
   return { templates, reasons };
 }
 
-/**
- * Compile a value pattern so that it must match the WHOLE value (`^(?:pattern)$`, Unicode mode).
- * Null when it is not a valid regular expression or nests quantifiers (`(a+)+`), which can take
- * exponential time on a 500-character value.
- */
-export function compileValuePattern(pattern: string): RegExp | null {
-  if (/\([^()]*[+*?}][^()]*\)[+*{]/.test(pattern)) return null;
-  try {
-    return new RegExp(`^(?:${pattern})$`, 'u');
-  } catch {
-    return null;
-  }
-}
-
 /** The value at a dotted path: own properties only; a numeric segment also indexes an array. */
 export function lookup(payload: unknown, path: string): { found: true; value: unknown } | { found: false } {
   let current: unknown = payload;
@@ -119,7 +118,26 @@ export function lookup(payload: unknown, path: string): { found: true; value: un
   return { found: true, value: current };
 }
 
-function valueOf(payload: unknown, path: string, pattern: RegExp): { text: string } | Omit<Reason, 'field'> {
+/** Does a value match? null once the payload's matching budget is spent (the value was not checked). */
+type Matcher = (text: string) => boolean | null;
+
+/** The pattern's verdicts for one payload: a value used by several placeholders is matched once. */
+function budgeted(pattern: ValuePattern, now: () => number): Matcher {
+  const verdicts = new Map<string, boolean>();
+  let spent = 0;
+  return (text) => {
+    const known = verdicts.get(text);
+    if (known !== undefined) return known;
+    if (spent > MATCH_BUDGET_MS) return null;
+    const started = now();
+    const verdict = pattern.test(text);
+    spent += now() - started;
+    verdicts.set(text, verdict);
+    return verdict;
+  };
+}
+
+function valueOf(payload: unknown, path: string, matches: Matcher): { text: string } | Omit<Reason, 'field'> {
   const at = lookup(payload, path);
   const ref = `payload.${path}`;
   if (!at.found) return { code: 'missing', path, message: `${ref} is not in the payload` };
@@ -131,15 +149,18 @@ function valueOf(payload: unknown, path: string, pattern: RegExp): { text: strin
   let chars = 0;
   for (const _ of text) if (++chars > MAX_VALUE_CHARS) return { code: 'too_long', path, message: `${ref} is longer than ${MAX_VALUE_CHARS} characters` };
   if (UNSTORABLE.test(text)) return { code: 'unstorable', path, message: `${ref} contains NUL or an unpaired surrogate` };
-  if (!pattern.test(text)) return { code: 'pattern', path, message: `${ref} does not match the value pattern` };
+  const verdict = matches(text);
+  if (verdict === null) return { code: 'pattern', path, message: `${ref} was not checked: this payload's values took the value pattern over ${MATCH_BUDGET_MS} ms in all; simplify the pattern` };
+  if (!verdict) return { code: 'pattern', path, message: `${ref} does not match the value pattern` };
   return { text };
 }
 
 export type Rendered = { ok: true; args: string[] } | { ok: false; reasons: Reason[] };
 
 /** Render parsed templates against a payload; every problem is reported, not only the first. */
-export function render(templates: readonly Template[], payload: unknown, pattern: RegExp, allowedPaths: readonly string[]): Rendered {
+export function render(templates: readonly Template[], payload: unknown, pattern: ValuePattern, allowedPaths: readonly string[], now: () => number = () => performance.now()): Rendered {
   const allowed = new Set(allowedPaths);
+  const matches = budgeted(pattern, now);
   const reasons: Reason[] = [];
   const args = templates.map((template, n) => {
     let out = '';
@@ -152,7 +173,7 @@ export function render(templates: readonly Template[], payload: unknown, pattern
         reasons.push({ field: `args.${n}`, code: 'path_not_allowed', path: part.path, message: `payload.${part.path} is not in allowedPaths` });
         continue;
       }
-      const value = valueOf(payload, part.path, pattern);
+      const value = valueOf(payload, part.path, matches);
       if ('text' in value) out += value.text;
       else reasons.push({ field: `args.${n}`, ...value });
     }
@@ -166,8 +187,9 @@ export function render(templates: readonly Template[], payload: unknown, pattern
 
 /** Parse and render in one go (dry run, deliveries): a template that does not parse is a reason too. */
 export function renderArgs(args: readonly string[], payload: unknown, valuePattern: string, allowedPaths: readonly string[]): Rendered {
+  // A pattern saved before it had to be RE2's (or the size limit) is refused here with the reason.
   const pattern = compileValuePattern(valuePattern);
-  if (!pattern) return { ok: false, reasons: [{ field: 'valuePattern', code: 'syntax', message: 'the value pattern is not a usable regular expression' }] };
+  if (!pattern) return { ok: false, reasons: [{ field: 'valuePattern', code: 'syntax', message: `the value pattern ${valuePatternProblem(valuePattern)}` }] };
   const checked = checkTemplates(args, allowedPaths);
   const syntax = checked.reasons.filter((r) => r.code === 'syntax');
   if (syntax.length) return { ok: false, reasons: syntax };

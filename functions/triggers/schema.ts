@@ -1,9 +1,10 @@
 // Shapes of the triggers admin API (docs/triggers.md): request bodies validated at the boundary, and the
 // cross-field rules zod cannot say alone (the skill fields belong to the skill action; templates use
-// only allowed paths; the value pattern compiles). Every refusal is a 400 naming its field.
+// only allowed paths; the value pattern compiles with RE2 — pattern.ts). Every refusal is a 400 naming
+// its field.
 import * as z from 'zod';
 import { badRequest } from '../lib/errors.ts';
-import { DEFAULT_VALUE_PATTERN, checkTemplates, compileValuePattern, pathProblem } from './placeholders.ts';
+import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from './placeholders.ts';
 
 const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
 export const projectParams = z.strictObject({ projectId: id('project') });
@@ -94,7 +95,8 @@ export function settle(merged: TriggerSettings, given: Partial<TriggerSettings>)
     if (given.args?.length) problems.args = 'is only for the skill action';
     merged = { ...merged, skill: null, args: [], profile: null, model: null, output: 'report' };
   }
-  if (!compileValuePattern(merged.valuePattern)) problems.valuePattern = 'must be a valid regular expression without nested quantifiers such as (a+)+';
+  const patternProblem = valuePatternProblem(merged.valuePattern);
+  if (patternProblem) problems.valuePattern = patternProblem;
   for (const r of checkTemplates(merged.args, merged.allowedPaths).reasons) problems[r.field] ??= r.message;
   if (Object.keys(problems).length) throw badRequest('invalid_body', `invalid fields: ${Object.keys(problems).join(', ')}`, problems);
   return merged;

@@ -71,7 +71,7 @@ test('create: skill action without a skill → 400 naming skill', async () => {
 });
 
 test('create: a bad regular expression → 400 naming valuePattern', async () => {
-  for (const valuePattern of ['(', '[a-', '(a+)+']) {
+  for (const valuePattern of ['(', '[a-', '(a)\\1']) {
     const res = await call(base(), { method: 'POST', json: skillTrigger({ valuePattern }) });
     assert.is(res.status, 400, valuePattern);
     assert.equal(Object.keys(res.body.error.fields), ['valuePattern']);

@@ -137,7 +137,7 @@ export function TriggerForm({ trigger, save, onCancel }: { trigger?: Trigger; sa
     <label>Allowed paths, one per line <span class="muted">(the payload paths placeholders may use, e.g. <code>pr.number</code>)</span>
       <textarea name="allowedPaths" rows="2" value=${d.allowedPaths} onInput=${set('allowedPaths')}></textarea></label>
     <${FieldError} fields=${fields} name="allowedPaths" />
-    <label>Value pattern <span class="muted">(default <code>${DEFAULT_VALUE_PATTERN}</code>)</span>
+    <label>Value pattern <span class="muted">(default <code>${DEFAULT_VALUE_PATTERN}</code>; RE2 syntax: no backreferences or lookaround; must match the whole value)</span>
       <input name="valuePattern" value=${d.valuePattern} onInput=${set('valuePattern')} placeholder=${DEFAULT_VALUE_PATTERN} /></label>
     <${FieldError} fields=${fields} name="valuePattern" />
     <label class="check"><input type="checkbox" name="enabled" checked=${d.enabled} onChange=${set('enabled')} /> Enabled</label>
