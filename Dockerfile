@@ -2,6 +2,8 @@
 #   docker build -t svc-api .      run it with compose.yaml; see docs/operations.md
 #   podman build --format docker -t svc-api .    podman/buildah: --format docker, or the default OCI
 #                                                format drops the HEALTHCHECK below
+#   docker run: give it --stop-timeout 20, longer than SHUTDOWN_TIMEOUT_SECONDS (10) and closing the
+#   database (the default 10 s SIGKILLs a stop that uses its whole timeout); compose.yaml does that
 # Behind a TLS-inspecting proxy or a private npm mirror, hand npm its config or the proxy's CA as build
 # secrets (mounted for `npm ci` only, never in a layer): --secret id=npmrc,src=$HOME/.npmrc and/or
 # --secret id=npm_ca,src=/path/to/ca.pem. scripts/image-test.sh builds and runs this file for real.
