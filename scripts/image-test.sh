@@ -118,7 +118,7 @@ check "only what the server loads: no zod, preact, @xterm, jose, @parcel/watcher
 check "no build secret in the image (npmrc, CA bundle)" sh -c "[ ! -e '$mnt/run/secrets/npmrc' ] && [ ! -e '$mnt/run/secrets/npm_ca' ] && [ ! -e '$mnt/root/.npmrc' ]"
 # esbuild.config.mjs bakes SVC_BUILD_COMMIT into the server (a build from before that change has no such line).
 if grep -q SVC_BUILD_COMMIT esbuild.config.mjs; then
-  check "the build commit is baked in (SVC_BUILD_COMMIT=$commit)" grep -qF "$commit" "$mnt/app/dist/server.mjs" "$mnt"/app/dist/server-*.mjs
+  check "the build commit is baked in (SVC_BUILD_COMMIT=$commit)" grep -qF "${commit:0:12}" "$mnt/app/dist/server.mjs" "$mnt"/app/dist/server-*.mjs
 fi
 pod image unmount "$IMAGE" >/dev/null
 
@@ -137,6 +137,16 @@ count() { pod logs "$1" 2>&1 | grep -c "$2"; }
 healthcheck() { local i; for i in 1 2 3; do pod healthcheck run "$1" && return 0; sleep 1; done; return 1; }
 exit_code() { pod inspect -f '{{.State.ExitCode}}' "$1"; }
 admin() { podman run --rm --label "svc-image-test=$RUN_ID" --network host -v "$NAME-data:/data" "$IMAGE" node dist/server.mjs admin create --email admin@example.test --name Admin >"$WORK/admin.out" 2>&1; }
+
+# --- an extra CA for the server's own HTTPS calls (webhooks, the code host): a mounted file ------------
+# Only where this machine's npm needs one (a TLS-inspecting proxy): the npm registry is the one HTTPS host
+# reachable here, and without the proxy's CA the image's Node refuses it.
+if [ -f "$cafile" ]; then
+  registry=$(npm config get registry)
+  probe="fetch('$registry').then(r=>process.exit(r.status<500?0:1),e=>{console.error(e.cause?.code??e);process.exit(1)})"
+  check "NODE_EXTRA_CA_CERTS and a mounted CA file: the server's Node trusts the proxy ($registry)" \
+    pod run --rm --label "svc-image-test=$RUN_ID" --network host -v "$cafile:/etc/svc/ca.pem:ro" -e NODE_EXTRA_CA_CERTS=/etc/svc/ca.pem "$IMAGE" node -e "$probe"
+fi
 
 # --- PGlite in /data, on a --read-only root --------------------------------------------------------------
 P1=$(free_port); U1=http://127.0.0.1:$P1
