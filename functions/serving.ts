@@ -212,7 +212,12 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   onShutdown(async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    const graceMs = config.SHUTDOWN_TIMEOUT_SECONDS * 1000;
+    // One deadline for the whole shutdown, set now: the drain, in-flight requests and running jobs each get
+    // what is left of SHUTDOWN_TIMEOUT_SECONDS, so a container engine's stop timeout (docker stop: 10 s,
+    // compose's stop_grace_period) longer than it is never reached. Closing the sockets and the database
+    // follows (usually well under a second; PGlite must not be killed while it writes).
+    const deadline = performance.now() + config.SHUTDOWN_TIMEOUT_SECONDS * 1000;
+    const left = () => Math.max(0, deadline - performance.now());
     log.info('shutting down', { signal, inFlight });
     // Drain first, so that a balancer stops sending here before any connection is closed: /health answers
     // 503, every answer closes its connection, new WebSockets are refused, and the listener stays open
@@ -221,20 +226,22 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     // keep-alive connection that the balancer is about to reuse loses that request without an answer
     // (HAProxy then closes the client's connection for it to retry, which API clients do not).
     draining = true;
-    const drainUntil = performance.now() + Math.min(graceMs, DRAIN_MAX_MS);
+    const drainUntil = performance.now() + Math.min(left(), DRAIN_MAX_MS);
     while (performance.now() < drainUntil && (inFlight > 0 || performance.now() - lastRequestAt < DRAIN_QUIET_MS)) await new Promise((r) => setTimeout(r, 50));
     server.close(); // stop accepting; in-flight requests continue
     server.closeIdleConnections();
     const idle = setInterval(() => server.closeIdleConnections(), 100);
     if (inFlight > 0) {
-      await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => setTimeout(r, graceMs))]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([new Promise<void>((r) => (drained = r)), new Promise((r) => (timer = setTimeout(r, left())))]);
+      clearTimeout(timer);
     }
     clearInterval(idle);
     server.closeAllConnections();
     clearTimeout(backgroundTimer);
     await background?.catch(() => {});
     await Promise.all([hub.stop(), live.stop()]);
-    await Promise.all([schedules.stop().then(() => scheduler.stop(graceMs)), webhooks.stop(graceMs), firer.stop(graceMs), auditAnchor.stop()]);
+    await Promise.all([schedules.stop().then(() => scheduler.stop(left())), webhooks.stop(left()), firer.stop(left()), auditAnchor.stop()]);
     await unlistenTriggers().catch(() => {}); // Neon's pool ends only once its listening client is back
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');

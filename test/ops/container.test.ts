@@ -160,6 +160,10 @@ async function buildStage(stage: Stage, built: Map<string, StageState>, work: st
       mkdirSync(join(st.root, st.workdir), { recursive: true });
     } else if (i.op === 'ENV') {
       for (const [k, v] of envPairs(i)) st.env[k] = v;
+    } else if (i.op === 'ARG') {
+      // A build argument: its default (no --build-arg here), in the environment of the RUNs after it.
+      const [k, v = ''] = i.args[0].split(/=(.*)/s);
+      st.env[k] = v;
     } else if (i.op === 'USER') {
       st.user = i.args[0];
     } else if (i.op === 'COPY') {
@@ -241,7 +245,7 @@ async function startContainer(extraEnv: Record<string, string>) {
 }
 
 onlyOn('postgres', test, 3, () => {
-  test('the build stage as the Dockerfile runs it (npm ci, build, prune), then the runtime stage: only what it COPYs', async () => {
+  test('the build stage as the Dockerfile runs it (npm ci, build, the runtime packages), then the runtime stage: only what it COPYs', async () => {
     work = tempDir('image-');
     const built = new Map<string, StageState>();
     const log: string[] = [];
@@ -253,6 +257,8 @@ onlyOn('postgres', test, 3, () => {
     assert.ok(existsSync(join(app, 'dist', 'svc-runner.mjs')), 'the runner bundle it serves');
     // Pruned: no dev dependency made it into the image.
     for (const dev of ['typescript', 'esbuild', 'uvu', 'playwright-core', 'tsx']) assert.not.ok(existsSync(join(app, 'node_modules', dev)), `${dev} is a dev dependency`);
+    // Only what dist/ loads by name (scripts/runtime-deps.mjs): the bundled dependencies stay out.
+    for (const bundled of ['zod', 'preact', '@xterm', 'jose', 'itty-router', '@whatwg-node']) assert.not.ok(existsSync(join(app, 'node_modules', bundled)), `${bundled} is bundled`);
     assert.ok(existsSync(join(app, 'node_modules', 'postgres')));
     // The code is root's and read-only for the node user; /data is node's.
     assert.is(statSync(join(app, 'dist', 'server.mjs')).uid, 0);

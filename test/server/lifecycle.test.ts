@@ -51,6 +51,33 @@ test('SIGTERM: drains (/health 503 and connection: close while requests are unde
   }
 });
 
+test('SIGTERM: the whole shutdown (drain, in-flight requests, jobs) ends within SHUTDOWN_TIMEOUT_SECONDS, even with a request that never finishes', async () => {
+  // A docker stop sends SIGKILL after its own timeout (10 s; compose: stop_grace_period): the drain and the
+  // request grace used to add up (up to 5 s + SHUTDOWN_TIMEOUT_SECONDS, then jobs the same again).
+  const s = await startServer({ admin: true, env: { LOG_LEVEL: 'debug', SHUTDOWN_TIMEOUT_SECONDS: '5' } });
+  try {
+    // A PUT whose body never ends: in flight until the server gives up on it.
+    const req = httpRequest(`${s.url}/api/prices/never-ends`, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${s.admin.token}` } });
+    const ended = new Promise<string>((resolve) => {
+      req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+      req.on('error', (err) => resolve(`closed: ${err.message}`));
+    });
+    req.write('{"inputUsdPerMTok": 1,');
+    await waitFor(() => /DEBUG request method=PUT path=\/api\/prices\/never-ends/.test(s.output()));
+    const t0 = performance.now();
+    s.proc.kill('SIGTERM');
+    assert.is(await s.exited, 0);
+    const seconds = (performance.now() - t0) / 1000;
+    // 5 s and what closing the database takes; before, 5 s of drain came first: 10 s and more.
+    assert.ok(seconds < 8, `stopped after ${seconds.toFixed(1)} s`);
+    assert.ok(seconds > 4, `the request had its time (${seconds.toFixed(1)} s)`);
+    assert.match(await ended, /^closed/);
+    assert.match(s.output(), /shutting down signal=SIGTERM inFlight=1/);
+  } finally {
+    await s.cleanup();
+  }
+});
+
 onlyOn('postgres', test, 2, () => {
   /** A port with nothing behind it yet; later a TCP relay to the real PostgreSQL appears on it. */
   async function freePort(): Promise<number> {
