@@ -6,20 +6,11 @@
 import { writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { serverDbEnv } from '../helpers/db.ts';
-import { startServer } from '../helpers/server.ts';
 import { waitUntil } from '../runner/_harness.ts';
-import { Instance, KEY, anchorFile, assertReported, behindTriggers, failureNotifications, instance, latestVerification, tamper, verifyNow } from './_instance.ts';
+import { anchorFile, assertReported, behindTriggers, failureNotifications, instance, latestVerification, sharing, tamper, verifyNow } from './_instance.ts';
+import type { Instance } from './_instance.ts';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-
-/** A second instance, on a new database of its own, whose AUDIT_ANCHOR_PATH is `first`'s file. */
-async function sharing(first: Instance): Promise<Instance> {
-  const { env, cleanup } = await serverDbEnv();
-  const dbEnv = { ...env, AUDIT_ANCHOR_PATH: first.anchorPath };
-  const settings = { APP_ENCRYPTION_KEY: KEY };
-  return new Instance(await startServer({ admin: true, dbEnv, env: settings }), dbEnv, settings, cleanup);
-}
 
 /** The first instance, verified: its anchor file holds a checkpoint and its instance id. */
 async function anchored(): Promise<{ a: Instance; id: string }> {
