@@ -7,12 +7,33 @@
 // (functions/static.ts); dist/web/index.html — written here from web-static/index.html with the hashed
 // names of this build — is served with no-cache, so a deploy takes effect at the next page load.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { relative } from 'node:path';
+import { dirname, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import * as esbuild from 'esbuild';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
-const define = { __SVC_VERSION__: JSON.stringify(pkg.version) };
+
+/**
+ * The commit this build is made from, as X-Svc-Version and /health name it (protocol/version.ts BUILD):
+ * so the two builds of a rolling upgrade can be told apart even with one package version. In order:
+ * SVC_BUILD_COMMIT when set (the image's build arg: its build context has no .git) — a commit hash, of
+ * which the first 12 hex digits are kept, or `unknown`; else `git rev-parse HEAD` in the project
+ * directory; else `unknown` (a copy of the tree without git). A malformed SVC_BUILD_COMMIT stops the build.
+ */
+export function buildCommit(env = process.env) {
+  const given = env.SVC_BUILD_COMMIT?.trim();
+  if (given) {
+    if (given === 'unknown') return given;
+    if (!/^[0-9a-fA-F]{12,64}$/.test(given)) throw new Error(`SVC_BUILD_COMMIT must be a commit hash (12 to 64 hex digits) or "unknown", not ${JSON.stringify(given.slice(0, 80))}`);
+    return given.slice(0, 12).toLowerCase();
+  }
+  const git = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: dirname(fileURLToPath(import.meta.url)), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const head = git.status === 0 ? git.stdout.trim() : '';
+  return /^[0-9a-f]{40,64}$/.test(head) ? head.slice(0, 12) : 'unknown';
+}
+
+const define = { __SVC_VERSION__: JSON.stringify(pkg.version), __SVC_BUILD__: JSON.stringify(buildCommit()) };
 // ESM bundles that still contain CommonJS dependencies need a require() of their own.
 const banner = { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" };
 

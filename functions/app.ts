@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Response as AdapterResponse, sendNodeResponse } from '@whatwg-node/server';
 import { Router } from 'itty-router';
 import { echoed } from '../protocol/text.ts';
-import { VERSION } from '../protocol/version.ts';
+import { BUILD_VERSION } from '../protocol/version.ts';
 import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
@@ -114,10 +114,10 @@ const requestIdOf = (given: string | null | undefined): string => given?.slice(0
 
 /**
  * Headers on every answer, written into its own header record (lib/respond.ts) so the adapter still
- * writes them all at once. X-Svc-Version: which build answered (during a rolling upgrade, replicas of
- * two releases answer side by side).
+ * writes them all at once. X-Svc-Version: which build answered, `<version>+<commit>` (during a rolling
+ * upgrade, replicas of two builds answer side by side, perhaps with one package version).
  */
-const answerHeaders = (requestId: string): Record<string, string> => ({ 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'x-svc-version': VERSION });
+const answerHeaders = (requestId: string): Record<string, string> => ({ 'x-request-id': requestId, 'x-content-type-options': 'nosniff', 'x-svc-version': BUILD_VERSION });
 const finish = (response: Response, requestId: string): Response => withHeaders(response, answerHeaders(requestId));
 
 /**

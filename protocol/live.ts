@@ -43,4 +43,6 @@ export const LIVE_CLOSE = {
   forbidden: 4403,
   /** The client read too slowly: its send buffer passed the bound; reconnect and re-fetch. */
   tooSlow: 4408,
+  /** The user already holds LIVE_MAX_SOCKETS_PER_USER live sockets on this server process (close one). */
+  tooMany: 4429,
 } as const;

@@ -4,6 +4,13 @@ declare const __SVC_VERSION__: string | undefined;
 
 export const VERSION: string = typeof __SVC_VERSION__ === 'string' ? __SVC_VERSION__ : '0.0.0-dev';
 
+declare const __SVC_BUILD__: string | undefined;
+/** The commit the build was made from: 12 hex digits, or `unknown` (esbuild.config.mjs buildCommit; tsx runs). */
+export const BUILD: string = typeof __SVC_BUILD__ === 'string' ? __SVC_BUILD__ : 'unknown';
+
+/** Version and build as X-Svc-Version sends them, `0.1.0+0123456789ab` (semver build metadata; `0.1.0+unknown`). */
+export const BUILD_VERSION = `${VERSION}+${BUILD}`;
+
 /** Runner ↔ API protocol version; a mismatch closes the connection with 4400. */
 export const PROTOCOL_VERSION = 1;
 

@@ -1,6 +1,10 @@
 // Where audit checkpoints are kept: rows in `audit_checkpoints`, and the newest one this replica wrote
 // in its anchor file (AUDIT_ANCHOR_PATH, JSON, written atomically with mode 0600). The file is the
 // memory the database does not hold: each replica keeps its own, and it only ever moves forward.
+// The file names the database it belongs to (`instance`, the id in `instance_identity`, sql/0023): a
+// file written for another database is reported as such, never compared with this one's records, and
+// never overwritten. A file of an earlier release has no `instance`; it counts as this database's and
+// gets the id at its next write.
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import { writeFileAtomic } from '../../protocol/atomic-file.ts';
@@ -17,9 +21,11 @@ const fileSchema = z.strictObject({
   at: z.iso.datetime(),
   chain: hex64,
   mac: z.string().max(200).nullable(),
+  instance: z.uuid().optional(),
 });
 
-export type FileAnchor = { state: 'none' } | { state: 'damaged' } | { state: 'ok'; checkpoint: Checkpoint };
+/** `instance`: the database the file was written for; null in a file of an earlier release. */
+export type FileAnchor = { state: 'none' } | { state: 'damaged' } | { state: 'ok'; checkpoint: Checkpoint; instance: string | null };
 
 export function readAnchorFile(path: string): FileAnchor {
   let text: string;
@@ -30,19 +36,36 @@ export function readAnchorFile(path: string): FileAnchor {
     return { state: 'damaged' };
   }
   try {
-    const { version: _, ...checkpoint } = fileSchema.parse(JSON.parse(text));
-    return { state: 'ok', checkpoint };
+    const { version: _, instance, ...checkpoint } = fileSchema.parse(JSON.parse(text));
+    return { state: 'ok', checkpoint, instance: instance ?? null };
   } catch {
     return { state: 'damaged' };
   }
 }
 
-/** Replace the file's checkpoint with a newer one; never move it back (two writers, one file). */
-export function writeAnchorFile(path: string, checkpoint: Checkpoint): boolean {
+/**
+ * Replace the file's checkpoint with a newer one of database `instance`: never move it back (two writers,
+ * one file), and never take over the file of another database (two instances, one path): 'written',
+ * 'behind' or 'other_instance' (the file is left as it is).
+ */
+export function writeAnchorFile(path: string, checkpoint: Checkpoint, instance: string): 'written' | 'behind' | 'other_instance' {
   const current = readAnchorFile(path);
-  if (current.state === 'ok' && current.checkpoint.seq > checkpoint.seq) return false;
-  writeFileAtomic(path, `${JSON.stringify({ version: 1, ...checkpoint }, null, 2)}\n`);
-  return true;
+  if (current.state === 'ok' && current.instance !== null && current.instance !== instance) return 'other_instance';
+  if (current.state === 'ok' && current.checkpoint.seq > checkpoint.seq) return 'behind';
+  writeFileAtomic(path, `${JSON.stringify({ version: 1, instance, ...checkpoint }, null, 2)}\n`);
+  return 'written';
+}
+
+/** This database's instance id (made once by the seed, sql/0023_instance_id.sql); null when it is gone. */
+export async function instanceId(db: Queryable): Promise<string | null> {
+  try {
+    const [row] = await db.query<{ instance_id: string }>(sql`select instance_id::text as instance_id from instance_identity`);
+    return row?.instance_id ?? null;
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    if (e.code === '42P01' || /relation "instance_identity" does not exist/.test(e.message ?? '')) return null;
+    throw err;
+  }
 }
 
 interface Row {

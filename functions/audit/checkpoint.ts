@@ -4,9 +4,10 @@
 //   2. ok: checkpoint the head — a row in `audit_checkpoints`, then this replica's anchor file
 //      (AUDIT_ANCHOR_PATH), then an INFO log line so log shipping keeps a copy. Never after a failure:
 //      a broken chain is not re-anchored, so the failure persists until someone looks.
-//      Failure: an ERROR log line;
-//   3. in one transaction, the result in `audit_verifications` (what GET /api/audit/verification shows)
-//      and, on a failure, an `audit.verification_failed` notification for admins (not again while the
+//      Failure: an ERROR log line — `audit chain broken`, or `audit anchor file belongs to another
+//      instance` when the file is another database's (verify.ts step 1: not a sign of tampering here);
+//   3. in one transaction, the result in `audit_verifications` (what GET /api/audit/verification shows,
+//      with its `reason`: chain_broken or other_instance) and, on a failure, an `audit.verification_failed` notification for admins (not again while the
 //      previous run failed with the same problem).
 // The scheduler runs `audit.verify` once across replicas, but the anchor file belongs to one replica:
 // so every replica also runs the since-checkpoint check on its own timer (not a scheduler job). That
@@ -24,7 +25,7 @@ import { GENESIS } from './audit.ts';
 import { checkpointMac } from './mac.ts';
 import type { Checkpoint } from './mac.ts';
 import { verifyAudit } from './verify.ts';
-import type { ChainResult, Scope } from './verify.ts';
+import type { AuditResult, Scope } from './verify.ts';
 
 export interface AuditAnchorOptions {
   db: Db;
@@ -37,12 +38,12 @@ export interface AuditAnchorOptions {
 export const FAILED_KIND = 'audit.verification_failed';
 
 /** Tell admins, unless the run before this one failed with the same problem (no hourly repeats). */
-async function notifyAdmins(tx: Queryable, id: number, v: ChainResult, scope: Scope): Promise<void> {
+async function notifyAdmins(tx: Queryable, id: number, v: AuditResult, scope: Scope): Promise<void> {
   const [repeat] = await tx.query(sql`
     select 1 from audit_verifications p
      where p.id = (select max(id) from audit_verifications where id < ${id}) and not p.ok and p.problem = ${v.problem}`);
   if (repeat) return;
-  await notify(tx, { kind: FAILED_KIND, data: { problem: v.problem, firstBrokenSeq: v.firstBrokenSeq, scope, verificationId: id } });
+  await notify(tx, { kind: FAILED_KIND, data: { problem: v.problem, reason: v.reason, firstBrokenSeq: v.firstBrokenSeq, scope, verificationId: id } });
 }
 
 export class AuditAnchor {
@@ -53,24 +54,25 @@ export class AuditAnchor {
   constructor(private readonly o: AuditAnchorOptions) {}
 
   /** Steps 1–3, after any run this process already has under way. */
-  run(scope: Scope, signal?: AbortSignal, log: Logger = this.o.log): Promise<ChainResult> {
+  run(scope: Scope, signal?: AbortSignal, log: Logger = this.o.log): Promise<AuditResult> {
     const next = this.queue.then(() => this.runNow(scope, signal, log));
     this.queue = next.catch(() => {});
     return next;
   }
 
-  private async runNow(scope: Scope, signal: AbortSignal | undefined, log: Logger): Promise<ChainResult> {
+  private async runNow(scope: Scope, signal: AbortSignal | undefined, log: Logger): Promise<AuditResult> {
     const { db, key, anchorPath } = this.o;
     const startedAt = new Date();
     const v = await verifyAudit(db, { key, anchorPath, scope, signal });
     signal?.throwIfAborted();
     // Checkpoint (or log) first, then the result: whoever sees the result sees its checkpoint too.
-    if (v.ok) await this.checkpoint(v.head, scope, log);
+    if (v.ok) await this.checkpoint(v.head, v.instance!, scope, log);
+    else if (v.reason === 'other_instance') log.error('audit anchor file belongs to another instance', { scope, path: anchorPath, problem: v.problem });
     else log.error('audit chain broken', { scope, firstBrokenSeq: v.firstBrokenSeq, problem: v.problem });
     await db.transaction(async (tx) => {
       const [{ id }] = await tx.query<{ id: number }>(sql`
-        insert into audit_verifications (started_at, ok, records_checked, first_broken_seq, problem, scope)
-        values (${startedAt}, ${v.ok}, ${v.recordsChecked}, ${v.firstBrokenSeq}, ${v.problem}, ${scope})
+        insert into audit_verifications (started_at, ok, records_checked, first_broken_seq, problem, scope, reason)
+        values (${startedAt}, ${v.ok}, ${v.recordsChecked}, ${v.firstBrokenSeq}, ${v.problem}, ${scope}, ${v.reason})
         returning id`);
       if (!v.ok) await notifyAdmins(tx, Number(id), v, scope);
       await publish(tx, { type: 'audit.verification', id: String(id), ok: v.ok }, { admins: true });
@@ -78,18 +80,19 @@ export class AuditAnchor {
     return v;
   }
 
-  private async checkpoint(head: { seq: number; hash: string }, scope: Scope, log: Logger): Promise<void> {
+  private async checkpoint(head: { seq: number; hash: string }, instance: string, scope: Scope, log: Logger): Promise<void> {
     const [first] = await this.o.db.query<{ hash: string }>(sql`select hash from audit_records where seq = 1`);
     const body = { seq: head.seq, hash: head.hash, at: new Date().toISOString(), chain: first?.hash ?? GENESIS };
     const checkpoint: Checkpoint = { ...body, mac: this.o.key ? checkpointMac(this.o.key, body) : null };
     // The row first: a file ahead of the table would read as deleted checkpoints.
     await storeCheckpoint(this.o.db, checkpoint, scope);
     try {
-      writeAnchorFile(this.o.anchorPath, checkpoint);
+      // 'other_instance': another database's replica wrote the file since this run read it; the next run reports it.
+      if (writeAnchorFile(this.o.anchorPath, checkpoint, instance) === 'other_instance') log.warn('the audit anchor file belongs to another instance: not overwritten', { path: this.o.anchorPath });
     } catch (err) {
       log.error('could not write the audit anchor file', { path: this.o.anchorPath, error: err });
     }
-    log.info('audit checkpoint', { scope, ...checkpoint });
+    log.info('audit checkpoint', { scope, ...checkpoint, instance });
   }
 
   /** Every replica: a since-checkpoint run now and at each tick of `cron`. */

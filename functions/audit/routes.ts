@@ -45,11 +45,11 @@ export const routes: Route[] = [
   route({
     method: 'GET',
     path: '/api/audit/verification',
-    summary: 'The latest audit chain verification (whole chain, or since the last checkpoint): ok, or what is wrong, and when',
+    summary: 'The latest audit chain verification (whole chain, or since the last checkpoint): ok, or what is wrong (reason chain_broken, or other_instance: the anchor file is another database\'s), and when',
     tag: 'audit',
     access: 'instanceAdmin',
     async handler(_input, ctx) {
-      const [v] = await ctx.db.query<{ started_at: Date; finished_at: Date; ok: boolean; records_checked: number; first_broken_seq: number | null; problem: string | null; scope: string }>(
+      const [v] = await ctx.db.query<{ started_at: Date; finished_at: Date; ok: boolean; records_checked: number; first_broken_seq: number | null; problem: string | null; scope: string; reason: string | null }>(
         sql`select * from audit_verifications order by started_at desc, id desc limit 1`,
       );
       return json({
@@ -59,6 +59,8 @@ export const routes: Route[] = [
               recordsChecked: Number(v.records_checked),
               firstBrokenSeq: v.first_broken_seq === null ? null : Number(v.first_broken_seq),
               problem: v.problem,
+              // Rows of earlier releases have no reason: every failure then was a chain check's.
+              reason: v.reason ?? (v.ok ? null : 'chain_broken'),
               scope: v.scope,
               startedAt: new Date(v.started_at).toISOString(),
               finishedAt: new Date(v.finished_at).toISOString(),

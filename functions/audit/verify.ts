@@ -1,8 +1,11 @@
 // Audit chain verification (spec: "A nightly job verifies the chain"; docs/security.md, "The audit log").
 // Read-only; checkpoint.ts stores the result, writes the next checkpoint and reports a failure. Steps:
 //   1. Anchors: the newest checkpoint in `audit_checkpoints` and the one in this replica's anchor file.
-//      Each must carry a valid MAC when APP_ENCRYPTION_KEY is set, and the table must still hold the
-//      file's checkpoint (else checkpoint rows were deleted, or the table dropped).
+//      The file must be this database's (its `instance` is this one's instance_identity, or absent in a
+//      file of an earlier release): a file of another instance fails as `other_instance`, its checkpoint
+//      unused — not evidence against this database's records. Each must carry a valid MAC when
+//      APP_ENCRYPTION_KEY is set, and the table must still hold the file's checkpoint (else checkpoint
+//      rows were deleted, or the table dropped).
 //   2. Walk the records in seq order, from record 1 (scope `full`) or from the oldest anchor (scope
 //      `since_checkpoint`, whose own hash the anchor vouches for): gapless, linked, content matching
 //      its hash, the MAC rules below, and at each anchor's seq exactly the anchor's hash.
@@ -11,7 +14,7 @@
 // that has one, or after a MAC-valid anchor (older records may predate the key or this check).
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
-import { latestStoredCheckpoint, readAnchorFile, storedCheckpointExists, CheckpointTableMissing } from './anchor.ts';
+import { instanceId, latestStoredCheckpoint, readAnchorFile, storedCheckpointExists, CheckpointTableMissing } from './anchor.ts';
 import { GENESIS, recordHash, toRecord } from './audit.ts';
 import type { AuditRow } from './audit.ts';
 import { checkCheckpointMac, checkRecordMac, macProblem } from './mac.ts';
@@ -29,6 +32,19 @@ export interface Verification {
 export interface ChainResult extends Verification {
   /** The last record that passed: the next checkpoint when everything passed. */
   head: { seq: number; hash: string };
+}
+
+/**
+ * Why a verification failed: `chain_broken`, the records or checkpoints of this database do not verify
+ * (tampering, or a restore older than the anchor); `other_instance`, the anchor file was written for
+ * another database (two instances sharing one AUDIT_ANCHOR_PATH, or this database was replaced).
+ */
+export type FailureReason = 'chain_broken' | 'other_instance';
+
+export interface AuditResult extends ChainResult {
+  reason: FailureReason | null;
+  /** This database's instance id: the checkpoint's anchor file is written for it. */
+  instance: string | null;
 }
 
 export interface Anchor {
@@ -91,11 +107,21 @@ export async function verifyChain(db: Db, opts: WalkOptions = {}): Promise<Chain
   return { ok: true, recordsChecked: checked, firstBrokenSeq: null, problem: null, head };
 }
 
-const anchorFailure = (problem: string, firstBrokenSeq: number | null = null): Verification => ({ ok: false, recordsChecked: 0, firstBrokenSeq, problem });
+type Failure = Verification & { reason: FailureReason };
+const anchorFailure = (problem: string, reason: FailureReason = 'chain_broken'): Failure => ({ ok: false, recordsChecked: 0, firstBrokenSeq: null, problem, reason });
 
-/** Step 1: the stored and the file checkpoint, checked against each other and the key. */
-export async function loadAnchors(db: Db, anchorPath: string, key: Uint8Array | null): Promise<{ anchors: Anchor[]; failure: Verification | null }> {
+/** The plain sentence for an anchor file of another database (docs/security.md has the remedy). */
+export const otherInstanceProblem = (fileInstance: string, dbInstance: string) =>
+  `the anchor file belongs to instance ${fileInstance}; this database is instance ${dbInstance}: a different database, or this one was replaced`;
+
+/** Step 1: the file is this database's; the stored and the file checkpoint, checked against each other and the key. */
+export async function loadAnchors(db: Db, anchorPath: string, key: Uint8Array | null): Promise<{ anchors: Anchor[]; instance: string | null; failure: Failure | null }> {
   const file = readAnchorFile(anchorPath);
+  const instance = await instanceId(db);
+  if (!instance) return { anchors: [], instance, failure: anchorFailure('this database has no instance id (the instance_identity row is missing)') };
+  if (file.state === 'ok' && file.instance !== null && file.instance !== instance) {
+    return { anchors: [], instance, failure: anchorFailure(otherInstanceProblem(file.instance, instance), 'other_instance') };
+  }
   const fileCheckpoint = file.state === 'ok' ? file.checkpoint : null;
   let stored: Awaited<ReturnType<typeof latestStoredCheckpoint>>;
   try {
@@ -103,26 +129,26 @@ export async function loadAnchors(db: Db, anchorPath: string, key: Uint8Array | 
   } catch (err) {
     if (!(err instanceof CheckpointTableMissing)) throw err;
     const also = fileCheckpoint ? `, while the anchor file has a checkpoint at record ${fileCheckpoint.seq}` : '';
-    return { anchors: [], failure: anchorFailure(`the audit_checkpoints table is missing${also}`) };
+    return { anchors: [], instance, failure: anchorFailure(`the audit_checkpoints table is missing${also}`) };
   }
-  if (file.state === 'damaged') return { anchors: [], failure: anchorFailure(`the anchor file ${anchorPath} is damaged (it holds no checkpoint)`) };
+  if (file.state === 'damaged') return { anchors: [], instance, failure: anchorFailure(`the anchor file ${anchorPath} is damaged (it holds no checkpoint)`) };
   const anchors: Anchor[] = [];
   for (const [label, checkpoint] of [['anchor file', fileCheckpoint], ['stored', stored.checkpoint]] as const) {
     if (!checkpoint) continue;
     const anchor: Anchor = { label, checkpoint, macValid: false };
     if (key && checkpoint.mac) {
       const mac = checkCheckpointMac(key, checkpoint);
-      if (mac !== 'ok') return { anchors, failure: anchorFailure(`${describe(anchor)} (record ${checkpoint.seq}) has ${macProblem(mac)}`) };
+      if (mac !== 'ok') return { anchors, instance, failure: anchorFailure(`${describe(anchor)} (record ${checkpoint.seq}) has ${macProblem(mac)}`) };
       anchor.macValid = true;
     } else if (key && stored.anyMac) {
-      return { anchors, failure: anchorFailure(`${describe(anchor)} (record ${checkpoint.seq}) has no MAC, but other checkpoints have one: svc did not write it`) };
+      return { anchors, instance, failure: anchorFailure(`${describe(anchor)} (record ${checkpoint.seq}) has no MAC, but other checkpoints have one: svc did not write it`) };
     }
     anchors.push(anchor);
   }
   if (fileCheckpoint && !(await storedCheckpointExists(db, fileCheckpoint.seq, fileCheckpoint.hash))) {
-    return { anchors, failure: anchorFailure(`audit_checkpoints no longer holds the anchor file's checkpoint at record ${fileCheckpoint.seq} of ${fileCheckpoint.at} (checkpoints were deleted)`) };
+    return { anchors, instance, failure: anchorFailure(`audit_checkpoints no longer holds the anchor file's checkpoint at record ${fileCheckpoint.seq} of ${fileCheckpoint.at} (checkpoints were deleted)`) };
   }
-  return { anchors, failure: null };
+  return { anchors, instance, failure: null };
 }
 
 export interface VerifyOptions {
@@ -134,9 +160,10 @@ export interface VerifyOptions {
 }
 
 /** Steps 1–3: the anchors, then the walk from record 1 or from the oldest anchor. */
-export async function verifyAudit(db: Db, o: VerifyOptions): Promise<ChainResult> {
-  const { anchors, failure } = await loadAnchors(db, o.anchorPath, o.key);
-  if (failure) return { ...failure, head: { seq: 0, hash: GENESIS } };
+export async function verifyAudit(db: Db, o: VerifyOptions): Promise<AuditResult> {
+  const { anchors, instance, failure } = await loadAnchors(db, o.anchorPath, o.key);
+  if (failure) return { ...failure, head: { seq: 0, hash: GENESIS }, instance };
   const fromSeq = o.scope === 'full' || anchors.length === 0 ? 1 : Math.min(...anchors.map((a) => a.checkpoint.seq));
-  return verifyChain(db, { batch: o.batch, signal: o.signal, key: o.key, fromSeq, anchors });
+  const v = await verifyChain(db, { batch: o.batch, signal: o.signal, key: o.key, fromSeq, anchors });
+  return { ...v, reason: v.ok ? null : 'chain_broken', instance };
 }

@@ -15,6 +15,10 @@
 // trigger sends {revalidate}): an ended session's socket closes with 4401.
 // Each socket's send buffer is bounded: a client that reads too slowly is closed with 4408 rather than
 // buffered without end; it reconnects and re-fetches.
+// A user holds at most LIVE_MAX_SOCKETS_PER_USER sockets on this process: one more is closed with 4429
+// at once (a leaking tab or script cannot pile up sockets). Counted per process, not across replicas:
+// a cap in the database would need socket rows kept alive and cleaned up after a crash, and the per-process
+// bound already limits what one process holds.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -115,6 +119,16 @@ export class LiveHub {
     ws.on('error', () => {}); // a reset socket is just gone; 'close' follows
     const { principal } = await upgradeCaller(this.ctx, req, 'live connection');
     if (ws.readyState !== ws.OPEN) return;
+    // Counted and added with no await in between: two sockets opening together cannot both take the last place.
+    const cap = this.ctx.config.LIVE_MAX_SOCKETS_PER_USER;
+    let held = 0;
+    for (const c of this.conns) if (c.principal.user.id === principal.user.id) held++;
+    if (held >= cap) {
+      this.ctx.log.warn('live socket refused: too many of this user', { userId: principal.user.id, held });
+      ws.send(JSON.stringify({ type: 'error', code: 'too_many_sockets', message: `this user already has ${held} live connections open (at most ${cap}): close one` }));
+      ws.close(LIVE_CLOSE.tooMany, 'too many live connections');
+      return;
+    }
     const conn: Conn = { id: randomUUID(), ws, principal, alive: true };
     this.conns.add(conn);
     ws.on('pong', () => (conn.alive = true));

@@ -12,7 +12,7 @@ export const routes: Route[] = [
     summary:
       'Live change notices over a WebSocket (upgrade this GET; same-origin pages only). Each message is a JSON notice {type, projectId?, id?, …}: ' +
       'runner, run, run.progress, project, fleet, webhook, notification, notification.read, audit.verification; first {type:"ready"}. ' +
-      'Only notices the caller may read are sent. Close codes: 4401 signed out or session ended, 4403 bad Origin, 4408 too slow (reconnect and re-fetch).',
+      'Only notices the caller may read are sent. Close codes: 4401 signed out or session ended, 4403 bad Origin, 4408 too slow (reconnect and re-fetch), 4429 too many live sockets of this user (LIVE_MAX_SOCKETS_PER_USER per server process).',
     tag: 'live',
     access: 'user',
     responses: {

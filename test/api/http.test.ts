@@ -1,8 +1,11 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
+import { ROOT } from '../helpers/db.ts';
 
 let server: RunningServer;
 test.before(async () => {
@@ -10,14 +13,28 @@ test.before(async () => {
 });
 test.after(async () => server?.cleanup());
 
-test('GET /health → 200 {status:"ok", timestamp} and no-store', async () => {
+test('GET /health → 200 {status:"ok", timestamp, version, build} and no-store', async () => {
   const res = await fetch(`${server.url}/health`);
   assert.is(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /application\/json/);
   const body = await res.json();
-  assert.equal(Object.keys(body).sort(), ['status', 'timestamp']);
+  assert.equal(Object.keys(body).sort(), ['build', 'status', 'timestamp', 'version']);
   assert.is(body.status, 'ok');
   assert.ok(Math.abs(Date.parse(body.timestamp) - Date.now()) < 60_000, 'timestamp is the current time');
+});
+
+test('the build that answered: X-Svc-Version is <version>+<12 hex of the commit>, and /health says the same', async () => {
+  const res = await fetch(`${server.url}/health`);
+  const body = await res.json();
+  assert.is(body.version, JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')).version);
+  // The test driver builds dist/ from this tree just before the run: its commit, or `unknown` without git.
+  const git = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' });
+  const commit = process.env.SVC_BUILD_COMMIT?.trim().slice(0, 12).toLowerCase() || (git.status === 0 ? git.stdout.trim().slice(0, 12) : 'unknown');
+  assert.is(body.build, commit);
+  assert.match(body.build, /^([0-9a-f]{12}|unknown)$/);
+  assert.is(res.headers.get('x-svc-version'), `${body.version}+${body.build}`);
+  const api = await server.api('/api/does-not-exist');
+  assert.is(api.headers.get('x-svc-version'), `${body.version}+${body.build}`, 'every answer, an error too');
 });
 
 test('unknown route → 404 JSON error with code not_found', async () => {

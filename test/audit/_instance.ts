@@ -77,6 +77,13 @@ export async function instance(env: Record<string, string> = { APP_ENCRYPTION_KE
   return inst;
 }
 
+/** A second instance, on a new database of its own, whose AUDIT_ANCHOR_PATH is `first`'s file (#33). */
+export async function sharing(first: Instance, env: Record<string, string> = { APP_ENCRYPTION_KEY: KEY }): Promise<Instance> {
+  const { env: own, cleanup } = await serverDbEnv();
+  const dbEnv = { ...own, AUDIT_ANCHOR_PATH: first.anchorPath };
+  return new Instance(await startServer({ admin: true, dbEnv, env }), dbEnv, env, cleanup);
+}
+
 export async function change(inst: Instance, n = 1): Promise<void> {
   for (let i = 0; i < n; i++) {
     const res = await inst.api('/api/settings', { method: 'PATCH', json: { 'instance.name': `svc ${Math.random()}` } });

@@ -49,6 +49,15 @@ test('each bad value names its variable', () => {
   }
 });
 
+test('LIVE_MAX_SOCKETS_PER_USER: 20 by default, a whole number from 1 to 10000', () => {
+  assert.is(loadConfig({}).LIVE_MAX_SOCKETS_PER_USER, 20);
+  assert.is(loadConfig({ LIVE_MAX_SOCKETS_PER_USER: '3' }).LIVE_MAX_SOCKETS_PER_USER, 3);
+  for (const bad of ['0', '10001', 'many', '2.5']) {
+    const p = problems({ LIVE_MAX_SOCKETS_PER_USER: bad });
+    assert.ok(p.some((x) => x.startsWith('LIVE_MAX_SOCKETS_PER_USER ')), `${bad}: ${JSON.stringify(p)}`);
+  }
+});
+
 test('HOST: IP literals and host names are taken as they are', () => {
   for (const host of ['0.0.0.0', '127.0.0.1', '::', '::1', 'fd00::5', 'localhost', 'svc-host.internal', 'a.b-c.example']) {
     assert.is(loadConfig({ HOST: host }).HOST, host);

@@ -57,15 +57,19 @@ onlyOn('pglite', test, 4, () => {
       assert.is(statSync(join(made[0].env.PGLITE_DATA_DIR, 'global')).mode & 0o777, 0o700);
       const keys = made.map((m) => readFileSync(join(m.parent, 'encryption.key'), 'utf8'));
       assert.is.not(keys[0], keys[1], 'each instance generated its own encryption key');
+      const ids: string[] = [];
       for (const m of made) {
         const applied = await inspect(m.env.PGLITE_DATA_DIR, (db) => db.query<{ name: string }>(sql`select name from schema_migrations order by name`));
         assert.equal(applied.map((r) => r.name), names);
+        ids.push(...(await inspect(m.env.PGLITE_DATA_DIR, (db) => db.query<{ id: string }>(sql`select instance_id::text as id from instance_identity`))).map((r) => r.id));
       }
+      assert.is(ids.length, 2);
+      assert.is.not(ids[0], ids[1], 'each instance made its own instance id (the audit anchor file names it)');
       // The template itself: schema only. (Opened through a copy: the build's directory stays untouched.)
       const copy = join(tempDir('pglite-tpl-'), 'data');
       cpSync(TEMPLATE, copy, { recursive: true });
       await inspect(copy, async (db) => {
-        for (const table of ['users', 'instance_keys', 'instance_secrets', 'settings', 'model_prices', 'audit_records', 'runners', 'api_tokens', 'sessions']) assert.is(await count(db, table), 0, `${table} is empty in the template`);
+        for (const table of ['users', 'instance_keys', 'instance_secrets', 'settings', 'model_prices', 'audit_records', 'runners', 'api_tokens', 'sessions', 'instance_identity']) assert.is(await count(db, table), 0, `${table} is empty in the template`);
         assert.is((await db.query(sql`select name from schema_migrations`)).length, names.length);
         // Only the database the server uses: the template databases are a third of the files to copy.
         assert.equal((await db.query<{ datname: string }>(sql`select datname from pg_database order by datname`)).map((r) => r.datname), ['postgres']);

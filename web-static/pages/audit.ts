@@ -29,6 +29,8 @@ interface Verification {
   recordsChecked: number;
   firstBrokenSeq: number | null;
   problem: string | null;
+  /** other_instance: the anchor file is another database's — not tampering with this one. */
+  reason: 'chain_broken' | 'other_instance' | null;
   scope: string;
   startedAt: string;
   finishedAt: string;
@@ -94,6 +96,14 @@ function VerificationBanner({ onRun }: { onRun: () => void }) {
   const next = v.nextRunAt ? html` Next run: ${when(v.nextRunAt)}.` : null;
   const button = html`<button type="button" class="secondary" onClick=${verify} disabled=${started}>${started ? 'Verifying…' : 'Verify now'}</button>`;
   if (!x) return html`<div class="banner warn verification" data-verified="never" role="status"><h3>Not verified yet</h3><p>The chain of audit records has not been checked yet.${next}</p>${button}</div>`;
+  if (!x.ok && x.reason === 'other_instance') {
+    return html`<div class="banner failed verification" data-verified="failed" data-reason="other_instance" data-finished=${x.finishedAt} role="alert">
+      <h3>Audit log verification FAILED: the anchor file is not this database's</h3>
+      <p><strong>${x.problem}</strong>.</p>
+      <p>This database's records were not compared with that file. See docs/security.md, "An anchor file of another instance", for what to do.${next}</p>
+      ${button}
+    </div>`;
+  }
   if (!x.ok) {
     return html`<div class="banner failed verification" data-verified="failed" data-finished=${x.finishedAt} role="alert">
       <h3>Audit log verification FAILED</h3>
