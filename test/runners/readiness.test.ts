@@ -153,4 +153,52 @@ test('an older runner that does not report profiles: null (unknown, not none); t
   }
 });
 
+test('once per cause until a run starts again: refused twice → one notice; a started run clears it; refused again → a second notice; a schedule that cannot start is a row too', async () => {
+  const r = await pairRunner(s.server.api, s.server.url, 'proto-box');
+  const pid = await makeProject(s.server, r.runnerId);
+  const t = await createTrigger(s.server, pid, skillTrigger({ name: 'rearm' }));
+  const c = connect(s.server.url, r.token);
+  const notices = async () => (await call('/api/notifications')).body.notifications.filter((n: any) => n.kind === 'run.start_failed' && n.projectId === pid).length;
+  const failedRows = async () => (await call(`/api/failed-starts?projectId=${pid}`)).body.failedStarts;
+  /** One call, answered by the protocol client as the runner would. */
+  const callAnswered = async (delivery: string, ok: boolean) => {
+    assert.is((await post(t.url, t.secret, { ref: 'main' }, { delivery })).status, 202);
+    const cmd = await c.next('command');
+    c.send({ type: 'result', requestId: cmd.requestId, ok, ...(ok ? { data: { runId: `run-${delivery}`, state: 'queued' } } : { error: { code: 'no_profile', message: 'no runtime profiles are configured' } }) });
+    const now = new Date().toISOString();
+    if (ok) {
+      // The run ends at once, so the next call is not skipped as previous_still_running.
+      const payload = { runId: `run-${delivery}`, project: pid, skill: 'review', args: [], output: 'report', profile: 'cc', runtime: 'claude', createdAt: now, state: 'succeeded', at: now };
+      c.send({ type: 'events', events: [{ id: `run.${delivery}`, source: `project:${pid}`, kind: 'skill_run.state', ts: now, payload }] });
+      await c.next('ack');
+    }
+  };
+  try {
+    await c.next('welcome');
+    await callAnswered('rearm-1', false);
+    await callAnswered('rearm-2', false);
+    await waitUntil(async () => (await failedRows()).length === 2, 15_000, 'two failed starts');
+    assert.is(await notices(), 1);
+    await callAnswered('rearm-3', true);
+    await waitUntil(async () => (await call(`/api/projects/${pid}/triggers/${t.id}/deliveries`)).body.deliveries.some((d: any) => d.deliveryId === 'rearm-3' && d.status === 'fired'), 15_000, 'the run started');
+    await waitUntil(async () => (await call(`/api/runs/run-rearm-3`)).status === 200, 15_000, 'the run recorded');
+    await callAnswered('rearm-4', false);
+    await waitUntil(async () => (await failedRows()).length === 3, 15_000, 'the third failed start');
+    assert.is(await notices(), 2, 'a failure after a run started again is news again');
+  } finally {
+    c.ws.close();
+    await c.closed;
+  }
+  // The runner is gone now: Run now of a schedule cannot start either, and is recorded the same way.
+  const sched = await call(`/api/projects/${pid}/schedules`, { method: 'POST', json: { name: 'nightly', cron: '0 3 * * *', skill: 'review' } });
+  assert.is(sched.status, 201, JSON.stringify(sched.body));
+  const ran = await call(`/api/projects/${pid}/schedules/${sched.body.id}/run`, { method: 'POST' });
+  assert.is(ran.status, 202, JSON.stringify(ran.body));
+  const rows = await failedRows();
+  const fromSchedule = rows.find((f: any) => f.source === 'schedule');
+  assert.ok(fromSchedule, JSON.stringify(rows));
+  assert.equal([fromSchedule.sourceName, fromSchedule.reason], ['nightly', 'runner_offline']);
+  assert.match(fromSchedule.words, /offline/);
+});
+
 test.run();
