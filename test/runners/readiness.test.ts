@@ -56,11 +56,10 @@ test.after(async () => {
 
 test('no claude or codex on the machine: the runner is online and reports profiles: [] (agentRuntime none), in the documented shape', async () => {
   let d: any;
-  await waitUntil(async () => (d = await detail()).status === 'online' && Array.isArray(d.profiles), 30_000, () => `the runner online with its profiles: ${JSON.stringify(d)}\n${daemon.output()}`);
+  await waitUntil(async () => (d = await detail()).status === 'online' && Array.isArray(d.profiles) && d.capabilities.includes('profiles'), 30_000, () => `the runner online with its profiles: ${JSON.stringify(d)}\n${daemon.output()}`);
   assert.equal(d.profiles, []);
   assert.is(d.agentRuntime, 'none');
   assert.ok(d.profilesReportedAt);
-  assert.ok(d.capabilities.includes('profiles'));
   runnerDetail.parse(d); // the OpenAPI schema describes the answer
   const listed = (await call('/api/runners')).body.runners.find((r: any) => r.id === runnerId);
   assert.equal([listed.profiles, listed.agentRuntime], [[], 'none']);
@@ -79,13 +78,14 @@ test('the dry run answers would_fail / no_profile (in words, with the remedy), n
 });
 
 test('two real calls: each 202; each a run that did not start with reason no_profile and an activity item; the admins get ONE notification', async () => {
-  for (const id of ['bare-1', 'bare-2']) {
+  let rows: any[] = [];
+  // One after the other: while a delivery is still being sent, the next is skipped previous_still_running.
+  for (const [i, id] of ['bare-1', 'bare-2'].entries()) {
     const r = await post(trigger.url, trigger.secret, { ref: 'main' }, { delivery: id });
     assert.is(r.status, 202, r.text);
     assert.is(r.body.status, 'accepted');
+    await waitUntil(async () => (rows = (await call(`/api/failed-starts?projectId=${projectId}`)).body.failedStarts).length === i + 1, 30_000, () => `${i + 1} failed start(s): ${JSON.stringify(rows)}`);
   }
-  let rows: any[] = [];
-  await waitUntil(async () => (rows = (await call(`/api/failed-starts?projectId=${projectId}`)).body.failedStarts).length === 2, 30_000, () => `two failed starts: ${JSON.stringify(rows)}`);
   for (const f of rows) {
     assert.equal([f.source, f.sourceId, f.sourceName, f.action, f.skill, f.reason], ['trigger', trigger.id, 'on push', 'skill', 'review', 'no_profile']);
     assert.match(f.words, /no agent runtime/);
@@ -165,6 +165,8 @@ test('once per cause until a run starts again: refused twice → one notice; a s
     assert.is((await post(t.url, t.secret, { ref: 'main' }, { delivery })).status, 202);
     const cmd = await c.next('command');
     c.send({ type: 'result', requestId: cmd.requestId, ok, ...(ok ? { data: { runId: `run-${delivery}`, state: 'queued' } } : { error: { code: 'no_profile', message: 'no runtime profiles are configured' } }) });
+    // Settled before the next call (a delivery still being sent makes the next one previous_still_running).
+    await waitUntil(async () => (await call(`/api/projects/${pid}/triggers/${t.id}/deliveries`)).body.deliveries.some((d: any) => d.deliveryId === delivery && ['fired', 'failed'].includes(d.status)), 15_000, `${delivery} settled`);
     const now = new Date().toISOString();
     if (ok) {
       // The run ends at once, so the next call is not skipped as previous_still_running.
@@ -180,7 +182,6 @@ test('once per cause until a run starts again: refused twice → one notice; a s
     await waitUntil(async () => (await failedRows()).length === 2, 15_000, 'two failed starts');
     assert.is(await notices(), 1);
     await callAnswered('rearm-3', true);
-    await waitUntil(async () => (await call(`/api/projects/${pid}/triggers/${t.id}/deliveries`)).body.deliveries.some((d: any) => d.deliveryId === 'rearm-3' && d.status === 'fired'), 15_000, 'the run started');
     await waitUntil(async () => (await call(`/api/runs/run-rearm-3`)).status === 200, 15_000, 'the run recorded');
     await callAnswered('rearm-4', false);
     await waitUntil(async () => (await failedRows()).length === 3, 15_000, 'the third failed start');
