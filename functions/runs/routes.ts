@@ -6,6 +6,7 @@
 import * as z from 'zod';
 import { RUN_STATES } from '../../protocol/runs.ts';
 import { projectRole, requireProjectRole } from '../auth/auth.ts';
+import { visibleProjects } from '../cost/routes.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
@@ -117,11 +118,10 @@ export const routes: Route[] = [
     query: failedQuery,
     responses: { 200: { description: 'runs that did not start, newest first', schema: failedStartList } },
     async handler({ principal, query }, ctx) {
-      const user = principal!.user;
       if (query.projectId) await requireProjectRole(ctx.db, principal!, query.projectId, 'viewer');
       const rows = await ctx.db.query<FailedStartRow>(sql`
         select f.* from run_start_failures f
-         where ${user.instanceAdmin ? sql`true` : sql`exists (select 1 from project_members m where m.project_id = f.project_id and m.user_id = ${user.id})`}
+         where ${visibleProjects(principal!, sql`f.project_id`)}
            and ${query.projectId ? sql`f.project_id = ${query.projectId}` : sql`true`}
            and ${query.before ? sql`f.id < ${query.before}::bigint` : sql`true`}
          order by f.id desc limit ${query.limit + 1}`);
