@@ -48,6 +48,22 @@ export const CODEHOST_CAPABILITY = 'codehost';
  * away mid-command). Runners without it get again only read-only commands (READ_ONLY_COMMANDS).
  */
 export const REPLAY_CAPABILITY = 'commands.replay';
+/**
+ * The runner reports its usable runtime profiles in a `profiles` frame after hello and whenever they
+ * change (docs/runner.md, "Agent runtimes reported"). A runner without this capability (older) reports
+ * nothing: the server stores its profiles as unknown (null), never as "none". A separate frame rather
+ * than a hello field, because an older server's strict hello schema would refuse the whole hello; it
+ * answers the unknown frame with an `invalid_frame` error instead, which the runner only logs.
+ */
+export const PROFILES_CAPABILITY = 'profiles';
+/** One usable runtime profile as reported: configured in runner.json and its binary found on the machine. */
+export const reportedProfile = z.strictObject({
+  name: z.string().min(1).max(64),
+  runtime: z.string().min(1).max(32),
+  authenticated: z.boolean(),
+});
+export type ReportedProfile = z.infer<typeof reportedProfile>;
+export const MAX_REPORTED_PROFILES = 32;
 
 /** A terminal channel (terminal.attach): the server names it, both sides address frames with it. */
 export const termChannel = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/);
@@ -65,6 +81,7 @@ export const runnerFrame = z.discriminatedUnion('type', [
     capabilities: z.array(z.string().max(64)).max(64),
   }),
   z.strictObject({ type: z.literal('events'), events: z.array(runnerEvent).min(1).max(MAX_BATCH) }),
+  z.strictObject({ type: z.literal('profiles'), profiles: z.array(reportedProfile).max(MAX_REPORTED_PROFILES) }),
   // A command's answer: `ok: true` with `data`, or `ok: false` with `error`.
   z
     .strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.boolean(), data: z.unknown().optional(), error: commandError.optional() })

@@ -29,6 +29,7 @@ import { errorText, log, redact } from './log.ts';
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { Spool } from './spool.ts';
+import { reportedProfiles } from './profiles.ts';
 import { Terminals } from './terminal.ts';
 import { Ingest } from './usage/ingest.ts';
 
@@ -54,6 +55,8 @@ export const EVENTS_FRAMES_BURST = 20;
 /** Spool directory notifications: rescan this long after the last one, and at most this long after the first. */
 const DEBOUNCE_MS = 50;
 const MAX_WAIT_MS = 200;
+/** How often the usable profiles are re-read (an agent CLI installed or signed in meanwhile); SVC_PROFILES_POLL_MS overrides it for tests. */
+const PROFILES_CHECK_MS = 30_000;
 
 interface Batch {
   ids: Set<string>;
@@ -118,6 +121,9 @@ class Daemon {
   private readonly terminals: Terminals;
   private readonly ingest: Ingest;
   private otlp?: OtlpReceiver;
+  private profilesTimer?: NodeJS.Timeout;
+  /** The usable profiles last sent on this connection (JSON), so only a change is sent again. */
+  private profilesSent: string | null = null;
   private stopped = false;
   private readonly otlpSpooled = new RecentIds();
 
@@ -182,6 +188,9 @@ class Daemon {
     void this.ingest.start().catch((e) => log.error('session ingest could not start', { error: errorText(e) }));
     void this.runs.start().catch((e) => log.error('skill runs could not be picked up', { error: errorText(e) }));
     this.conn.start();
+    const every = Number(this.env.SVC_PROFILES_POLL_MS) >= 50 ? Number(this.env.SVC_PROFILES_POLL_MS) : PROFILES_CHECK_MS;
+    this.profilesTimer = setInterval(() => this.sendProfiles(), every);
+    this.profilesTimer.unref();
     return finished;
   }
 
@@ -192,6 +201,7 @@ class Daemon {
     for (const batch of this.batches) clearTimeout(batch.timer);
     clearTimeout(this.pumpTimer);
     clearInterval(this.rescanTimer);
+    clearInterval(this.profilesTimer);
     this.watcher?.close();
     this.fleet.stop();
     this.codehost.stop();
@@ -247,9 +257,26 @@ class Daemon {
     log.info(`connected to ${this.config.server} as runner ${welcome.runnerId}`, { waiting: this.spool.waiting });
     // hello is our first frame; it follows the welcome so the server is surely listening.
     this.send({ type: 'hello', version: VERSION, target: target(), hostname: hostname().slice(0, 255), capabilities: capabilities(this.config) });
+    this.profilesSent = null; // a new connection: the server hears them again
+    this.sendProfiles();
     this.updateProjects(welcome.projects);
     this.dropBatches();
     this.pump();
+  }
+
+  /** The usable runtime profiles (docs/runner.md, "Agent runtimes reported"): after hello, then on change. */
+  private sendProfiles(): void {
+    if (!this.conn.isReady) return;
+    let profiles: ReturnType<typeof reportedProfiles>;
+    try {
+      profiles = reportedProfiles(this.config.profiles, this.env);
+    } catch (e) {
+      return log.warn('could not check the runtime profiles', { error: errorText(e) });
+    }
+    const text = JSON.stringify(profiles);
+    if (text === this.profilesSent) return;
+    if (this.send({ type: 'profiles', profiles })) this.profilesSent = text;
+    if (!profiles.some((p) => p.authenticated)) log.warn('no usable agent runtime: no configured profile has its CLI found and signed in; agents cannot start. Install `claude` or `codex`, sign in, run `svc-runner profiles --detect --write`, then restart the runner');
   }
 
   private send(frame: RunnerFrame): boolean {

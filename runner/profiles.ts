@@ -122,3 +122,15 @@ export function printable(r: ProfileReport): Record<string, unknown> {
 
 export const summaryLine = (r: ProfileReport): string =>
   `  ${r.profile.id} (${r.profile.runtime}): ${r.authenticated ? 'authenticated' : 'NOT authenticated'}, ${r.binaryPath ?? 'binary not found'}${r.version ? `, ${r.version}` : ''}`;
+
+/**
+ * What the runner reports to the server (frames.ts PROFILES_CAPABILITY): the configured profiles whose
+ * binary is found on this machine, in runner.json's order (the order a run without a named profile
+ * picks from, launch.ts chooseProfile), each with `authenticated`. Cheap (file checks only, no process
+ * started), so it is re-read on a timer to notice an install or a sign-in.
+ */
+export function reportedProfiles(profiles: Profile[], env: Env = process.env): { name: string; runtime: RuntimeName; authenticated: boolean }[] {
+  return profiles
+    .filter((p) => findExecutable(p.binary ?? RUNTIMES[p.runtime].binary, profileEnv(p, env)) !== null)
+    .map((p) => ({ name: p.id, runtime: p.runtime, authenticated: isAuthenticated(p.runtime, p, env) }));
+}

@@ -43,6 +43,8 @@ export function notificationText(n: NotificationText): string {
       return `A person is needed${where}${d.question ? `: ${str(d.question)}` : d.summary ? `: ${str(d.summary)}` : ''}`;
     case 'audit.verification_failed':
       return `Audit log verification failed (${str(d.problem)}${d.firstBrokenSeq ? `, first broken record ${str(d.firstBrokenSeq)}` : ''})`;
+    case 'run.start_failed':
+      return `A run did not start${where}: ${str(d.source)} ${str(d.sourceName)}${d.skill ? ` (skill ${str(d.skill)})` : ''}: ${str(d.words) || str(d.reason)}${d.remedy ? `. ${str(d.remedy)}` : ''}`;
     case 'schedule.disabled':
       return `Schedule ${str(d.schedule)} disabled itself${where}${d.reason ? `: ${str(d.reason)}` : ''}`;
     default:

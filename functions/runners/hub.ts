@@ -23,6 +23,7 @@ import type { Logger } from '../lib/log.ts';
 import { recordUsage } from '../cost/ingest.ts';
 import { recordSkillRuns } from '../runs/ingest.ts';
 import { publish } from '../live/live.ts';
+import { helloProfiles, recordProfiles } from './profiles.ts';
 
 const CTL = 'svc_runner_ctl';
 const CMD = 'svc_runner_cmd';
@@ -335,6 +336,7 @@ export class Hub {
           await this.db.query(sql`
             update runners set hostname = ${frame.hostname}, version = ${frame.version}, target = ${frame.target},
                    capabilities = ${sql.json(frame.capabilities)} where id = ${conn.runnerId}`);
+          await helloProfiles(this.db, conn.runnerId, frame.capabilities);
           // The welcome went out before hello; a runner that reads repos gets its list again with them.
           if (!conn.codehost && frame.capabilities.includes(CODEHOST_CAPABILITY)) {
             conn.codehost = true;
@@ -347,6 +349,8 @@ export class Hub {
           return this.send(conn, { type: 'ack', ids: frame.events.map((e) => e.id) });
         case 'result':
           return await this.onResult(conn.runnerId, frame);
+        case 'profiles':
+          return await recordProfiles(this.db, conn.runnerId, frame.profiles);
         case 'ping':
           return this.send(conn, { type: 'pong' });
       }

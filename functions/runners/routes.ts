@@ -20,6 +20,8 @@ import { parseWith } from '../lib/http.ts';
 import { servedRunnerVersion } from './install.ts';
 import { createPairingCode, redeemPairingCode } from './pairing.ts';
 import { onlineSql, remedy } from './presence.ts';
+import { runtimeState, storedProfiles } from './profiles.ts';
+import { runnerDetail } from './schema.ts';
 
 const runnerId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a runner id' });
 const projectId = runnerId;
@@ -39,6 +41,8 @@ interface RunnerRow {
   revoked_at: Date | null;
   last_seen_at: Date | null;
   online: boolean;
+  profiles: unknown;
+  profiles_reported_at: Date | null;
 }
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 /**
@@ -57,9 +61,11 @@ const toRunner = (r: RunnerRow, bundleVersion: string | null) => {
     pairedAt: iso(r.paired_at),
     revokedAt: iso(r.revoked_at),
     lastSeenAt: iso(r.last_seen_at),
-    status: r.revoked_at ? 'revoked' : !r.paired_at ? 'unpaired' : r.online ? 'online' : 'offline',
+    status: (r.revoked_at ? 'revoked' : !r.paired_at ? 'unpaired' : r.online ? 'online' : 'offline') as 'revoked' | 'unpaired' | 'online' | 'offline',
   };
-  return { ...base, remedy: base.status === 'online' ? null : remedy({ paired: Boolean(r.paired_at), revoked: Boolean(r.revoked_at), lastSeenAt: base.lastSeenAt }) };
+  const profiles = storedProfiles(r.profiles);
+  const reported = { profiles, agentRuntime: runtimeState(profiles), profilesReportedAt: iso(r.profiles_reported_at) };
+  return { ...base, remedy: base.status === 'online' ? null : remedy({ paired: Boolean(r.paired_at), revoked: Boolean(r.revoked_at), lastSeenAt: base.lastSeenAt }), ...reported };
 };
 const selectRunners = sql`select r.*, ${onlineSql} as online from runners r`;
 
@@ -183,10 +189,11 @@ export const routes: Route[] = [
   route({
     method: 'GET',
     path: '/api/runners/:runnerId',
-    summary: 'One runner: status, version, capabilities, the projects it serves and its last 20 events (kind and time)',
+    summary: 'One runner: status, version, capabilities, the agent runtimes it reported (profiles), the projects it serves and its last 20 events (kind and time)',
     tag: 'runners',
     access: 'instanceAdmin',
     params: z.strictObject({ runnerId }),
+    responses: { 200: { description: 'the runner', schema: runnerDetail } },
     async handler({ params }, ctx) {
       const r = await getRunner(ctx.db, params.runnerId);
       const projects = await ctx.db.query<{ id: string; name: string; root_path: string | null }>(sql`

@@ -1,15 +1,18 @@
 // Skill run records over HTTP (docs/skill-runs.md, "On the server"): GET /api/runs lists the runs of
 // the projects you can see (at least viewer; instance admins see all), newest first; GET
 // /api/runs/:runId is one run with its report, at most 128 KiB of its patch and its progress lines.
-// A run of a project you have no role on does not exist for you (404).
+// A run of a project you have no role on does not exist for you (404). GET /api/failed-starts lists the
+// runs that did not start (trigger deliveries and scheduled runs; runs/start-failures.ts) the same way.
 import * as z from 'zod';
 import { RUN_STATES } from '../../protocol/runs.ts';
 import { projectRole, requireProjectRole } from '../auth/auth.ts';
+import { visibleProjects } from '../cost/routes.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { json, notFound } from '../lib/errors.ts';
-import { runDetail, runId, runList } from './schema.ts';
+import { failedStartList, runDetail, runId, runList } from './schema.ts';
+import { startReasonRemedy, startReasonWords } from './start-reasons.ts';
 
 interface RunRow {
   id: string;
@@ -85,7 +88,64 @@ const listQuery = z.strictObject({
   before: runId.optional().describe('The last run id of the previous page (nextBefore)'),
 });
 
+interface FailedStartRow {
+  id: string | number;
+  project_id: string;
+  source: 'trigger' | 'schedule';
+  source_id: string;
+  source_name: string;
+  action: 'skill' | 'next_round';
+  skill: string | null;
+  reason: string;
+  detail: string | null;
+  delivery_id: string | null;
+  created_at: Date;
+}
+
+const failedQuery = z.strictObject({
+  projectId: listQuery.shape.projectId,
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  before: z.string().regex(/^\d{1,19}$/, { message: 'must be a failed start id' }).optional().describe('The last id of the previous page (nextBefore)'),
+});
+
 export const routes: Route[] = [
+  route({
+    method: 'GET',
+    path: '/api/failed-starts',
+    summary: 'Runs that did not start (trigger deliveries and scheduled runs) of the projects you can see, newest first, each with its reason in code and in words',
+    tag: 'runs',
+    access: 'user',
+    query: failedQuery,
+    responses: { 200: { description: 'runs that did not start, newest first', schema: failedStartList } },
+    async handler({ principal, query }, ctx) {
+      if (query.projectId) await requireProjectRole(ctx.db, principal!, query.projectId, 'viewer');
+      const rows = await ctx.db.query<FailedStartRow>(sql`
+        select f.* from run_start_failures f
+         where ${visibleProjects(principal!, sql`f.project_id`)}
+           and ${query.projectId ? sql`f.project_id = ${query.projectId}` : sql`true`}
+           and ${query.before ? sql`f.id < ${query.before}::bigint` : sql`true`}
+         order by f.id desc limit ${query.limit + 1}`);
+      const page = rows.slice(0, query.limit);
+      return json({
+        failedStarts: page.map((f) => ({
+          id: String(f.id),
+          projectId: f.project_id,
+          source: f.source,
+          sourceId: f.source_id,
+          sourceName: f.source_name,
+          action: f.action,
+          skill: f.skill,
+          reason: f.reason,
+          words: startReasonWords(f.reason),
+          remedy: startReasonRemedy(f.reason),
+          detail: f.detail,
+          deliveryId: f.delivery_id,
+          createdAt: iso(f.created_at)!,
+        })),
+        nextBefore: rows.length > query.limit ? String(page[page.length - 1].id) : null,
+      });
+    },
+  }),
   route({
     method: 'GET',
     path: '/api/runs',

@@ -106,3 +106,21 @@ export const runDetail = runSummary.extend({
   patchTruncated: z.boolean().describe('True when the patch here is cut (it was larger than 128 KiB)'),
   progress: z.array(z.object({ seq: z.number(), text: z.string() })),
 });
+
+/** A run that did not start (GET /api/failed-starts; runs/start-failures.ts). */
+const failedStart = z.object({
+  id: z.string(),
+  projectId: z.string(),
+  source: z.enum(['trigger', 'schedule']),
+  sourceId: z.string(),
+  sourceName: z.string(),
+  action: z.enum(['skill', 'next_round']),
+  skill: z.string().nullable(),
+  reason: z.string().describe('no_profile, runner_offline, command_refused, command_timeout, budget_exceeded, creator_not_authorized, interrupted'),
+  words: z.string().describe('The reason in words'),
+  remedy: z.string().nullable(),
+  detail: z.string().nullable().describe("The runner's or server's own message"),
+  deliveryId: z.string().nullable(),
+  createdAt: z.string(),
+});
+export const failedStartList = z.object({ failedStarts: z.array(failedStart), nextBefore: z.string().nullable() });

@@ -14,7 +14,9 @@
 //   outcome  the run's record in skill_runs ends it: succeeded resets the failure count; failed or
 //            timed_out is a failure
 // A failure emits `schedule.failed`; SCHEDULE_MAX_FAILURES failures in a row disable the schedule, which
-// emits `schedule.disabled`, notifies the project's admins and writes an audit record. A process that
+// emits `schedule.disabled`, notifies the project's admins and writes an audit record. A run that did not
+// start (failed before the runner took it, or skipped budget_exceeded) is also recorded as such
+// (runs/start-failures.ts: a row on the Runs page, activity, admins told once per cause). A process that
 // dies while sending leaves a running job_runs row whose lease expires: the run is failed `interrupted`
 // and never sent again.
 import { notify } from '../notifications/notify.ts';
@@ -29,6 +31,8 @@ import type { Hub } from '../runners/hub.ts';
 import { sendSkillRun } from '../triggers/fire.ts';
 import { creatorAuthorized } from '../triggers/triggers.ts';
 import { emitEvent } from '../webhooks/capture.ts';
+import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
+import { failedStartReason } from '../runs/start-reasons.ts';
 import { jobName, plan } from './schedules.ts';
 import type { ScheduleRow } from './schedules.ts';
 
@@ -178,6 +182,12 @@ export class ScheduleRunner {
          where id = ${s.id}
         returning *`);
       if (row && o.result === 'failed') await this.failed(tx, row, scheduledFor, `${o.reason}${detail ? `: ${detail}` : ''}`);
+      if (!row) return;
+      if (o.result === 'started') await startSucceeded(tx, 'schedule', s.id);
+      else if (o.result === 'failed' || o.reason === 'budget_exceeded') {
+        const reason = failedStartReason(o.reason ?? 'command_refused', detail);
+        await recordStartFailures(tx, [{ projectId: s.project_id, source: 'schedule', sourceId: s.id, sourceName: s.name, action: 'skill', skill: s.skill, reason, detail }]);
+      }
     });
   }
 

@@ -14,7 +14,8 @@
 //   send    after the commit, on behalf of the creator: skill → `skill.run` with the rendered args,
 //           profile, model and output; next_round → `orchestrator.start {next: true}`
 //   record  fired (with the run id), or failed: runner_offline | command_refused (the runner's message)
-//           | command_timeout
+//           | command_timeout. A delivery that did not start a run (failed, or skipped budget_exceeded) is
+//           also a run that did not start (runs/start-failures.ts: a row, activity, admins told once per cause)
 // Wake-ups: kick() after each 202 in this process, and a poll, so a delivery accepted by a process that
 // died before firing it is fired by another. A process that dies while sending leaves a `firing` row
 // whose lease expires: it is marked failed `interrupted`, never sent again — at most once per delivery.
@@ -27,6 +28,9 @@ import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Hub } from '../runners/hub.ts';
+import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
+import type { StartFailure } from '../runs/start-failures.ts';
+import { failedStartReason } from '../runs/start-reasons.ts';
 import { creatorAuthorized } from './triggers.ts';
 import type { TriggerRow } from './triggers.ts';
 
@@ -35,6 +39,21 @@ const UNREPORTED_RUN_LIVE_MS = 10 * 60 * 1000;
 const DETAIL_CHARS = 500;
 /** Deliveries decided per claim transaction (firer batches, docs/performance.md). */
 const CLAIM_BATCH = 100;
+
+/** A delivery of trigger `t` that did not start a run, as runs/start-failures.ts records it. */
+const notStarted = (t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' | 'skill'>, deliveryId: string, reason: string, detail: string | null): StartFailure => ({
+  projectId: t.project_id,
+  source: 'trigger',
+  sourceId: t.id,
+  sourceName: t.name,
+  action: t.action,
+  skill: t.skill,
+  reason: failedStartReason(reason, detail),
+  detail,
+  deliveryId,
+});
+/** Decisions before sending that mean the call started nothing (previous_still_running and a disabled trigger are by design). */
+const STOPS_A_START = new Set(['creator_not_authorized', 'budget_exceeded']);
 
 export interface FirerOptions {
   db: Db;
@@ -75,7 +94,7 @@ interface Claimed {
  * Live = another delivery of this trigger is being sent, or (skill) started a run that is queued,
  * starting or running — or whose record has not arrived yet, for UNREPORTED_RUN_LIVE_MS.
  */
-async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: string, nowMs: number): Promise<boolean> {
+export async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: string, nowMs: number): Promise<boolean> {
   const [row] = await q.query<{ live: boolean }>(liveRunQuery(triggerId, deliveryId, nowMs));
   return row.live;
 }
@@ -166,10 +185,15 @@ export class TriggerFirer {
 
   /** A process died while sending: the command may or may not have left, so it is never sent again. */
   private async expireLeases(): Promise<void> {
-    await this.opts.db.query(sql`
-      update inbound_deliveries set status = 'failed', reason = 'interrupted', lease_owner = null, updated_at = now(),
-             detail = 'the process firing this delivery stopped before the runner answered; it is not sent again'
-       where status = 'firing' and lease_expires_at < ${new Date(this.opts.clock.now())}`);
+    await this.opts.db.transaction(async (tx) => {
+      const gone = await tx.query<Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' | 'skill'> & { delivery: string; detail: string }>(sql`
+        update inbound_deliveries d set status = 'failed', reason = 'interrupted', lease_owner = null, updated_at = now(),
+               detail = 'the process firing this delivery stopped before the runner answered; it is not sent again'
+          from triggers t
+         where t.id = d.trigger_id and d.status = 'firing' and d.lease_expires_at < ${new Date(this.opts.clock.now())}
+        returning t.id, t.project_id, t.name, t.action, t.skill, d.id as delivery, d.detail`);
+      await recordStartFailures(tx, gone.map((g) => notStarted(g, g.delivery, 'interrupted', g.detail)));
+    });
   }
 
   /**
@@ -183,6 +207,7 @@ export class TriggerFirer {
     const { db, clock } = this.opts;
     const disabled: string[] = [];
     const claimed = await db.transaction(async (tx) => {
+      const failures: StartFailure[] = [];
       const waiting = await tx.query<{ id: string; trigger_id: string; args: string[] | null }>(sql`
         select id, trigger_id, args from inbound_deliveries where status = 'accepted'
          order by created_at, id limit ${CLAIM_BATCH} for update skip locked`);
@@ -206,6 +231,7 @@ export class TriggerFirer {
             live = true;
             continue;
           }
+          if (STOPS_A_START.has(decision.reason)) failures.push(notStarted(t, d.id, decision.reason, null));
           const key = `${decision.status}/${decision.reason}`;
           const group = decided.get(key) ?? { status: decision.status, reason: decision.reason, ids: [] };
           group.ids.push(d.id);
@@ -227,6 +253,7 @@ export class TriggerFirer {
       for (const g of decided.values()) {
         await tx.query(sql`update inbound_deliveries set status = ${g.status}, reason = ${g.reason}, updated_at = now() where id = any(${g.ids})`);
       }
+      await recordStartFailures(tx, failures);
       return out;
     });
     for (const id of disabled) this.opts.onTriggerChanged?.(id);
@@ -238,12 +265,19 @@ export class TriggerFirer {
     const t = c.trigger;
     const [project] = await this.opts.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${t.project_id}`);
     const outcome = await this.command(t, c.args ?? [], project?.runner_id ?? null);
-    await this.opts.db.query(sql`
-      update inbound_deliveries
-         set status = ${outcome.status}, reason = ${outcome.reason ?? null}, detail = ${outcome.detail?.slice(0, DETAIL_CHARS) ?? null},
-             run_id = ${outcome.runId ?? null}, fired_at = case when ${outcome.status} = 'fired' then ${new Date(this.opts.clock.now())}::timestamptz end,
-             lease_owner = null, lease_expires_at = null, updated_at = now()
-       where id = ${c.id} and status = 'firing' and lease_owner = ${this.owner}`);
+    const detail = outcome.detail?.slice(0, DETAIL_CHARS) ?? null;
+    await this.opts.db.transaction(async (tx) => {
+      const [mine] = await tx.query(sql`
+        update inbound_deliveries
+           set status = ${outcome.status}, reason = ${outcome.reason ?? null}, detail = ${detail},
+               run_id = ${outcome.runId ?? null}, fired_at = case when ${outcome.status} = 'fired' then ${new Date(this.opts.clock.now())}::timestamptz end,
+               lease_owner = null, lease_expires_at = null, updated_at = now()
+         where id = ${c.id} and status = 'firing' and lease_owner = ${this.owner}
+        returning 1`);
+      if (!mine) return; // its lease expired meanwhile: recorded as interrupted
+      if (outcome.status === 'fired') await startSucceeded(tx, 'trigger', t.id);
+      else await recordStartFailures(tx, [notStarted(t, c.id, outcome.reason ?? 'command_refused', detail)]);
+    });
   }
 
   private async command(t: TriggerRow, args: string[], runnerId: string | null): Promise<SendOutcome> {

@@ -16,6 +16,7 @@ import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../settings/secrets.ts';
 import { refusedPayload, routes as hookRoutes } from './hook.ts';
+import { startVerdict } from './dry-run.ts';
 import { payloadReasons, renderArgs } from './placeholders.ts';
 import { deliveryQuery, dryRunBody, projectParams, settle, triggerCreate, triggerParams, triggerPatch } from './schema.ts';
 import type { TriggerSettings } from './schema.ts';
@@ -231,7 +232,9 @@ export const routes: Route[] = [
   route({
     method: 'POST',
     path: '/api/projects/:projectId/triggers/:triggerId/dry-run',
-    summary: 'Dry run: the verdict a delivery of this sample payload would get — 200 would fire, with the rendered args, or 422 invalid_payload with every reason. Fires and records nothing',
+    summary:
+      'Dry run: the verdict a delivery of this sample payload would get — 200 with the rendered args and `would_fire`, or `would_fail` ' +
+      'with a reason (no_profile, runner_offline, budget_exceeded, …) when the run could not start now; 422 invalid_payload with every reason. Fires and records nothing',
     tag: TAG,
     access: ADMIN,
     params: triggerParams,
@@ -243,8 +246,9 @@ export const routes: Route[] = [
       if (notObject.length) return refusedPayload(notObject);
       const rendered = renderArgs(r.args, body.payload, r.value_pattern, r.allowed_paths);
       if (!rendered.ok) return refusedPayload(rendered.reasons);
-      const notes = r.enabled ? [] : ['the trigger is disabled: a real delivery would get 404'];
-      return json({ verdict: 'would_fire', action: r.action, skill: r.skill, args: r.action === 'skill' ? rendered.args : [], notes });
+      // Accepted: would the run start now (runner online, an agent runtime, budget…)? dry-run.ts
+      const verdict = await startVerdict(ctx.db, r, ctx.clock);
+      return json({ ...verdict, action: r.action, skill: r.skill, args: r.action === 'skill' ? rendered.args : [] });
     },
   }),
   route({

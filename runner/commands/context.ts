@@ -1,5 +1,5 @@
 // What every command handler gets, and the error value a handler fails with.
-import { CODEHOST_CAPABILITY, REPLAY_CAPABILITY } from '../../protocol/frames.ts';
+import { CODEHOST_CAPABILITY, PROFILES_CAPABILITY, REPLAY_CAPABILITY } from '../../protocol/frames.ts';
 import type { CodeHost } from '../codehost/poller.ts';
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import type { Env } from '../paths.ts';
@@ -33,5 +33,5 @@ export class CommandError extends Error {
 /** Capabilities this runner announces: `terminal` unless `terminal.attach` is disabled; `codehost`:
  *  it reads `repo` in its watch list (protocol/frames.ts watchedProject) and polls the code host. */
 export function capabilities(config: RunnerConfig): string[] {
-  return [...(config.disabledCommands.includes('terminal.attach') ? [] : ['terminal']), CODEHOST_CAPABILITY, REPLAY_CAPABILITY];
+  return [...(config.disabledCommands.includes('terminal.attach') ? [] : ['terminal']), CODEHOST_CAPABILITY, REPLAY_CAPABILITY, PROFILES_CAPABILITY];
 }

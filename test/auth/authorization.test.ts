@@ -178,6 +178,7 @@ function probes(): Record<string, Probe> {
     'POST /api/notifications/channels/{channelId}/resume': { path: `/api/notifications/channels/${zero}/resume`, expect: 403 },
     'GET /api/runs': { path: `/api/runs?projectId=${projectB}`, expect: 404 },
     'GET /api/runs/{runId}': { path: `/api/runs/${runB}`, expect: 404 },
+    'GET /api/failed-starts': { path: `/api/failed-starts?projectId=${projectB}`, expect: 404 },
     'GET /api/settings': { path: '/api/settings', expect: 403 },
     'PATCH /api/settings': { path: '/api/settings', json: {}, expect: 403 },
     'GET /api/settings/encryption-key': { path: '/api/settings/encryption-key', expect: 403 },

@@ -22,6 +22,7 @@ const EXCEPTIONS: Record<string, string> = {
   SVC_PANES_POLL_MS: 'tests and benchmarks only',
   SVC_EVENTS_POLL_MS: 'tests and benchmarks only',
   SVC_RUNS_POLL_MS: 'tests and benchmarks only',
+  SVC_PROFILES_POLL_MS: 'tests only (how often the daemon re-reads its usable profiles)',
   SVC_RUN_SECOND_MS: 'tests and benchmarks only',
   SVC_RUNNER_SERVICE_PLATFORM: 'tests only',
   SVC_INGEST_NO_WATCHER: 'tests only (forces the poll fallback of session ingest)',

@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import { callAs, makeUser } from '../helpers/users.ts';
+import { connect } from '../helpers/wsclient.ts';
 import { createTrigger, deliveries, makeProject, nowSeconds, post, setup, skillTrigger } from './_harness.ts';
 import type { Setup } from './_harness.ts';
 
@@ -146,6 +147,9 @@ test('rotate: the new secret is shown once and verifies; the old one keeps verif
 });
 
 test('dry run: 200 would fire with the rendered args; 422 with every reason; nothing fired, nothing recorded', async () => {
+  // The project's runner is connected (it reports no profiles, like an older runner: not known to be unable).
+  const runner = connect(s.server.url, s.runner.token);
+  await runner.next('welcome');
   const made = await createTrigger(s.server, s.projectId, skillTrigger({ args: ['--ref', '{{payload.ref}}', '{{payload.n}}'], allowedPaths: ['ref', 'n'] }));
   const ok = await call(`${base()}/${made.id}/dry-run`, { method: 'POST', json: { payload: { ref: 'main', n: 7 } } });
   assert.is(ok.status, 200);
@@ -158,6 +162,11 @@ test('dry run: 200 would fire with the rendered args; 422 with every reason; not
   const notObject = await call(`${base()}/${made.id}/dry-run`, { method: 'POST', json: { payload: [1] } });
   assert.is(notObject.status, 422);
   assert.equal(await deliveries(s.server, s.projectId, made.id), [], 'a dry run records nothing');
+  runner.ws.close();
+  await runner.closed;
+  // Offline, the accepted payload still renders, but the run could not start now.
+  const offline = await call(`${base()}/${made.id}/dry-run`, { method: 'POST', json: { payload: { ref: 'main', n: 7 } } });
+  assert.equal([offline.status, offline.body.verdict, offline.body.reason, offline.body.args], [200, 'would_fail', 'runner_offline', ['--ref', 'main', '7']]);
 });
 
 test('deliveries: newest first, paged with before, filtered by status; each row has its delivery id and state', async () => {

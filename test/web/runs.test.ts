@@ -102,4 +102,27 @@ test('runs with state and cost; details with report, patch and progress; Cancel 
   assert.equal(errors, []);
 });
 
+test('a run that did not start (a schedule whose runner is offline) is a row above the runs, with its reason in words; the live page shows it without a reload', async () => {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(server.url + '/#/runs');
+  await page.fill('input[name=email]', server.admin.email);
+  await page.fill('input[name=password]', server.admin.password);
+  await page.click('form button');
+  await page.waitForSelector('tr[data-run=done-1]');
+  assert.is(await page.$('table.failed-starts'), null, 'no section while every run started');
+  const away = await pairRunner(server.api, server.url, 'away-box');
+  const pid = (await (await server.api('/api/projects', { method: 'POST', json: { name: 'gadgets', repo: 'acme/gadgets', runnerId: away.runnerId, rootPath: '/srv/gadgets' } })).json()).id;
+  const sched = await (await server.api(`/api/projects/${pid}/schedules`, { method: 'POST', json: { name: 'nightly triage', cron: '0 3 * * *', skill: 'triage' } })).json();
+  assert.is((await server.api(`/api/projects/${pid}/schedules/${sched.id}/run`, { method: 'POST' })).status, 202);
+  const row = await page.waitForSelector('table.failed-starts tr[data-reason=runner_offline]', { timeout: 15_000 });
+  const text = (await row.textContent()) ?? '';
+  assert.match(text, /triage/);
+  assert.match(text, /schedule nightly triage/);
+  assert.match(text, /Did not start: the project's runner is offline/);
+  assert.match(text, /svc-runner status/, 'the remedy');
+  assert.equal(errors, []);
+});
+
 test.run();

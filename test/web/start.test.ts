@@ -1,11 +1,13 @@
 // Getting started, Projects and Audit in a real browser against the real server (issue 16): an empty
 // instance lands on Getting started; the pairing code's commands, run on a sandboxed machine with the
-// real runner bundle, tick "Pair a runner"; Check reads the repository on that machine
+// real runner bundle, pair it — but with no agent CLI on that machine "Pair a runner" is not ticked and
+// both Getting started and Runners say "no agent runtime" with the remedy (issue 34); a signed-in fake
+// `claude`, detected and written, ticks it; Check reads the repository on that machine
 // (project.inspect) and the project is created, ticking its step; members and a webhook tick the rest.
 // Then a viewer's restricted view, and the audit log after all of that.
 // needs: git
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -74,7 +76,7 @@ async function signedIn(path: string, who: { email: string; password: string } =
 
 const stepDone = (page: Page, id: string) => page.getAttribute(`li[data-step=${id}]`, 'data-done');
 
-test('an empty instance lands on Getting started; pairing a real runner from its commands ticks step 1', async () => {
+test('an empty instance lands on Getting started; a real runner paired from its commands with no agent CLI does not tick step 1 (amber "no agent runtime" with the remedy, here and on Runners); a signed-in claude does', async () => {
   const page = await signedIn('/');
   await page.waitForSelector('main h2:has-text("Getting started")');
   assert.is(await page.getAttribute('nav a[href="#/start"]', 'aria-current'), 'page');
@@ -89,7 +91,25 @@ test('an empty instance lands on Getting started; pairing a real runner from its
     const r = await sh(sb, c);
     assert.is(r.code, 0, `${c}\n${r.out}`);
   }
+  const bare = startDaemon(sb, { SVC_EVENTS_POLL_MS: '300' });
+  // Paired and online, but nothing can run there: not ticked, and the step says why and what to do.
+  await page.waitForSelector('li[data-step=runner] .badge.warn:has-text("no agent runtime")', { timeout: 30_000 });
+  assert.is(await stepDone(page, 'runner'), 'false');
+  assert.match((await page.textContent('li[data-step=runner]')) ?? '', /agent-box[\s\S]*svc-runner profiles --detect --write/);
+  assert.not.match((await page.textContent('main')) ?? '', /All set/);
+  await page.goto(`${server.url}/#/runners`);
+  const row = await page.waitForSelector('tr[data-runner=agent-box] .agent-runtime[data-runtime=none]', { timeout: 30_000 });
+  assert.match((await row.textContent()) ?? '', /no agent runtime[\s\S]*svc-runner profiles --detect --write/);
+  assert.match((await page.textContent('tr[data-runner=agent-box]')) ?? '', /online/);
+  await page.screenshot({ path: '.tmp/runners-no-runtime.png' });
+  // The remedy on the machine: a signed-in agent CLI, detected and written, then a restart.
+  sb.fakeBin('claude', 'echo "2.0.14 (Claude Code)"');
+  mkdirSync(join(sb.home, '.claude'), { recursive: true });
+  writeFileSync(join(sb.home, '.claude', '.credentials.json'), '{}');
+  assert.is((await runCli(sb, ['profiles', '--detect', '--write'])).status, 0);
+  await bare.kill();
   startDaemon(sb, { SVC_EVENTS_POLL_MS: '300' });
+  await page.goto(`${server.url}/#/start`);
   await page.waitForSelector('li[data-step=runner][data-done=true]', { timeout: 30_000 });
   assert.match((await page.textContent('li[data-step=runner]')) ?? '', /agent-box/);
   await page.context().close();
@@ -175,7 +195,8 @@ test("Fleet: the orchestrator's live state from the runner, a slot from what its
   const signal = JSON.parse(readFileSync(join(repoPath, '.svc', 'pr', '34.json'), 'utf8'));
   assert.equal([signal.decision, signal.comment], ['request_changes', 'Please add a test.']);
   assert.is(await page.$('dialog[open]'), null, 'the dialog closed');
-  // Next round: sent as orchestrator.start {next: true}; without an agent profile the runner says why.
+  // Next round: sent as orchestrator.start {next: true}; with its agent CLI gone the runner says why.
+  rmSync(join(sb.bin, 'claude'));
   await page.click('section.orchestrator button:has-text("Next round")');
   await page.waitForFunction(() => /profile|agent|runtime/i.test(document.querySelector('main [role=alert]')?.textContent ?? ''), null, { timeout: 60_000 });
   await page.context().close();

@@ -128,7 +128,7 @@ test('create → the secret shown once; the copied curl script (sh) and TypeScri
   await page.context().close();
 });
 
-test('dry run: the sample would fire with its rendered args; a bad payload would be refused with every reason; not JSON → said inline, nothing sent', async () => {
+test('dry run: the sample is accepted with its rendered args but would not start now (the runner is offline, said in words); a bad payload would be refused with every reason; not JSON → said inline, nothing sent', async () => {
   await createTrigger(s.server, offline, skillTrigger({ name: 'dry', args: ['{{payload.ref}}', 'sha={{payload.sha}}'], allowedPaths: ['ref', 'sha'] }));
   const page = await signedIn();
   await pickProject(page, offline);
@@ -136,8 +136,8 @@ test('dry run: the sample would fire with its rendered args; a bad payload would
   const box = '.trigger-panel textarea[name=payload]';
   assert.equal(JSON.parse(await page.inputValue(box)), { ref: 'example', sha: 'example' }, 'prefilled with a sample of the allowed paths');
   await page.click('form.dry-run button');
-  const fire = await page.waitForSelector('.verdict:has-text("Would fire")');
-  assert.match((await fire.textContent()) ?? '', /example[\s\S]*sha=example/);
+  const fail = await page.waitForSelector('.verdict[data-reason=runner_offline]:has-text("Would not start now")');
+  assert.match((await fail.textContent()) ?? '', /runner is offline[\s\S]*202[\s\S]*example[\s\S]*sha=example/);
 
   await page.fill(box, '{"ref": "a;b"}');
   await page.click('form.dry-run button');

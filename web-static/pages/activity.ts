@@ -1,5 +1,5 @@
 // Activity (#/activity; GET /api/activity): the feed of the projects the caller can see — agent
-// sessions started, budget thresholds reached — newest first, filtered by project, paged with
+// sessions started, budget thresholds reached, runs that did not start — newest first, filtered by project, paged with
 // `nextBefore`. Each item says what happened in words and links to where to look.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -25,6 +25,11 @@ function describe(item: Item, project: string) {
   if (item.kind === 'budget.threshold') {
     return html`${project} reached ${String(d.threshold)}% of its monthly budget: ${usd(Number(d.costUsd))} of ${usd(Number(d.budgetUsd))}${d.stopped ? ' — new orchestrator rounds are stopped until next month or a higher budget' : ''}.
       <a href=${hashOf('projects', { project: item.projectId })}>The project's budget</a>`;
+  }
+  if (item.kind === 'run.start_failed') {
+    const what = d.action === 'next_round' ? 'the next orchestrator round' : html`skill <code>${String(d.skill ?? '')}</code>`;
+    return html`A run did not start in ${project}: ${d.source === 'schedule' ? 'schedule' : 'trigger'} ${String(d.sourceName ?? '')} (${what}) — ${String(d.words ?? d.reason)}.
+      <a href="#/runs">Runs</a>`;
   }
   return html`<code>${item.kind}</code> in ${project}`;
 }

@@ -2,11 +2,14 @@
 // (the name is optional: it takes the machine's hostname when it pairs) with the commands to run on the
 // machine, pair a revoked one again, revoke, remove a never-paired or revoked one, and a detail view per
 // runner (id, version, capabilities, projects, last events, and its profiles when it is online).
+// A paired runner that reported no usable agent runtime (docs/runner.md, "Agent runtimes reported") is
+// marked "no agent runtime" (amber) with the remedy; one that does not report them (older) says so.
 // A runner older than the bundle this server serves (GET /svc-runner.mjs) is marked "update available",
 // and its detail says how to update it.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
+import { NO_RUNTIME_REMEDY } from '../../functions/runs/start-reasons.ts';
 import { Badge, CopyBlock, PairingCommands, RichText } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 
@@ -23,6 +26,9 @@ interface Runner {
   capabilities: string[];
   target: string;
   pairedAt: string | null;
+  /** The usable profiles it reported; null when it does not report them (older runner). */
+  profiles: { name: string; runtime: string; authenticated: boolean }[] | null;
+  agentRuntime: 'ready' | 'none' | 'unknown';
 }
 interface Detail extends Runner {
   bundleVersion: string | null;
@@ -64,6 +70,16 @@ function codeHostText(c: CodeHostState): string {
 }
 
 const label = (r: Pick<Runner, 'name'>) => r.name || '(named after its hostname when it pairs)';
+const paired = (r: Runner) => r.status === 'online' || r.status === 'offline';
+
+/** "no agent runtime" with its remedy, or "agent runtime not reported" for an older runner; nothing when ready. */
+function Runtime({ r }: { r: Runner }) {
+  if (!paired(r) || r.agentRuntime === 'ready') return null;
+  if (r.agentRuntime === 'unknown') return html`<div class="muted agent-runtime" data-runtime="unknown">agent runtime not reported (runner older than this server)</div>`;
+  const found = r.profiles?.length ? `found but not signed in: ${r.profiles.map((p) => `${p.name} (${p.runtime})`).join(', ')}. ` : '';
+  return html`<div class="agent-runtime" data-runtime="none"><${Badge} text="no agent runtime" tone="warn" />
+    <div class="muted remedy">No run can start here. ${found}<${RichText} text=${NO_RUNTIME_REMEDY} /></div></div>`;
+}
 
 /** How to bring a runner up to the bundle this server serves (docs/runner.md: install again, restart). */
 function UpdateHint({ version, bundleVersion }: { version: string; bundleVersion: string }) {
@@ -102,6 +118,13 @@ function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
       <dt>Capabilities</dt><dd>${d.capabilities.length ? d.capabilities.join(', ') : 'none'}</dd>
       <dt>Paired</dt><dd>${when(d.pairedAt)}</dd>
       <dt>Projects</dt><dd>${d.projects.length ? d.projects.map((p) => html`<div>${p.name} <code>${p.rootPath ?? ''}</code></div>`) : 'none'}</dd>
+      <dt>Agent runtime</dt><dd class="reported-profiles">${
+        d.profiles === null
+          ? html`<span class="muted">not reported (runner older than this server)</span>`
+          : d.profiles.length
+            ? d.profiles.map((p) => html`<div>${p.name} (${p.runtime}) ${p.authenticated ? 'signed in' : html`<${Badge} text="not signed in" tone="warn" />`}</div>`)
+            : html`<${Badge} text="no agent runtime" tone="warn" />`
+      }${d.agentRuntime === 'none' && html`<div class="muted remedy"><${RichText} text=${NO_RUNTIME_REMEDY} /></div>`}</dd>
       <dt>Profiles</dt><dd class="profiles">${
         typeof described === 'string' || described === null
           ? html`<span class="muted">${described ?? 'Asking the runner…'}</span>`
@@ -198,7 +221,8 @@ export function Runners() {
                   <td><button type="button" class="link-dark" onClick=${() => setOpen(r.id)} aria-label=${`Details of ${label(r)}`}><strong>${label(r)}</strong></button><div class="muted">${r.hostname} ${r.version}</div>
                     ${r.updateAvailable && html`<${Badge} text="update available" tone="warn" />`}</td>
                   <td><span class=${r.status === 'online' ? 'ok' : r.status === 'offline' ? 'failed' : 'muted'}>${r.status}</span>
-                    ${r.remedy && html`<div class="muted remedy"><${RichText} text=${r.remedy} /></div>`}</td>
+                    ${r.remedy && html`<div class="muted remedy"><${RichText} text=${r.remedy} /></div>`}
+                    <${Runtime} r=${r} /></td>
                   <td>${when(r.lastSeenAt)}</td>
                   <td class="actions">${r.status === 'revoked'
                     ? html`<button class="secondary" onClick=${() => pairAgain(r)}>Pair again</button>`

@@ -1,11 +1,14 @@
 // Skill runs (docs/skill-runs.md): the runs of every project the user can see, newest first, with
 // state and last progress line; one run's report, progress, error and patch (the server keeps at most
 // 128 KiB and says when it cut); Cancel for a run that has not ended (operator or more).
-// `#/runs?run=<id>` opens that run's details (the trigger delivery log links here).
+// `#/runs?run=<id>` opens that run's details (the trigger delivery log links here). Above them, runs that
+// did not start (GET /api/failed-starts: a trigger call or a schedule that started nothing), each with
+// its reason in words and what to do.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { useLiveRefetch } from '../live.ts';
+import { RichText } from '../components.ts';
 
 interface Run {
   id: string;
@@ -31,6 +34,41 @@ interface RunDetail extends Run {
   patchTruncated: boolean;
   /** Output "Pull request": the pull request the run opened, or why it could not. */
   pullRequest: { url?: string; number?: number; openError?: string } | null;
+}
+
+interface FailedStart {
+  id: string;
+  projectId: string;
+  source: 'trigger' | 'schedule';
+  sourceName: string;
+  action: 'skill' | 'next_round';
+  skill: string | null;
+  reason: string;
+  words: string;
+  remedy: string | null;
+  detail: string | null;
+  createdAt: string;
+}
+
+/** The newest runs that did not start; nothing when there are none. */
+function FailedStarts({ rows }: { rows: FailedStart[] }) {
+  if (rows.length === 0) return null;
+  return html`<h3>Did not start</h3>
+    <div class="scroll"><table class="failed-starts">
+      <thead><tr><th>What</th><th>Project</th><th>Why</th><th>When</th></tr></thead>
+      <tbody>${rows.map(
+        (f) => html`<tr data-failed-start=${f.id} data-reason=${f.reason}>
+          <td><strong>${f.action === 'skill' ? f.skill : 'next orchestrator round'}</strong>
+            <div class="muted">${f.source} ${f.sourceName}</div></td>
+          <td>${f.projectId}</td>
+          <td><span class="failed">Did not start</span>: ${f.words} <span class="muted">(<code>${f.reason}</code>)</span>
+            ${f.remedy && html`<div class="remedy"><${RichText} text=${f.remedy} /></div>`}
+            ${f.detail && html`<div class="muted">${f.detail}</div>`}</td>
+          <td>${when(f.createdAt)}</td>
+        </tr>`,
+      )}</tbody>
+    </table></div>
+    <h3>Runs</h3>`;
 }
 
 const ENDED = new Set(['succeeded', 'failed', 'timed_out', 'cancelled']);
@@ -68,15 +106,17 @@ function Detail({ id, onError }: { id: string; onError: (m: string) => void }) {
 
 export function Runs() {
   const [runs, setRuns] = useState<Run[] | null>(null);
+  const [failed, setFailed] = useState<FailedStart[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(() => {
     const id = runInHash(location.hash);
     return id && decodeURIComponent(id);
   });
   const load = () =>
-    api<{ runs: Run[] }>('/api/runs?limit=100')
-      .then((r) => setRuns(r.runs))
-      .catch((e) => setError(message(e)));
+    Promise.all([
+      api<{ runs: Run[] }>('/api/runs?limit=100').then((r) => setRuns(r.runs)),
+      api<{ failedStarts: FailedStart[] }>('/api/failed-starts?limit=20').then((r) => setFailed(r.failedStarts)),
+    ]).catch((e) => setError(message(e)));
   useEffect(() => {
     void load();
     const timer = setInterval(load, 60_000); // a safety net: state changes and progress arrive live
@@ -93,6 +133,7 @@ export function Runs() {
   if (!runs) return error ? html`<p class="failed" role="alert">${error}</p>` : html`<p class="muted">Loading…</p>`;
   return html`
     ${error && html`<p class="failed" role="alert">${error}</p>`}
+    <${FailedStarts} rows=${failed} />
     ${open && !runs.some((r) => r.id === open) && html`<div class="card" data-run=${open}><h4>Run <code>${open}</code></h4><${Detail} id=${open} onError=${setError} /></div>`}
     ${runs.length === 0
       ? html`<p class="muted">No skill runs yet.</p>`

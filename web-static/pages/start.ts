@@ -1,12 +1,15 @@
 // Getting started (#/start, issue 16): the way from "signed in" to "my agents are working" on an empty
 // instance, in order — pair a runner, create a project on it, add members, connect a trigger or a
 // webhook. Each step is ticked from what the API says (a paired runner, a project with a runner, a
-// project member, a webhook or a trigger), never from what was clicked here. The page re-reads while a
+// project member, a webhook or a trigger), never from what was clicked here. "Pair a runner" is ticked
+// only once a paired runner can run an agent: it reported a signed-in runtime profile (or it is older and
+// does not report them: unknown is not "none"; docs/runner.md, "Agent runtimes reported"). The page re-reads while a
 // runner is waiting to pair, so the tick appears when the machine pairs.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Alert, PairingCommands, useAction } from '../components.ts';
+import { NO_RUNTIME_REMEDY } from '../../functions/runs/start-reasons.ts';
+import { Alert, Badge, CopyBlock, PairingCommands, RichText, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
 import { ProjectForm } from './projects.ts';
 import type { Project } from './projects.ts';
@@ -16,7 +19,12 @@ interface Runner {
   name: string;
   hostname: string;
   status: 'online' | 'offline' | 'unpaired' | 'revoked';
+  agentRuntime: 'ready' | 'none' | 'unknown';
 }
+
+const isPaired = (r: Runner) => r.status === 'online' || r.status === 'offline';
+/** A paired runner that can run an agent (or does not say: an older runner). */
+const canRun = (r: Runner) => isPaired(r) && r.agentRuntime !== 'none';
 interface State {
   runners: Runner[];
   projects: Project[];
@@ -60,7 +68,7 @@ function Step({ done, title, id, children }: { done: boolean; title: string; id:
 function PairStep({ runners, onChange }: { runners: Runner[]; onChange: () => void }) {
   const [pairing, setPairing] = useState<{ name: string; code: string; expiresAt: string } | null>(null);
   const { error, busy, run } = useAction();
-  const paired = runners.filter((r) => r.status === 'online' || r.status === 'offline');
+  const paired = runners.filter(isPaired);
   const add = (e: Event) => {
     e.preventDefault();
     const name = String(new FormData(e.target as HTMLFormElement).get('name') ?? '').trim();
@@ -70,6 +78,13 @@ function PairStep({ runners, onChange }: { runners: Runner[]; onChange: () => vo
       onChange();
     });
   };
+  if (paired.length && !paired.some(canRun)) {
+    return html`<p>${paired.map((r, i) => html`${i ? ', ' : ''}<strong>${r.name || r.hostname}</strong> (${r.status})`)} ${paired.length === 1 ? 'is' : 'are'} paired,
+        but <${Badge} text="no agent runtime" tone="warn" />: no run can start there yet.</p>
+      <p class="remedy"><${RichText} text=${NO_RUNTIME_REMEDY} /></p>
+      <${CopyBlock} label="On the runner machine, once the CLI is installed and signed in" text="svc-runner profiles --detect --write" />
+      <p class="muted" role="note">This step is ticked when the runner reports a signed-in agent runtime.</p>`;
+  }
   if (paired.length) {
     return html`<p>${paired.map((r, i) => html`${i ? ', ' : ''}<strong>${r.name || r.hostname}</strong> (${r.status})`)} ${paired.length === 1 ? 'is' : 'are'} paired. More machines: <a href="#/runners">Runners</a>.</p>`;
   }
@@ -96,9 +111,9 @@ export function GettingStarted({ me, reload }: { me: Me; reload: () => void }) {
   }, []);
   if (error) return html`<${Alert} error=${`Could not read the instance: ${error}`} />`;
   if (!state) return html`<p class="muted">Loading…</p>`;
-  const paired = state.runners.filter((r) => r.status === 'online' || r.status === 'offline');
+  const paired = state.runners.filter(isPaired);
   const onRunner = state.projects.filter((p) => p.runnerId);
-  const steps = [paired.length > 0, onRunner.length > 0, state.members > 0, state.webhooks + state.triggers > 0];
+  const steps = [paired.some(canRun), onRunner.length > 0, state.members > 0, state.webhooks + state.triggers > 0];
   const left = steps.filter((d) => !d).length;
   const created = () => (void load(), reload()); // reload: /api/me lists the new project (navigation, landing page)
   return html`<p class="muted">${left === 0 ? html`All set: <a href="#/fleet">open the Fleet</a> to start your agents.` : `${left} of 4 steps to go. Each is ticked when it is done.`}</p>

@@ -4,8 +4,9 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { DEFAULT_VALUE_PATTERN } from '../../functions/triggers/placeholders.ts';
+import { failedStartReason, startReasonWords } from '../../functions/runs/start-reasons.ts';
 import { ApiError, api, errorText, when } from '../api.ts';
-import { FieldError } from '../components.ts';
+import { FieldError, RichText } from '../components.ts';
 import { samplePayload } from '../trigger-snippets.ts';
 
 export interface Reason {
@@ -147,7 +148,17 @@ export function TriggerForm({ trigger, save, onCancel }: { trigger?: Trigger; sa
   </form>`;
 }
 
-type Verdict = { kind: 'fire'; args: string[]; notes: string[] } | { kind: 'refused'; reasons: Reason[] } | { kind: 'error'; message: string };
+/** A delivery that started nothing, in words (the reason the Runs page shows for it); null otherwise. */
+export function outcomeWords(d: Pick<Delivery, 'status' | 'reason' | 'detail'>): string | null {
+  if (!d.reason || !(d.status === 'failed' || d.status === 'skipped')) return null;
+  return `${d.status === 'failed' ? 'Did not start' : 'Skipped'}: ${startReasonWords(failedStartReason(d.reason, d.detail))}`;
+}
+
+type Verdict =
+  | { kind: 'fire'; args: string[]; notes: string[] }
+  | { kind: 'fail'; args: string[]; notes: string[]; reason: string; message: string; remedy: string | null }
+  | { kind: 'refused'; reasons: Reason[] }
+  | { kind: 'error'; message: string };
 
 /** Dry run: a sample payload in a JSON editor (checked as JSON here first) → would fire / would be refused. */
 export function DryRun({ base, trigger }: { base: string; trigger: Trigger }) {
@@ -162,8 +173,9 @@ export function DryRun({ base, trigger }: { base: string; trigger: Trigger }) {
       return setVerdict({ kind: 'error', message: `Not valid JSON: ${(e as Error).message}` });
     }
     try {
-      const r = await api<{ args: string[]; notes: string[] }>(`${base}/${trigger.id}/dry-run`, { method: 'POST', body: { payload } });
-      setVerdict({ kind: 'fire', args: r.args, notes: r.notes });
+      const r = await api<{ verdict: 'would_fire' | 'would_fail'; args: string[]; notes: string[]; reason?: string; message?: string; remedy?: string | null }>(`${base}/${trigger.id}/dry-run`, { method: 'POST', body: { payload } });
+      if (r.verdict === 'would_fail') setVerdict({ kind: 'fail', args: r.args, notes: r.notes, reason: r.reason ?? '', message: r.message ?? '', remedy: r.remedy ?? null });
+      else setVerdict({ kind: 'fire', args: r.args, notes: r.notes });
     } catch (e) {
       const reasons = e instanceof ApiError && e.status === 422 ? (e.body as { reasons?: Reason[] })?.reasons : undefined;
       setVerdict(reasons ? { kind: 'refused', reasons } : { kind: 'error', message: errorText(e) });
@@ -178,6 +190,12 @@ export function DryRun({ base, trigger }: { base: string; trigger: Trigger }) {
     html`<div class="verdict" role="status"><p class="ok"><strong>Would fire</strong>${trigger.action === 'skill' ? html`: <code>${trigger.skill}</code> with these args` : ': the next orchestrator round'}</p>
       ${verdict.args.length > 0 && html`<ol class="args">${verdict.args.map((a) => html`<li><code>${a}</code></li>`)}</ol>`}
       ${verdict.notes.map((n) => html`<p class="muted">${n}</p>`)}</div>`}
+    ${verdict?.kind === 'fail' &&
+    html`<div class="verdict" role="status" data-reason=${verdict.reason}><p class="failed"><strong>Would not start now</strong>: ${verdict.message} <span class="muted">(<code>${verdict.reason}</code>)</span></p>
+      ${verdict.remedy && html`<p class="remedy"><${RichText} text=${verdict.remedy} /></p>`}
+      <p class="muted">The payload itself is accepted: a call now gets 202${trigger.action === 'skill' ? ', with these args' : ''}, and the run is recorded as not started.</p>
+      ${verdict.args.length > 0 && html`<ol class="args">${verdict.args.map((a) => html`<li><code>${a}</code></li>`)}</ol>`}
+      ${verdict.notes.map((n) => html`<p class="muted">${n}</p>`)}</div>`}
     ${verdict?.kind === 'refused' &&
     html`<div class="verdict" role="status"><p class="failed"><strong>Would be refused</strong> (422 <code>invalid_payload</code>), nothing would fire:</p>
       <ul class="reasons">${verdict.reasons.map((r) => html`<li><code>${r.field}</code> ${r.message} <span class="muted">(${r.code})</span></li>`)}</ul></div>`}
@@ -188,7 +206,8 @@ const PAGE = 20;
 
 /** What a delivery's status means in words: its reason(s), the runner's detail, the rendered args. */
 function Outcome({ d }: { d: Delivery }) {
-  return html`${d.reason && html`<div><code>${d.reason}</code></div>`}
+  const words = outcomeWords(d);
+  return html`${d.reason && html`<div><code>${d.reason}</code></div>`}${words && html`<div class="outcome-words">${words}</div>`}
     ${d.reasons.length > 0 && html`<ul class="reasons">${d.reasons.map((r) => html`<li><code>${r.field}</code> ${r.message}</li>`)}</ul>`}
     ${d.detail && html`<div class="muted">${d.detail}</div>`}
     ${d.args && d.args.length > 0 && html`<div class="muted">args: ${d.args.map((a) => html`<code>${a}</code> `)}</div>`}`;

@@ -1,14 +1,14 @@
 // The Inbound triggers section of the Integrations page (spec: Admin management of triggers and
 // webhooks; docs/triggers.md): per project (only projects where the user is admin), create a trigger —
 // its secret shown once with its URL, a signed sample call for the shell and a TypeScript/Node sender,
-// all copyable — list with state and last delivery, edit, enable/disable, rotate (new secret shown once;
+// all copyable — list with state and last delivery (its outcome in words when it started nothing), edit, enable/disable, rotate (new secret shown once;
 // the old one keeps working 24 h), delete, dry run and the delivery log. The list refreshes every 5 s.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
 import { curlScript, nodeSender, samplePayload } from '../trigger-snippets.ts';
-import { DryRun, TriggerForm, TriggerLog, statusClass } from './trigger-panels.ts';
+import { DryRun, TriggerForm, TriggerLog, outcomeWords, statusClass } from './trigger-panels.ts';
 import type { Trigger } from './trigger-panels.ts';
 
 interface Project {
@@ -45,7 +45,8 @@ const describe = (t: Trigger) =>
 function LastDelivery({ t }: { t: Trigger }) {
   const d = t.lastDelivery;
   if (!d) return html`<span class="muted">none yet</span>`;
-  return html`<span class=${statusClass(d.status)}>${d.status}</span>${d.reason && html` <code>${d.reason}</code>`}<div class="muted">${when(d.createdAt)}</div>`;
+  const words = outcomeWords(d);
+  return html`<span class=${statusClass(d.status)}>${d.status}</span>${d.reason && html` <code>${d.reason}</code>`}${words && html`<div class="outcome-words">${words}</div>`}<div class="muted">${when(d.createdAt)}</div>`;
 }
 
 export function Triggers() {
