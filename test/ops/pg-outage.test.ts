@@ -180,6 +180,7 @@ onlyOn('postgres', test, 2, () => {
     await pg.start();
     const upAt = Date.now();
     runner.release();
+    for (const [name, s] of [['A', a], ['B', b]] as const) assert.is(s.proc.exitCode, null, `replica ${name} is still running: ${s.output().slice(-2000)}`);
 
     // Back: the first moment from which every read of each replica succeeds.
     const backOf = (s: 'A' | 'B') => {
