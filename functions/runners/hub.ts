@@ -19,6 +19,7 @@ import { tokenBucket } from '../../protocol/bucket.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Sql } from '../lib/db/index.ts';
+import { whenReachable } from '../lib/db/unavailable.ts';
 import type { Logger } from '../lib/log.ts';
 import { recordUsage } from '../cost/ingest.ts';
 import { recordSkillRuns } from '../runs/ingest.ts';
@@ -71,6 +72,8 @@ const BIG_EXPONENT = /[:,[\s]-?\d+(?:\.\d+)?[eE][+-]?\d{3}/;
 const RECONNECT_GRACE_MS = 5_000;
 /** How often a waiting command checks that it was not lost with a socket (redeliver). */
 const REDELIVER_CHECK_MS = 1_000;
+/** How long a runner's answer is kept, and stored once the database is back, while it cannot be reached. */
+const RESULT_KEEP_MS = 60_000;
 /** Frames a connection may send per second (burst twice that); beyond it frames are dropped. */
 const FRAME_RATE = RUNNER_FRAMES_PER_SECOND;
 
@@ -100,6 +103,8 @@ export class Hub {
   readonly instance = randomUUID();
   private readonly conns = new Map<string, Conn>(); // by runner id: one live socket per runner here
   private readonly waiters = new Map<string, () => void>();
+  /** Per waiting command: end its wait between checks now, so it reads its row again (resubscribed). */
+  private readonly nudges = new Map<string, () => void>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
   private unlisten: (() => Promise<void>)[] = [];
   private heartbeat?: NodeJS.Timeout;
@@ -111,9 +116,11 @@ export class Hub {
 
   async start(): Promise<void> {
     this.unlisten = await Promise.all([
-      this.db.listen(CTL, (p) => void this.onControl(p).catch((err) => this.log.error('runner control failed', { error: err }))),
-      this.db.listen(CMD, (p) => void this.onCommand(p).catch((err) => this.log.error('command dispatch failed', { error: err }))),
-      this.db.listen(DONE, (p) => this.waiters.get(p)?.()),
+      // After a re-subscribe (the LISTEN connection came back: PostgreSQL restarted) each channel re-reads
+      // what a notice missed meanwhile would have said, rather than leaving it to a timeout.
+      this.db.listen(CTL, (p) => void this.onControl(p).catch((err) => this.log.error('runner control failed', { error: err })), () => this.resubscribed('control', () => this.recheckHeld())),
+      this.db.listen(CMD, (p) => void this.onCommand(p).catch((err) => this.log.error('command dispatch failed', { error: err })), () => this.resubscribed('commands', () => this.sendPendingHeld())),
+      this.db.listen(DONE, (p) => this.waiters.get(p)?.(), () => this.resubscribed('answers', async () => this.nudges.forEach((nudge) => nudge()))),
       this.db.listen(TERM, (p) => this.onTermNotice(p)),
     ]);
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
@@ -330,7 +337,10 @@ export class Hub {
       return this.send(conn, { type: 'error', code: 'invalid_frame', message: `${unstorable.join(', ')}: ${UNSTORABLE_MESSAGE}`.slice(0, 500) });
     }
     try {
-      await this.touch(conn.runnerId);
+      // A runner sends its answer once: a database away must not lose it (it is kept, below).
+      await this.touch(conn.runnerId).catch((err) => {
+        if (frame.type !== 'result') throw err;
+      });
       switch (frame.type) {
         case 'hello':
           await this.db.query(sql`
@@ -348,7 +358,7 @@ export class Hub {
           await this.ingest(conn.runnerId, frame.events, data);
           return this.send(conn, { type: 'ack', ids: frame.events.map((e) => e.id) });
         case 'result':
-          return await this.onResult(conn.runnerId, frame);
+          return await whenReachable(() => this.onResult(conn.runnerId, frame), Date.now() + RESULT_KEEP_MS);
         case 'profiles':
           return await recordProfiles(this.db, conn.runnerId, frame.profiles);
         case 'ping':
@@ -520,6 +530,8 @@ export class Hub {
     let isAnswered = false;
     const answered = new Promise<void>((resolve) => this.waiters.set(requestId, () => ((isAnswered = true), resolve())));
     let timer: NodeJS.Timeout | undefined;
+    let nudge = () => {};
+    this.nudges.set(requestId, () => nudge());
     try {
       // The process holding the runner's socket, read BEFORE the command goes out: redeliver re-sends it
       // when the holder changed since. Read while it went out, it could already name the process the runner
@@ -530,13 +542,18 @@ export class Hub {
       else await this.db.notify(CMD, requestId);
       const deadline = Date.now() + COMMANDS[name].timeoutMs;
       while (!isAnswered && Date.now() < deadline) {
-        await Promise.race([answered, new Promise((r) => (timer = setTimeout(r, Math.min(REDELIVER_CHECK_MS, deadline - Date.now()))))]);
+        await Promise.race([answered, new Promise((r) => ((nudge = () => r(undefined)), (timer = setTimeout(r, Math.min(REDELIVER_CHECK_MS, deadline - Date.now())))))]);
         clearTimeout(timer);
-        if (!isAnswered && Date.now() < deadline) await this.redeliver(requestId, name, holder).catch((err) => this.log.warn('command redelivery check failed', { requestId, error: err instanceof Error ? err.message : String(err) }));
+        // The answer is read from the row too: its NOTIFY may have been lost (the LISTEN connection was
+        // reconnecting), and waiting for it would hold the requester, and a trigger delivery, to the timeout.
+        if (!isAnswered && Date.now() < deadline) {
+          isAnswered = await this.redeliver(requestId, name, holder).catch((err) => (this.log.warn('command redelivery check failed', { requestId, error: err instanceof Error ? err.message : String(err) }), false));
+        }
       }
     } finally {
       clearTimeout(timer);
       this.waiters.delete(requestId);
+      this.nudges.delete(requestId);
     }
     const [row] = await this.db.query<{ status: string; result: unknown; error: { code: string; message: string } | null }>(sql`
       update runner_commands set status = case when status in ('pending', 'sent') then 'timeout' else status end,
@@ -562,18 +579,57 @@ export class Hub {
    * or would carry its answer, is gone) → put back to `pending` and announced, when sending it again
    * cannot make it run twice (read-only, or a runner with REPLAY_CAPABILITY).
    */
-  private async redeliver(requestId: string, name: CommandName, holder: { instance: string | null }): Promise<void> {
+  private async redeliver(requestId: string, name: CommandName, holder: { instance: string | null }): Promise<boolean> {
     const before = holder.instance;
     const [row] = await this.db.query<{ status: string; instance: string | null; capabilities: string[] }>(sql`
       select c.status, r.connected_instance as instance, r.capabilities from runner_commands c join runners r on r.id = c.runner_id where c.request_id = ${requestId}`);
-    if (!row) return;
+    if (!row) return false;
+    if (row.status !== 'pending' && row.status !== 'sent') return true; // answered
     holder.instance = row.instance;
-    if (!row.instance) return; // nobody holds the runner: its hello (sendUnanswered) or a later check sends it
-    if (row.status === 'pending') return void (await this.db.notify(CMD, requestId));
-    if (row.status !== 'sent' || row.instance === before) return;
-    if (!READ_ONLY_COMMANDS.has(name) && !(Array.isArray(row.capabilities) && row.capabilities.includes(REPLAY_CAPABILITY))) return;
+    if (!row.instance) return false; // nobody holds the runner: its hello (sendUnanswered) or a later check sends it
+    if (row.status === 'pending') {
+      await this.db.notify(CMD, requestId);
+      return false;
+    }
+    if (row.instance === before) return false;
+    if (!READ_ONLY_COMMANDS.has(name) && !(Array.isArray(row.capabilities) && row.capabilities.includes(REPLAY_CAPABILITY))) return false;
     const [back] = await this.db.query(sql`update runner_commands set status = 'pending' where request_id = ${requestId} and status = 'sent' returning 1`);
     if (back) await this.db.notify(CMD, requestId);
+    return false;
+  }
+
+  /** A channel was subscribed again: re-read what its missed notices would have said (logged, never thrown). */
+  private resubscribed(channel: string, recheck: () => Promise<void>): void {
+    this.log.info('listening again after the database connection came back; re-reading missed notices', { channel });
+    void recheck().catch((err) => this.log.warn('re-reading missed notices failed', { channel, error: err instanceof Error ? err.message : String(err) }));
+  }
+
+  /** Missed `svc_runner_cmd`: commands still pending for runners held here are sent now. */
+  private async sendPendingHeld(): Promise<void> {
+    const held = [...this.conns.keys()];
+    if (!held.length) return;
+    const rows = await this.db.query<{ request_id: string }>(sql`
+      select request_id from runner_commands where runner_id = any(${held}) and status = 'pending' and created_at > now() - interval '10 minutes' order by created_at`);
+    for (const r of rows) await this.onCommand(r.request_id);
+  }
+
+  /**
+   * Missed `svc_runner_ctl`: a runner held here that was revoked, or that connected to another process
+   * since (its row names that one: updates of the row are serialised, and ours had returned), is closed
+   * as the notice would have; the others get their watch list again.
+   */
+  private async recheckHeld(): Promise<void> {
+    const held = [...this.conns.keys()];
+    if (!held.length) return;
+    const rows = await this.db.query<{ id: string; revoked: boolean; instance: string | null }>(sql`
+      select id, revoked_at is not null as revoked, connected_instance as instance from runners where id = any(${held})`);
+    for (const r of rows) {
+      const conn = this.conns.get(r.id);
+      if (!conn || conn.since === undefined) continue; // still being recorded: its own update is newer than what was read
+      if (r.revoked) conn.ws.close(CLOSE.unauthorized, 'token revoked');
+      else if (r.instance && r.instance !== this.instance) conn.ws.close(CLOSE.replaced, 'replaced by a newer pairing');
+      else this.send(conn, { type: 'projects', projects: await this.projectsOf(r.id, conn.codehost) });
+    }
   }
 
   /** Every process hears every command; only the one holding the runner's socket sends it. */

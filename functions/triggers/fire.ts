@@ -14,8 +14,9 @@
 //   send    after the commit, on behalf of the creator: skill → `skill.run` with the rendered args,
 //           profile, model and output; next_round → `orchestrator.start {next: true}`
 //   record  fired (with the run id), or failed: runner_offline | command_refused (the runner's message)
-//           | command_timeout. A delivery that did not start a run (failed, or skipped budget_exceeded) is
-//           also a run that did not start (runs/start-failures.ts: a row, activity, admins told once per cause)
+//           | command_timeout | interrupted (the database went away while it was sent: recorded once it is back).
+//           A delivery that did not start a run (failed, or skipped budget_exceeded) is also a run that did
+//           not start (runs/start-failures.ts: a row, activity, admins told once per cause)
 // Wake-ups: kick() after each 202 in this process, and a poll, so a delivery accepted by a process that
 // died before firing it is fired by another. A process that dies while sending leaves a `firing` row
 // whose lease expires: it is marked failed `interrupted`, never sent again — at most once per delivery.
@@ -26,6 +27,7 @@ import { budgetExceeded } from '../cost/budget.ts';
 import type { Clock } from '../lib/clock.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
+import { isDatabaseUnavailable, whenReachable } from '../lib/db/unavailable.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Hub } from '../runners/hub.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
@@ -86,6 +88,8 @@ export function decide(f: Facts): Decision {
 
 interface Claimed {
   id: string;
+  /** When its lease ends (ms): until then this process may still record its outcome. */
+  leaseEnds: number;
   args: string[] | null;
   trigger: TriggerRow;
 }
@@ -227,7 +231,7 @@ export class TriggerFirer {
           const decision = decide({ enabled, creatorAuthorized: authorized, live, budgetExceeded: overBudget });
           if (decision.status === 'firing') {
             if (out.length >= sendable) continue; // stays accepted, claimed next time (later ones of this trigger then see this one live)
-            out.push({ id: d.id, args: d.args, trigger: t });
+            out.push({ id: d.id, leaseEnds: now + this.opts.leaseMs, args: d.args, trigger: t });
             live = true;
             continue;
           }
@@ -263,8 +267,19 @@ export class TriggerFirer {
   /** Send the command on behalf of the creator and record what came back. */
   private async send(c: Claimed): Promise<void> {
     const t = c.trigger;
-    const [project] = await this.opts.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${t.project_id}`);
-    const outcome = await this.command(t, c.args ?? [], project?.runner_id ?? null);
+    // The database going away while a delivery is `firing` (PostgreSQL restarting) does not leave it so
+    // until its lease expires: what is still to read waits for the database; a command whose fate the
+    // failure hid is recorded `interrupted` (never sent again: at most once), as soon as it is back.
+    const [project] = await whenReachable(() => this.opts.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${t.project_id}`), c.leaseEnds);
+    const outcome = await this.command(t, c.args ?? [], project?.runner_id ?? null).catch((err: unknown): SendOutcome => {
+      if (!isDatabaseUnavailable(err)) throw err;
+      return { status: 'failed', reason: 'interrupted', detail: 'the database went away while this delivery was being sent; it is not sent again' };
+    });
+    await whenReachable(() => this.record(c, outcome), c.leaseEnds);
+  }
+
+  private async record(c: Claimed, outcome: SendOutcome): Promise<void> {
+    const t = c.trigger;
     const detail = outcome.detail?.slice(0, DETAIL_CHARS) ?? null;
     await this.opts.db.transaction(async (tx) => {
       const [mine] = await tx.query(sql`
@@ -290,7 +305,7 @@ export class TriggerFirer {
 
 export interface SendOutcome {
   status: 'fired' | 'failed';
-  reason?: 'runner_offline' | 'command_refused' | 'command_timeout';
+  reason?: 'runner_offline' | 'command_refused' | 'command_timeout' | 'interrupted';
   detail?: string;
   runId?: string;
 }

@@ -114,11 +114,20 @@ export class WebhookWorker {
 
   async start(): Promise<void> {
     this.started = true;
-    this.unlisten = await this.db.listen(CHANNEL, (payload) => {
-      if (payload === 'outbox') this.outboxDirty = true;
-      if (payload === 'allowlist') this.allowlist = null;
-      this.kick();
-    });
+    this.unlisten = await this.db.listen(
+      CHANNEL,
+      (payload) => {
+        if (payload === 'outbox') this.outboxDirty = true;
+        if (payload === 'allowlist') this.allowlist = null;
+        this.kick();
+      },
+      // Listening again (the database came back): any notice may have been missed meanwhile.
+      () => {
+        this.outboxDirty = true;
+        this.allowlist = null;
+        this.kick();
+      },
+    );
     this.timer = setInterval(() => {
       this.outboxDirty = this.sweepDue = true;
       this.kick();

@@ -5,49 +5,21 @@
 // Retry-After at once (no hang), and the runner keeps its events. After it is back: the API works by
 // itself, the runner's spool catches up (every event stored once), and commands cross replicas again
 // (the LISTEN connections came back).
-// needs: initdb
-import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { onlyOn } from '../helpers/db.ts';
-import { freePort } from '../otlp/_otlp.ts';
+import { PG_BIN, privateCluster } from '../helpers/pgcluster.ts';
+import type { PrivateCluster } from '../helpers/pgcluster.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
 import type { Sandbox } from '../runner/_harness.ts';
 
-const PG_BIN = (() => {
-  const base = '/usr/lib/postgresql';
-  const version = existsSync(base) ? readdirSync(base).sort().at(-1) : undefined;
-  return version ? join(base, version, 'bin') : '';
-})();
-
-/** A PostgreSQL cluster of this test's own, run by the postgres user (initdb refuses root). */
-async function privateCluster() {
-  // Under the system's temporary directory, not the project's .tmp: the postgres user must be able to reach
-  // it, and a checkout's parent directories (or .tmp itself) may be closed to other users.
-  const dir = mkdtempSync(join(tmpdir(), 'svc-pgcluster-'));
-  chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })));
-  const port = await freePort();
-  const data = join(dir, 'data');
-  const asPostgres = (cmd: string, args: string[]) => {
-    const r = spawnSync('runuser', ['-u', 'postgres', '--', join(PG_BIN, cmd), ...args], { encoding: 'utf8', cwd: dir });
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stdout}${r.stderr}`);
-  };
-  asPostgres('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
-  const start = () => asPostgres('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-w', '-t', '60', 'start']);
-  const stop = () => asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
-  start();
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  return { url, start, stop, remove: () => (spawnSync('runuser', ['-u', 'postgres', '--', join(PG_BIN, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop']), rmSync(dir, { recursive: true, force: true })) };
-}
-
 onlyOn('postgres', test, 1, () => {
-  let pg: Awaited<ReturnType<typeof privateCluster>>;
+  let pg: PrivateCluster;
   let a: RunningServer;
   let b: RunningServer;
   let sb: Sandbox;
@@ -91,7 +63,7 @@ onlyOn('postgres', test, 1, () => {
     await waitUntil(async () => (await stored()).length === 5, 30_000, 'the first events stored');
 
     // Down for 10 s (the length of the fault, not a wait for a condition).
-    pg.stop();
+    await pg.stop();
     const downAt = Date.now();
     for (const s of [a, b]) assert.is((await fetch(`${s.url}/health`)).status, 200, '/health does not need the database');
     for (const s of [a, b]) {
@@ -105,7 +77,7 @@ onlyOn('postgres', test, 1, () => {
     for (let n = 5; n < 20; n++) note(n);
     while (Date.now() - downAt < 10_000) await new Promise((r) => setTimeout(r, 250));
     for (const s of [a, b]) assert.is(s.proc.exitCode, null, 'the replica is still running');
-    pg.start();
+    await pg.start();
 
     // Back: the API works again by itself, on both replicas.
     await waitUntil(async () => (await a.api('/api/runners')).status === 200 && (await viaB('/api/runners')).status === 200, 60_000, 'the API to answer 200 again');

@@ -1,6 +1,9 @@
 // A PostgreSQL server through postgres.js (production, and every multi-replica deployment).
 // The package is loaded when a database of this driver is opened (lib/db/index.ts), not at start-up.
 import type postgres from 'postgres';
+import type { Logger } from '../log.ts';
+import { Circuit } from './circuit.ts';
+import { isDatabaseUnavailable } from './unavailable.ts';
 import type { Db, Queryable, Sql } from './port.ts';
 
 // int8 (counts, bigserial ids) as JS numbers, as PGlite returns them; our ids stay below 2^53.
@@ -40,7 +43,50 @@ function wrap(conn: postgres.Sql | postgres.TransactionSql): Queryable {
   };
 }
 
-export async function openPostgres(url: string, max: number): Promise<Db> {
+/**
+ * A transaction on a reserved connection, not postgres.js's begin(): when the connection dies under a
+ * transaction (PostgreSQL stopped), begin() still sends ROLLBACK on it, and postgres.js then writes to
+ * a socket it has already dropped — a TypeError in a timer that took the whole process down. Here, once
+ * a query failed because the connection is gone, nothing more is sent on it and it is not released
+ * (the pool has taken it back already); otherwise BEGIN … COMMIT, or ROLLBACK when `fn` throws.
+ */
+async function transaction<T>(conn: postgres.Sql, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  const reserved = await conn.reserve();
+  const inner = wrap(reserved);
+  let lost: unknown = null;
+  const guard = async <R>(run: () => Promise<R>): Promise<R> => {
+    if (lost) throw lost;
+    try {
+      return await run();
+    } catch (err) {
+      if (isDatabaseUnavailable(err)) lost = err;
+      throw err;
+    }
+  };
+  const tx: Queryable = { query: (q) => guard(() => inner.query(q)), exec: (text) => guard(() => inner.exec(text)) };
+  try {
+    await tx.exec('begin');
+    const result = await fn(tx);
+    await tx.exec('commit');
+    return result;
+  } catch (err) {
+    if (!lost) await tx.exec('rollback').catch(() => {});
+    throw err;
+  } finally {
+    if (!lost) reserved.release();
+  }
+}
+
+/**
+ * Seconds before a closed connection (of the pool, or the LISTEN one) tries again. postgres.js's own
+ * grows with each failed connect up to 20 s and is shared by the pool, so after a few seconds of
+ * outage the first connection after PostgreSQL's return waited up to that long; this one stays under
+ * half a second (jittered, so replicas do not knock in step). What failing requests cost meanwhile is
+ * the circuit's business (circuit.ts), not the backoff's.
+ */
+export const reconnectBackoff = (retries: number) => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 0.5);
+
+export async function openPostgres(url: string, max: number, log?: Logger): Promise<Db> {
   const { default: postgresJs } = await import('postgres');
   const conn = postgresJs(url, {
     max,
@@ -50,12 +96,22 @@ export async function openPostgres(url: string, max: number): Promise<Db> {
     // A database that does not answer fails a request within seconds (503 database_unavailable) rather
     // than holding it for postgres.js's default 30 s.
     connect_timeout: 10,
+    backoff: reconnectBackoff,
   });
   await conn`select 1`; // fail fast (and let the caller retry) when the server is not reachable
+  const circuit = new Circuit({
+    probe: () => conn`select 1`,
+    onChange: (open, openMs) =>
+      open
+        ? log?.warn('the database cannot be reached: queries fail at once (503) until it answers again')
+        : log?.info('the database answers again', { unreachableMs: openMs }),
+  });
+  const pool = wrap(conn);
   return {
     driver: 'postgres',
-    ...wrap(conn),
-    transaction: (fn) => conn.begin((tx) => fn(wrap(tx))) as Promise<never>,
+    query: (q) => circuit.run(() => pool.query(q)),
+    exec: (text) => circuit.run(() => pool.exec(text)),
+    transaction: (fn) => circuit.run(() => transaction(conn, fn)),
     async listen(channel, onPayload, onListen) {
       // postgres.js re-makes a dropped LISTEN connection and calls this each time it listens.
       let first = true;
@@ -66,8 +122,8 @@ export async function openPostgres(url: string, max: number): Promise<Db> {
       return () => sub.unlisten();
     },
     async notify(channel, payload) {
-      await conn.notify(channel, payload);
+      await circuit.run(() => conn.notify(channel, payload));
     },
-    close: () => conn.end({ timeout: 5 }),
+    close: () => (circuit.stop(), conn.end({ timeout: 5 })),
   };
 }

@@ -3,8 +3,12 @@
 // hanging, and the request can be sent again (docs/operations.md "When PostgreSQL goes away").
 import { HttpError } from '../errors.ts';
 
+/** What a query refused at once by the circuit (lib/db/circuit.ts) fails with while the database is away. */
+export const UNREACHABLE_CODE = 'DATABASE_UNREACHABLE';
+
 /** Node socket errors, postgres.js connection errors, and PostgreSQL's own "shutting down / starting up". */
 const CODES = new Set([
+  UNREACHABLE_CODE,
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
@@ -33,3 +37,20 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 
 export const databaseUnavailable = () =>
   new HttpError(503, 'database_unavailable', 'the database cannot be reached right now; try again shortly', undefined, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+
+/**
+ * Run `fn` again, every `everyMs`, while it fails because the database cannot be reached, until
+ * `deadline` (ms since the epoch); then its last error. For work that must be recorded once the
+ * database is back (a runner's answer, a trigger delivery's outcome), never for a request's own
+ * queries: those answer 503 at once.
+ */
+export async function whenReachable<T>(fn: () => Promise<T>, deadline: number, everyMs = 250): Promise<T> {
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isDatabaseUnavailable(err) || Date.now() + everyMs > deadline) throw err;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  }
+}
