@@ -22,8 +22,8 @@ function useSubmit(action: (form: FormData) => Promise<void>) {
 }
 
 /** Whether the instance has no user yet (GET /api/setup), so the page can say where the first admin comes from. */
-function useSetupNeeded(): boolean {
-  const [needed, setNeeded] = useState(false);
+function useSetupNeeded(): boolean | null {
+  const [needed, setNeeded] = useState<boolean | null>(null);
   useEffect(() => {
     api<{ needed: boolean }>('/api/setup').then((s) => setNeeded(s.needed), () => {});
   }, []);
@@ -36,7 +36,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     await api('/api/session', { method: 'POST', body: { email: f.get('email'), password: f.get('password') } });
     onSignedIn();
   });
-  return html`<form class="card narrow" onSubmit=${onSubmit}>
+  return html`<form class="card narrow" data-setup-needed=${String(setupNeeded)} onSubmit=${onSubmit}>
     <h2>Sign in</h2>
     ${setupNeeded && html`<p class="banner warn setup-hint" role="status">No admin yet: open the setup link printed in the server's log.</p>`}
     <label>E-mail <input name="email" type="email" autocomplete="username" required /></label>
