@@ -12,7 +12,9 @@ import { waitUntil } from '../runner/_harness.ts';
 
 let db: Db;
 let cleanup: () => Promise<void>;
-test.before(async () => ({ db, cleanup } = await migratedTestDb()));
+test.before(async () => {
+  ({ db, cleanup } = await migratedTestDb());
+});
 test.after(async () => cleanup?.());
 
 test('reminders repeat the link, renew it near its expiry, and stop once a user exists', async () => {
