@@ -68,8 +68,9 @@ export function announceSetup(opts: { db: Db; log: Logger; base: string; now?: (
         if (again && !stopped) timer = setTimeout(loop, reminderMs).unref();
       },
       (err) => {
+        if (stopped) return; // the database closed under a reminder at shutdown
         opts.log.error('the setup link could not be made; trying again', { inSeconds: reminderMs / 1000, error: err instanceof Error ? err.message : String(err) });
-        if (!stopped) timer = setTimeout(loop, reminderMs).unref();
+        timer = setTimeout(loop, reminderMs).unref();
       },
     );
   void loop();
