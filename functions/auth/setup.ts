@@ -17,9 +17,9 @@ import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import { HttpError, conflict, json } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
-import { PASSWORD_MAX, PASSWORD_MIN, hashPassword } from './passwords.ts';
+import { hashPassword } from './passwords.ts';
 import { checkAddressAllowed, recordAddressFailure } from './ratelimit.ts';
-import { createUser } from './routes.ts';
+import { createUser, email, name, password } from './routes.ts';
 
 export const SETUP_TOKEN_MS = 3600_000;
 export const SETUP_REMINDER_MS = 10 * 60_000;
@@ -80,12 +80,12 @@ export function announceSetup(opts: { db: Db; log: Logger; base: string; now?: (
   };
 }
 
-const name = z.string().trim().min(1, { message: 'must not be empty' }).max(200);
+// The same fields, and so the same rules, as inviting a user and setting a password (auth/routes.ts).
 const setupBody = z.strictObject({
   token: z.string().min(1, { message: 'must be the token of the setup link' }).max(200),
   name,
-  email: z.email({ message: 'must be an e-mail address' }).max(254).transform((e) => e.toLowerCase()),
-  password: z.string().min(PASSWORD_MIN, { message: `must be at least ${PASSWORD_MIN} characters` }).max(PASSWORD_MAX),
+  email,
+  password,
 });
 const setupState = z.object({ needed: z.boolean().describe('true while no user exists: the setup link in the server\'s log makes the first admin') });
 
