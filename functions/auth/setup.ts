@@ -19,7 +19,7 @@ import { HttpError, conflict, json } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { hashPassword } from './passwords.ts';
 import { checkAddressAllowed, recordAddressFailure } from './ratelimit.ts';
-import { createUser, email, name, password } from './routes.ts';
+import { createUser, email, name, password, userSchema } from './routes.ts';
 
 export const SETUP_TOKEN_MS = 3600_000;
 export const SETUP_REMINDER_MS = 10 * 60_000;
@@ -109,6 +109,7 @@ export const routes: Route[] = [
     access: 'public',
     status: 201,
     body: setupBody,
+    responses: { 201: { description: 'The first instance admin; sign in with the e-mail and password', schema: z.object({ user: userSchema }) } },
     bodyLimit: 16 * 1024,
     async handler({ body, requestId, clientAddress }, ctx) {
       await checkAddressAllowed(ctx.db, clientAddress);
