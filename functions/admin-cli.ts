@@ -1,12 +1,13 @@
 // `node dist/server.mjs admin create | password-link` (see functions/server.ts): loaded only for these
 // commands, so a server start does not compile what they import.
 import mri from 'mri';
-import { audited, useAuditKey } from './audit/audit.ts';
+import { adminAction } from './admin-action.ts';
+import type { AdminRequest } from './admin-action.ts';
+import { adminSocketPath, callAdminSocket } from './admin-socket.ts';
+import { useAuditKey } from './audit/audit.ts';
 import { auditMacKey } from './audit/mac.ts';
-import { createPasswordLink, createUser } from './auth/routes.ts';
 import { publicUrl } from './lib/config.ts';
 import type { Config } from './lib/config.ts';
-import { sql } from './lib/db/index.ts';
 import type { Db } from './lib/db/index.ts';
 import { resolveEncryptionKey } from './lib/keyfile.ts';
 import { createLogger } from './lib/log.ts';
@@ -18,8 +19,16 @@ type PrepareDatabase = (config: Config, log: Logger) => Promise<Db>;
 /** A CLI mistake: the message and exit code 2, no stack and no "start failed". */
 class UsageError extends Error {}
 
-/** Where the printed link points (see lib/urls.ts), and a warning when only this machine can open it. */
-function cliLinkBase(config: Config, url: unknown): { base: string; warning: string | null } {
+const LINK_FIX = 'pass --url <base URL> or set PUBLIC_URL to the address people open';
+
+/** A warning when only this machine can open a link under `base`. */
+function loopbackWarning(base: string): string | null {
+  const { hostname, port } = new URL(base);
+  return isLoopback(hostname) ? `this link uses ${hostname}${port ? `:${port}` : ''}, a loopback address: it opens only on this machine; ${LINK_FIX}` : null;
+}
+
+/** Where the printed link points (see lib/urls.ts), and whether --url or PUBLIC_URL named it; a warning when only this machine can open it. */
+function cliLinkBase(config: Config, url: unknown): { base: string; named: boolean; warning: string | null } {
   let base: string;
   if (url !== undefined) {
     const parsed = publicUrl.safeParse(typeof url === 'string' ? url : '');
@@ -28,11 +37,23 @@ function cliLinkBase(config: Config, url: unknown): { base: string; warning: str
   } else {
     base = configuredBase(config);
   }
-  const { hostname, port } = new URL(base);
-  const fix = 'pass --url <base URL> or set PUBLIC_URL to the address people open';
-  if (url === undefined && !config.PUBLIC_URL && config.PORT === 0) return { base, warning: `PORT=0 lets the server pick a free port at start, so this link has no usable port: ${fix}` };
-  if (isLoopback(hostname)) return { base, warning: `this link uses ${hostname}${port ? `:${port}` : ''}, a loopback address: it opens only on this machine; ${fix}` };
-  return { base, warning: null };
+  const named = url !== undefined || Boolean(config.PUBLIC_URL);
+  if (!named && config.PORT === 0) return { base, named, warning: `PORT=0 lets the server pick a free port at start, so this link has no usable port: ${LINK_FIX}` };
+  return { base, named, warning: loopbackWarning(base) };
+}
+
+/** The command run by this process on the database (PostgreSQL, or an embedded one no server holds). */
+async function runHere(config: Config, log: Logger, request: AdminRequest, base: string, prepareDatabase: PrepareDatabase): Promise<string> {
+  const db = await prepareDatabase(config, log);
+  // The same key the server uses (the environment's, or the embedded database's key file once the server
+  // made it), so records the CLI appends carry the audit MAC like the server's. Its warnings are the server's to give.
+  const quietLog = createLogger('error');
+  useAuditKey(auditMacKey(resolveEncryptionKey(config, quietLog, { create: false }).key));
+  try {
+    return (await adminAction(db, request, base)).url;
+  } finally {
+    await db.close();
+  }
 }
 
 /** Bootstrap and recovery from the command line: the first admin, or a lost password. */
@@ -44,35 +65,17 @@ async function adminCommand(config: Config, log: Logger, argv: string[], usage: 
     process.stderr.write(usage);
     return 2;
   }
-  const { base, warning } = cliLinkBase(config, args.url);
-  const db = await prepareDatabase(config, log);
-  // The same key the server uses (the environment's, or the embedded database's key file once the server
-  // made it), so records the CLI appends carry the audit MAC like the server's. Its warnings are the server's to give.
-  const quietLog = createLogger('error');
-  useAuditKey(auditMacKey(resolveEncryptionKey(config, quietLog, { create: false }).key));
-  try {
-    const link = await audited(
-      db,
-      (r: { userId: string }) => ({ actor: { label: 'cli' }, action: sub === 'create' ? 'user.create' : 'user.password_link', target: { type: 'user', id: r.userId }, diff: sub === 'create' ? { after: { email, instanceAdmin: true } } : null }),
-      async (tx) => {
-        let userId: string;
-        if (sub === 'create') {
-          const name = (typeof args.name === 'string' ? args.name.trim() : '') || email.split('@')[0];
-          userId = (await createUser(tx, { email, name, instanceAdmin: true })).id;
-        } else {
-          const [u] = await tx.query<{ id: string }>(sql`select id from users where lower(email) = ${email}`);
-          if (!u) throw new Error(`no user with e-mail ${email}`);
-          userId = u.id;
-        }
-        return { userId, ...(await createPasswordLink(tx, base, userId)) };
-      },
-    );
-    process.stdout.write(`${sub === 'create' ? 'Created instance admin' : 'Password link for'} ${email}.\nSet the password within 24 hours at:\n${link.url}\n`);
-    if (warning) process.stderr.write(`admin: warning: ${warning}\n`);
-    return 0;
-  } finally {
-    await db.close();
-  }
+  const { base, named, warning } = cliLinkBase(config, args.url);
+  const request: AdminRequest = { command: sub, email, name: typeof args.name === 'string' ? args.name : null };
+  // A server holding the embedded database runs the command for us (functions/admin-socket.ts); it knows
+  // the port it listens on, so without --url or PUBLIC_URL the link uses its address.
+  const socket = adminSocketPath(config);
+  const viaServer = socket ? await callAdminSocket(socket, { ...request, url: named ? base : null }) : null;
+  const url = viaServer ? viaServer.url : await runHere(config, log, request, base, prepareDatabase);
+  const shownWarning = viaServer ? loopbackWarning(url.split('#')[0]) : warning;
+  process.stdout.write(`${sub === 'create' ? 'Created instance admin' : 'Password link for'} ${email}.\nSet the password within 24 hours at:\n${url}\n`);
+  if (shownWarning) process.stderr.write(`admin: warning: ${shownWarning}\n`);
+  return 0;
 }
 
 /** The admin command with its errors on stderr: exit 2 for a usage mistake, 1 for anything else. */

@@ -11,6 +11,7 @@ import { BUILD_VERSION } from '../protocol/version.ts';
 import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
+import { routes as setupRoutes } from './auth/setup.ts';
 import { routes as codehostRoutes } from './codehost/routes.ts';
 import { routes as costRoutes } from './cost/routes.ts';
 import { routes as sessionRoutes } from './cost/sessions.ts';
@@ -39,6 +40,7 @@ import { routes as webhookRoutes } from './webhooks/routes.ts';
 export const allRoutes: Route[] = [
   ...healthRoutes,
   ...authRoutes,
+  ...setupRoutes,
   ...projectRoutes,
   ...runnerRoutes,
   ...installRoutes,

@@ -82,7 +82,8 @@ const USAGE = `usage: server.mjs [serve | migrate | version | help]
 
 The admin commands print a one-time link to set the password (valid 24 hours). The link starts with
 --url, else PUBLIC_URL, else the address the server listens on (HOST, PORT). With the embedded
-database stop the server first.
+database a running server runs them (over svc.sock in its data directory). The first admin can also
+be made in the browser: while no user exists the server logs a one-time setup link.
 `;
 
 /** `help`, `--help`, `-h`, also after `admin`: the usage on stdout, whatever the configuration. */

@@ -7,12 +7,14 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { createServerAdapter } from '@whatwg-node/server';
 import { VERSION } from '../protocol/version.ts';
+import { serveAdminSocket } from './admin-socket.ts';
 import { createApp, createHookDoor } from './app.ts';
 import { useAuditKey } from './audit/audit.ts';
 import { AuditAnchor } from './audit/checkpoint.ts';
 import { auditJobs } from './audit/job.ts';
 import { auditMacKey } from './audit/mac.ts';
 import { sessionKey } from './auth/auth.ts';
+import { announceSetup } from './auth/setup.ts';
 import { retentionJobs } from './jobs/retention.ts';
 import { Scheduler } from './jobs/scheduler.ts';
 import { serverClock, systemClock } from './lib/clock.ts';
@@ -22,7 +24,7 @@ import type { Db } from './lib/db/index.ts';
 import { nodeHasBody } from './lib/http.ts';
 import { resolveEncryptionKey } from './lib/keyfile.ts';
 import type { Logger } from './lib/log.ts';
-import { listeningBase } from './lib/urls.ts';
+import { configuredBase, listeningBase } from './lib/urls.ts';
 import { LiveHub } from './live/live.ts';
 import { captureRunnerNotifications } from './notifications/capture.ts';
 import { Hub } from './runners/hub.ts';
@@ -208,6 +210,10 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     server.once('error', fail);
     server.listen(config.PORT, config.HOST, () => ok());
   });
+  // Links made without a request (the setup link, the CLI's over the admin socket) use the port bound.
+  const linkBase = configuredBase({ ...config, PORT: (server.address() as AddressInfo).port });
+  const closeAdminSocket = await serveAdminSocket({ config, db, log, base: linkBase });
+  let stopSetup = () => {};
   let stopping = false;
   onShutdown(async (signal: string) => {
     if (stopping) return;
@@ -239,6 +245,8 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     clearInterval(idle);
     server.closeAllConnections();
     clearTimeout(backgroundTimer);
+    stopSetup();
+    await closeAdminSocket();
     await background?.catch(() => {});
     await Promise.all([hub.stop(), live.stop()]);
     await Promise.all([schedules.stop().then(() => scheduler.stop(left())), webhooks.stop(left()), firer.stop(left()), auditAnchor.stop()]);
@@ -262,5 +270,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   backgroundTimer = setTimeout(launchBackground, BACKGROUND_START_MS);
   const { port } = server.address() as AddressInfo;
   log.info('listening', { url: listeningBase(config.HOST, port), version: VERSION, port });
+  // While no user exists: the one-time setup link for the first admin (functions/auth/setup.ts).
+  if (!stopping) stopSetup = announceSetup({ db, log, base: linkBase });
 }
 

@@ -1,5 +1,5 @@
 // Admin pages: Preact + htm, no build-time JSX. One hash route per page (PAGES below), `#/fleet/<projectId>`
-// with a parameter, and `#/set-password?token=…`; any other route shows "Not found". No hash lands on
+// with a parameter, `#/set-password?token=…` and `#/setup?token=…`; any other route shows "Not found". No hash lands on
 // Getting started while an instance admin has no project yet, else on Projects. Navigation is
 // role-aware: a page only instance admins can use is neither linked nor shown to anyone else.
 // Anyone not signed in sees the sign-in form.
@@ -59,6 +59,9 @@ export const PAGES: Record<string, PageDef> = {
   notifications: { title: 'Notifications', nav: null, load: () => Promise.resolve(Notifications), audience: 'user' },
 };
 
+/** `#/setup?token=…`: the first admin, before anyone can sign in (functions/auth/setup.ts). */
+const SETUP: PageDef = { title: 'Create the first admin', nav: null, load: () => import('./pages/setup.ts').then((m) => m.Setup), audience: 'user' };
+
 /** Pages loaded so far: a page opened again renders at once. */
 const loadedViews = new Map<PageDef, View>();
 
@@ -109,11 +112,13 @@ function App() {
   useEffect(() => void load(), []);
 
   const setPw = /^#\/set-password\?token=([\w-]+)/.exec(hash);
+  const setup = /^#\/setup(?:\?token=([\w-]*))?$/.exec(hash);
   const { name: asked, param } = route(hash);
   const name = me && asked === '' ? landing(me) : asked;
   let body;
   if (down) body = html`<p class="banner failed" role="alert">The server cannot be reached: ${down}</p>`;
   else if (setPw) body = html`<${SetPassword} token=${setPw[1]} onDone=${() => (location.hash = '#/')} />`;
+  else if (setup) body = html`<${PageView} page=${SETUP} token=${setup[1] ?? ''} onDone=${() => ((location.hash = '#/'), load())} />`;
   else if (me === undefined) body = html`<p class="muted">Loading…</p>`;
   else if (me === null) body = html`<${SignIn} onSignedIn=${load} />`;
   else {

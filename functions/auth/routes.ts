@@ -14,10 +14,10 @@ import { createApiToken, createSession, sessionCookie, sessionCsrf, toUser } fro
 import { PASSWORD_MAX, PASSWORD_MIN, hashPassword, verifyPassword } from './passwords.ts';
 import { checkSignInAllowed, clearAccountFailures, recordSignInFailure } from './ratelimit.ts';
 
-const email = z.email({ message: 'must be an e-mail address' }).max(254).transform((e) => e.toLowerCase());
-const password = z.string().min(PASSWORD_MIN, { message: `must be at least ${PASSWORD_MIN} characters` }).max(PASSWORD_MAX);
+export const email = z.email({ message: 'must be an e-mail address' }).max(254).transform((e) => e.toLowerCase());
+export const password = z.string().min(PASSWORD_MIN, { message: `must be at least ${PASSWORD_MIN} characters` }).max(PASSWORD_MAX);
 const id = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be an id' });
-const name = z.string().trim().min(1).max(200);
+export const name = z.string().trim().min(1).max(200);
 /** Optional; absent or null = the token never expires. */
 const tokenExpiry = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 timestamp with a time zone' })

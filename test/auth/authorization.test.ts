@@ -142,6 +142,8 @@ function probes(): Record<string, Probe> {
     'DELETE /api/session': { path: '/api/session', expect: [204, 400, 401] },
     'GET /api/me': { path: '/api/me', expect: 200, check: (a) => assert.not.ok(a.body.projects.some((p: { id: string }) => p.id === projectB)) },
     'POST /api/password': { as: 'anonymous', path: '/api/password', json: { token: 'x'.repeat(43), password: 'a new password 123' }, expect: [400, 404] },
+    'GET /api/setup': { as: 'anonymous', path: '/api/setup', expect: 200, check: (a) => assert.equal(a.body, { needed: false }) },
+    'POST /api/setup': { as: 'anonymous', path: '/api/setup', json: { token: 'x'.repeat(43), name: 'n', email: 'setup@example.test', password: 'a new password 123' }, expect: 409 },
     'GET /api/tokens': { path: '/api/tokens', expect: 200, check: (a) => assert.is(a.body.tokens.length, 1, 'only its own token') },
     'POST /api/tokens': { path: '/api/tokens', json: { name: 'mine' }, expect: 201 },
     'DELETE /api/tokens/{tokenId}': { path: `/api/tokens/${adminTokenId}`, method: 'DELETE', expect: 404 },

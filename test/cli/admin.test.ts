@@ -1,7 +1,8 @@
 // `node dist/server.mjs admin create | password-link`: the real CLI against a real database, then a
-// real server to prove the printed links work. On PGlite also the svc.lock: the CLI refuses a data
-// directory a running server holds (naming its pid) and a stale lock does not block a start.
-import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+// real server to prove the printed links work. On PGlite also the svc.lock and the admin socket: a server
+// holding the data directory runs the CLI's commands over its owner-only socket; without that socket the
+// CLI refuses the directory (naming the server's pid); a stale lock does not block a start.
+import { existsSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -195,34 +196,69 @@ test('an empty or blank --name is refused (exit 2) or replaced by a default, nev
   }
 });
 
-onlyOn('pglite', test, 3, () => {
-  test('PGlite: while a server holds the data dir, the CLI refuses naming the server pid; the server keeps working', async () => {
+onlyOn('pglite', test, 4, () => {
+  test('PGlite: while a server holds the data dir, admin create and password-link run in it over its owner-only socket; the links work', async () => {
     const s = await start();
     try {
       const lockFile = join(dbEnv.PGLITE_DATA_DIR, 'svc.lock');
+      const socket = join(dbEnv.PGLITE_DATA_DIR, 'svc.sock');
       assert.is(readFileSync(lockFile, 'utf8').trim(), String(s.proc.pid), 'the lock names the server');
-      const r = adminCli(dbEnv, ['create', '--email', 'while-running@example.test']);
-      assert.is.not(r.status, 0, out(r));
-      assert.ok(out(r).includes(`in use by process ${s.proc.pid}`), out(r));
-      assert.match(out(r), /embedded database/);
-      assert.not.match(out(r), /set-password\?token=/);
-      const link = adminCli(dbEnv, ['password-link', '--email', EMAIL]);
-      assert.is.not(link.status, 0);
-      assert.ok(out(link).includes(`in use by process ${s.proc.pid}`));
+      assert.is(statSync(socket).mode & 0o777, 0o600, 'the socket is owner-only');
+      assert.is(statSync(dbEnv.PGLITE_DATA_DIR).mode & 0o777, 0o700, 'so is the data dir');
+      const r = adminCli(dbEnv, ['create', '--email', 'while-running@example.test', '--name', 'While Running']);
+      assert.is(r.status, 0, out(r));
+      assert.match(r.stdout, /Created instance admin while-running@example\.test\./);
+      const made = linkOf(r.stdout);
+      assert.ok(made.url.startsWith(`${s.url}/#/set-password?token=`), `the server's own address: ${made.url}`);
+      assert.match(r.stderr, /warning: this link uses 127\.0\.0\.1:\d+, a loopback address/);
+      const reset = adminCli(dbEnv, ['password-link', '--email', 'While-Running@example.test', '--url', 'https://svc.example.test/x/']);
+      assert.is(reset.status, 0, out(reset));
+      assert.match(linkOf(reset.stdout).url, /^https:\/\/svc\.example\.test\/x\/#\/set-password\?token=/, '--url is kept');
+      assert.not.match(reset.stderr, /warning/);
+      const dup = adminCli(dbEnv, ['create', '--email', 'while-running@example.test']);
+      assert.is(dup.status, 1, out(dup));
+      assert.match(dup.stderr, /^admin: a user with e-mail while-running@example\.test exists already$/m);
+      const ghost = adminCli(dbEnv, ['password-link', '--email', 'ghost@example.test']);
+      assert.is(ghost.status, 1);
+      assert.match(ghost.stderr, /^admin: no user with e-mail ghost@example\.test$/m);
 
       assert.is(readFileSync(lockFile, 'utf8').trim(), String(s.proc.pid), 'the CLI did not take or remove the lock');
-      assert.is((await fetch(`${s.url}/health`)).status, 200);
-      const session = await signIn(s, EMAIL, 'second password 456');
-      assert.is(session.status, 200, 'the database still answers');
+      assert.is((await post(s, '/api/password', { token: made.token, password: 'while running 123' })).status, 200);
+      const session = await signIn(s, 'while-running@example.test', 'while running 123');
+      assert.is(session.status, 200, 'the admin made over the socket signs in');
       const cookie = session.headers.get('set-cookie')!.split(';')[0];
-      const users = await (await fetch(`${s.url}/api/users`, { headers: { cookie } })).json();
-      assert.not.ok(users.users.some((u: { email: string }) => u.email === 'while-running@example.test'), 'nothing was created');
+      const me = await (await fetch(`${s.url}/api/me`, { headers: { cookie } })).json();
+      assert.equal([me.user.name, me.user.instanceAdmin], ['While Running', true]);
+      const audit = await (await fetch(`${s.url}/api/audit?action=user.create`, { headers: { cookie } })).json();
+      assert.ok(audit.records.some((a: { targetId: string; actorLabel: string }) => a.actorLabel === 'cli' && a.targetId === me.user.id), 'audited as the CLI');
     } finally {
       assert.is(await s.stop('SIGTERM'), 0);
       await s.cleanup();
     }
     assert.not.ok(existsSync(join(dbEnv.PGLITE_DATA_DIR, 'svc.lock')), 'a clean stop removes the lock');
-    const after = adminCli(dbEnv, ['create', '--email', 'while-running@example.test']);
+    assert.not.ok(existsSync(join(dbEnv.PGLITE_DATA_DIR, 'svc.sock')), 'and the socket');
+  });
+
+  test('PGlite: a server without its socket (removed) → the CLI refuses naming the server pid, in one line; the server keeps working', async () => {
+    const s = await start();
+    try {
+      rmSync(join(dbEnv.PGLITE_DATA_DIR, 'svc.sock'));
+      const r = adminCli(dbEnv, ['create', '--email', 'no-socket@example.test']);
+      assert.is(r.status, 1, out(r));
+      assert.ok(out(r).includes(`in use by process ${s.proc.pid}`), out(r));
+      assert.match(out(r), /embedded database/);
+      assert.is(r.stderr.trim().split('\n').length, 1, 'one line');
+      assert.not.match(out(r), /set-password\?token=/);
+      assert.is((await fetch(`${s.url}/health`)).status, 200);
+      const session = await signIn(s, EMAIL, 'second password 456');
+      assert.is(session.status, 200, 'the database still answers');
+      const cookie = session.headers.get('set-cookie')!.split(';')[0];
+      const users = await (await fetch(`${s.url}/api/users`, { headers: { cookie } })).json();
+      assert.not.ok(users.users.some((u: { email: string }) => u.email === 'no-socket@example.test'), 'nothing was created');
+    } finally {
+      await stop(s);
+    }
+    const after = adminCli(dbEnv, ['create', '--email', 'no-socket@example.test']);
     assert.is(after.status, 0, out(after));
     linkOf(after.stdout);
     assert.not.ok(existsSync(join(dbEnv.PGLITE_DATA_DIR, 'svc.lock')), 'the CLI released the lock too');

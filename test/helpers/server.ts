@@ -162,3 +162,15 @@ export async function startServer(opts: StartOptions = {}): Promise<RunningServe
     throw err;
   }
 }
+
+/** The first-admin setup link a server without users logs (functions/auth/setup.ts), once it is there. */
+export async function setupLinkOf(s: RunningServer, timeoutMs = 30_000): Promise<{ url: string; token: string; line: string }> {
+  const re = /^.* WARN no admin yet: open (\S+\/#\/setup\?token=([\w-]+)) .*$/m;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const m = re.exec(s.output());
+    if (m) return { line: m[0], url: m[1], token: m[2] };
+    if (Date.now() > until) throw new Error(`no setup link in the server's output within ${timeoutMs} ms:\n${s.output()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

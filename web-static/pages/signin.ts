@@ -1,6 +1,6 @@
-// Sign-in and the one-time password-set page (the link `admin create` prints).
+// Sign-in (with a hint while no user exists) and the one-time password-set page (the link `admin create` prints).
 import { html } from 'htm/preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api } from '../api.ts';
 
 function useSubmit(action: (form: FormData) => Promise<void>) {
@@ -21,13 +21,24 @@ function useSubmit(action: (form: FormData) => Promise<void>) {
   return { error, busy, onSubmit };
 }
 
+/** Whether the instance has no user yet (GET /api/setup), so the page can say where the first admin comes from. */
+function useSetupNeeded(): boolean | null {
+  const [needed, setNeeded] = useState<boolean | null>(null);
+  useEffect(() => {
+    api<{ needed: boolean }>('/api/setup').then((s) => setNeeded(s.needed), () => {});
+  }, []);
+  return needed;
+}
+
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const setupNeeded = useSetupNeeded();
   const { error, busy, onSubmit } = useSubmit(async (f) => {
     await api('/api/session', { method: 'POST', body: { email: f.get('email'), password: f.get('password') } });
     onSignedIn();
   });
-  return html`<form class="card narrow" onSubmit=${onSubmit}>
+  return html`<form class="card narrow" data-setup-needed=${String(setupNeeded)} onSubmit=${onSubmit}>
     <h2>Sign in</h2>
+    ${setupNeeded && html`<p class="banner warn setup-hint" role="status">No admin yet: open the setup link printed in the server's log.</p>`}
     <label>E-mail <input name="email" type="email" autocomplete="username" required /></label>
     <label>Password <input name="password" type="password" autocomplete="current-password" required /></label>
     ${error && html`<p class="failed" role="alert">${error}</p>`}
