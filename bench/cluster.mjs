@@ -20,8 +20,8 @@
 // Only loopback; every process and the database it made are removed at the end (scripts/cluster.sh down).
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { connect, pairRunner } from '../test/helpers/wsclient.ts';
@@ -41,7 +41,10 @@ const SCRIPT = join(ROOT, 'scripts', 'cluster.sh');
 const dbUrl = new URL(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
 dbUrl.pathname = `/svc_bench_cluster_${process.pid}`;
 // The trigger bucket raised to its maximum so that it never refuses (the spec's 30 per hour is the default).
-const env = { ...process.env, DATABASE_URL: dbUrl.toString(), CLUSTER_DIR: join(ROOT, '.tmp', `bench-cluster-${process.pid}`), CLUSTER_SERVER_ENV: 'TRIGGER_RATE_PER_HOUR=1000000' };
+const envFile = join(ROOT, '.tmp', `bench-cluster-${process.pid}.env`);
+mkdirSync(dirname(envFile), { recursive: true });
+writeFileSync(envFile, 'TRIGGER_RATE_PER_HOUR=1000000\n');
+const env = { ...process.env, DATABASE_URL: dbUrl.toString(), CLUSTER_DIR: join(ROOT, '.tmp', `bench-cluster-${process.pid}`), CLUSTER_ENV_FILE: envFile };
 const err = (s) => process.stderr.write(`${s}\n`);
 
 function cluster(args) {
@@ -180,6 +183,7 @@ main()
   })
   .finally(async () => {
     await cluster(['down']).catch(() => {});
+    rmSync(envFile, { force: true });
     const admin = new URL(dbUrl);
     admin.pathname = '/postgres';
     const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });

@@ -4,22 +4,25 @@
 // a handful of real runner bundles paired and connected through the balancer. Used by hand and by the
 // tests (test/ops/cluster.test.ts); scripts/cluster.sh is the entry point.
 //
-//   scripts/cluster.sh up [--runners N] [--balancer haproxy|nginx] [--dist <dir>] [--runner-dist <dir>]
+//   scripts/cluster.sh up [--runners N] [--balancer haproxy|nginx] [--env-file <file>] [--dist <dir>] [--runner-dist <dir>]
 //                                          start everything; the last line printed is BALANCER=http://127.0.0.1:<port>
-//   scripts/cluster.sh kill <1|2|3>       kill -9 of that replica
-//   scripts/cluster.sh stop <1|2|3>       SIGTERM of that replica (it drains)
-//   scripts/cluster.sh start <1|2|3>      start that replica again, on its port ([--dist <dir>|current]: on another build)
+//   scripts/cluster.sh kill <n> [<n>…]    kill -9 of those replicas (1 to 3), all at once
+//   scripts/cluster.sh stop <n> [<n>…]    SIGTERM of those replicas (they drain)
+//   scripts/cluster.sh start <n> [<n>…]   start those replicas again, on their ports ([--dist <dir>|current]: on another build)
 //   scripts/cluster.sh restart-balancer   kill -9 of the balancer, then start it again on its port
 //   scripts/cluster.sh restart-runner <n> [--dist <dir>|current]   the runner again (on another build)
 //   scripts/cluster.sh status             one line per process
 //   scripts/cluster.sh down               stop everything `up` started
 //
-// Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/svc_cluster, created when
-// missing), CLUSTER_DIR (default .tmp/cluster: state, logs, runner homes), CLUSTER_RUNNERS (3),
-// CLUSTER_PORT (the balancer's port; a free one by default), CLUSTER_SERVER_ENV (settings for every
-// replica, `NAME=value` separated by spaces, read by `up` and kept for later starts, e.g.
-// `TRIGGER_RATE_PER_HOUR=1000000` for a benchmark). The state of a topology is in
-// $CLUSTER_DIR/cluster.json: ports, pids, the instance admin's e-mail, password and API token.
+// Environment, read by `up` only: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/svc_cluster,
+// created when missing), CLUSTER_RUNNERS (3), CLUSTER_PORT (the balancer's port; a free one by default),
+// CLUSTER_BALANCER, CLUSTER_ENV_FILE (as --env-file: settings for every replica, one `NAME=value` a
+// line, e.g. `TRIGGER_RATE_PER_HOUR=1000000` for a benchmark or `AUDIT_VERIFY_CRON=0 3 * * *`).
+// `up` saves the database and the replicas' settings in the topology's state, and every later command
+// uses those: a replica started from another shell joins the same database with the same settings.
+// Every command reads CLUSTER_DIR (default .tmp/cluster: state, logs, runner homes). The state of a
+// topology is in $CLUSTER_DIR/cluster.json (mode 600): ports, pids, the database URL and settings, the
+// instance admin's e-mail, password and API token.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,7 +40,8 @@ const RUNNER = join(ROOT, 'dist', 'svc-runner.mjs');
 const serverOf = (dist) => (dist ? join(resolve(dist), 'server.mjs') : SERVER);
 const runnerOf = (dist) => (dist ? join(resolve(dist), 'svc-runner.mjs') : RUNNER);
 const REPLICAS = 3;
-const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_cluster';
+/** The database `up` puts the topology on; later commands use the one saved in its state (`database`). */
+const UP_DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_cluster';
 
 const say = (line) => process.stdout.write(`${line}\n`);
 const fail = (message) => {
@@ -50,6 +54,15 @@ const alive = (pid) => {
   if (!pid) return false;
   try {
     process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+/** Whether any process of the group `pgid` (a daemon() and its children) is left. */
+const groupAlive = (pgid) => {
+  try {
+    process.kill(-pgid, 0);
     return true;
   } catch {
     return false;
@@ -88,7 +101,7 @@ function serverEnv(s, i) {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/tmp',
     TZ: 'UTC',
-    DATABASE_URL,
+    DATABASE_URL: s.database,
     HOST: '127.0.0.1',
     PORT: String(s.replicas[i - 1].port),
     PUBLIC_URL: s.balancer,
@@ -101,15 +114,34 @@ function serverEnv(s, i) {
   };
 }
 
-/** CLUSTER_SERVER_ENV: `NAME=value` pairs separated by spaces, for every replica. */
-function extraServerEnv() {
+/**
+ * The replicas' extra settings from an env file (--env-file, CLUSTER_ENV_FILE): one `NAME=value` a line,
+ * the value as written up to the end of the line (spaces kept: `AUDIT_VERIFY_CRON=0 3 * * *`), or quoted
+ * with '…' or "…"; blank lines and lines starting with # are skipped.
+ */
+function parseEnvFile(text, file = 'the env file') {
   const out = {};
-  for (const pair of (process.env.CLUSTER_SERVER_ENV ?? '').split(/\s+/).filter(Boolean)) {
-    const m = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(pair);
-    if (!m) fail(`CLUSTER_SERVER_ENV: "${pair}" is not NAME=value`);
-    out[m[1]] = m[2];
-  }
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (!line.trim() || line.trimStart().startsWith('#')) return;
+    const m = /^\s*([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (!m) throw new Error(`${file}, line ${i + 1}: not NAME=value`);
+    const q = /^(["'])(.*)\1$/.exec(m[2]);
+    out[m[1]] = q ? q[2] : m[2];
+  });
   return out;
+}
+
+function extraServerEnv(args) {
+  // The old space-separated variable could not carry a value with spaces (a *_CRON): refused, not ignored.
+  if (process.env.CLUSTER_SERVER_ENV) fail('CLUSTER_SERVER_ENV is no longer read: put the settings in a file, one NAME=value a line, and pass --env-file <file>');
+  const file = args['env-file'] ?? process.env.CLUSTER_ENV_FILE;
+  if (!file) return {};
+  if (!existsSync(file)) fail(`--env-file: ${file} does not exist`);
+  try {
+    return parseEnvFile(readFileSync(file, 'utf8'), file);
+  } catch (e) {
+    fail(e.message);
+  }
 }
 
 async function startReplica(s, i, dist) {
@@ -122,12 +154,12 @@ async function startReplica(s, i, dist) {
   await waitFor(`replica ${i} on port ${r.port}`, async () => (await fetch(`http://127.0.0.1:${r.port}/health`)).ok);
 }
 
-/** docs/examples/haproxy.cfg with its `bind` and `server` lines replaced by this topology's loopback ports. */
+/** docs/examples/haproxy.cfg with its `bind` and `server` lines (in each backend) replaced by this topology's loopback ports. */
 function haproxyConfig(s) {
   const example = readFileSync(join(ROOT, 'docs', 'examples', 'haproxy.cfg'), 'utf8');
   const servers = s.replicas.map((r, i) => `  server api${i + 1} 127.0.0.1:${r.port}`).join('\n');
   let out = example.replace(/^  bind .*$/m, `  bind 127.0.0.1:${s.balancerPort}`);
-  out = out.replace(/(^  server .*\n)+/m, `${servers}\n`);
+  out = out.replace(/(^  server .*\n)+/gm, `${servers}\n`);
   if (!out.includes(`127.0.0.1:${s.balancerPort}`) || !out.includes(servers)) fail('docs/examples/haproxy.cfg no longer has the bind and server lines this script replaces');
   return out;
 }
@@ -139,16 +171,17 @@ function haproxyConfig(s) {
 function nginxConfig(s) {
   const example = readFileSync(join(ROOT, 'docs', 'examples', 'nginx.conf'), 'utf8');
   const servers = s.replicas.map((r) => `    server 127.0.0.1:${r.port};`).join('\n');
-  let out = example.replace(/(^    server [^;]*:8080;\n)+/m, `${servers}\n`);
+  let out = example.replace(/(^    server [^;]*:8080;\n)+/gm, `${servers}\n`);
   out = out.replace(/^(\s*)listen 443 ssl;$/m, `$1listen 127.0.0.1:${s.balancerPort} ssl;`);
-  out = out.replace(/^(\s*)listen 80;\n/m, '');
+  // The redirect from port 80 goes: without its `listen` line nginx would still take *:80 (as root).
+  out = out.replace(/^  server \{\n\s*listen 80;\n[^}]*\}\n\n/m, '');
   out = out.replace(/^(\s*)server_name .*;$/gm, '$1server_name localhost;');
   out = out.replace(/ssl_certificate\s+\S+;/, `ssl_certificate ${join(DIR, 'tls.crt')};`).replace(/ssl_certificate_key\s+\S+;/, `ssl_certificate_key ${join(DIR, 'tls.key')};`);
   // Run as this user in the foreground, with every file under the topology's directory.
   const head = `daemon off;\npid ${join(DIR, 'nginx.pid')};\nerror_log stderr warn;\n`;
   out = out.replace(/^user .*;\n/m, '').replace(/^pid .*;\n/m, '').replace(/^error_log .*;\n/m, '');
   out = out.replace(/^http \{$/m, `http {\n  access_log off;\n  client_body_temp_path ${join(DIR, 'nginx-tmp')};\n  proxy_temp_path ${join(DIR, 'nginx-tmp')};`);
-  if (!out.includes(servers) || !out.includes(`${s.balancerPort} ssl`)) fail('docs/examples/nginx.conf no longer has the upstream servers and the listen line this script replaces');
+  if (!out.includes(servers) || !out.includes(`${s.balancerPort} ssl`) || /listen 80;/.test(out)) fail('docs/examples/nginx.conf no longer has the upstream servers, the listen lines and the redirect block this script replaces');
   return head + out;
 }
 
@@ -185,10 +218,10 @@ async function startHaproxy(s) {
 }
 
 async function ensureDatabase() {
-  const url = new URL(DATABASE_URL);
+  const url = new URL(UP_DATABASE_URL);
   const name = url.pathname.slice(1);
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) fail(`DATABASE_URL names the database "${name}": use lower-case letters, digits and _`);
-  const admin = new URL(DATABASE_URL);
+  const admin = new URL(UP_DATABASE_URL);
   admin.pathname = '/postgres';
   const { default: postgres } = await import('postgres');
   const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
@@ -265,6 +298,7 @@ async function up(args) {
   }
   const balancerKind = args.balancer ?? process.env.CLUSTER_BALANCER ?? 'haproxy';
   if (!['haproxy', 'nginx'].includes(balancerKind)) fail('--balancer: haproxy or nginx');
+  const extraEnv = extraServerEnv(args); // read before the state directory (where the file may be) is emptied
   if (!args.continue) {
     const old = load();
     if (old && [old.balancerPid, ...old.replicas.map((r) => r.pid), ...old.runners.map((r) => r.pid)].some(alive)) fail(`a topology is running in ${DIR}: scripts/cluster.sh down first`);
@@ -280,14 +314,15 @@ async function up(args) {
   await ensureDatabase();
   const balancerPort = Number(process.env.CLUSTER_PORT) || (await freePort());
   const s = {
-    databaseUrl: DATABASE_URL.replace(/\/\/[^@/]*@/, '//***@'),
+    // The topology's settings, fixed here: later commands (start, …) use these, never their shell's.
+    database: UP_DATABASE_URL,
     balancerKind,
     balancerPort,
     // nginx is the TLS example: the topology speaks https through it with a certificate it made.
     balancer: `${balancerKind === 'nginx' ? 'https' : 'http'}://127.0.0.1:${balancerPort}`,
     balancerPid: 0,
     encryptionKey: randomBytes(32).toString('base64'),
-    serverEnv: extraServerEnv(),
+    serverEnv: extraEnv,
     replicas: [],
     runners: [],
     admin: null,
@@ -308,10 +343,16 @@ async function up(args) {
   say(`BALANCER=${s.balancer}`);
 }
 
-function replicaArg(s, arg) {
-  const i = Number(arg);
-  if (!Number.isInteger(i) || i < 1 || i > s.replicas.length) fail(`name a replica: 1 to ${s.replicas.length}`);
-  return i;
+/** The replicas a command names (`kill 1 2`): each once, 1 to 3. */
+function replicaArgs(s, args) {
+  if (args.length === 0) fail(`name a replica: 1 to ${s.replicas.length}`);
+  const out = [];
+  for (const arg of args) {
+    const i = Number(arg);
+    if (!Number.isInteger(i) || i < 1 || i > s.replicas.length) fail(`name a replica: 1 to ${s.replicas.length}`);
+    if (!out.includes(i)) out.push(i);
+  }
+  return out;
 }
 
 async function down() {
@@ -335,17 +376,28 @@ async function main() {
   if (cmd === 'down') return down();
   const s = load();
   if (!s) fail(`no topology in ${DIR}: scripts/cluster.sh up first`);
+  if (s.balancerKind === 'nginx' && process.env.NODE_EXTRA_CA_CERTS !== CERT) {
+    // The balancer speaks https with the topology's own certificate, which Node trusts only from its start.
+    const again = spawnSync(process.execPath, process.argv.slice(1), { stdio: 'inherit', env: { ...process.env, NODE_EXTRA_CA_CERTS: CERT } });
+    process.exit(again.status ?? 1);
+  }
+  if (!s.database) fail(`the topology in ${DIR} was made by an older scripts/cluster.sh (no saved database): down, then up again`);
+  // The topology's own database and settings are used; a different DATABASE_URL in this shell is not.
+  if (process.env.DATABASE_URL && process.env.DATABASE_URL !== s.database && cmd !== 'status') process.stderr.write('cluster: this shell\'s DATABASE_URL is not used: the topology keeps the database it was made on (up)\n');
   if (cmd === 'kill' || cmd === 'stop') {
-    const r = s.replicas[replicaArg(s, positional[0]) - 1];
-    if (!alive(r.pid)) fail(`replica ${positional[0]} is not running`);
-    process.kill(r.pid, cmd === 'kill' ? 'SIGKILL' : 'SIGTERM');
-    await waitFor(`replica ${positional[0]} to end`, async () => !alive(r.pid), 30_000);
-    return say(`replica ${positional[0]} ${cmd === 'kill' ? 'killed' : 'stopped'}`);
+    // Several replicas are signalled together (`kill 1 2`: two of three gone at the same moment).
+    const named = replicaArgs(s, positional);
+    for (const i of named) if (!alive(s.replicas[i - 1].pid)) fail(`replica ${i} is not running`);
+    for (const i of named) process.kill(s.replicas[i - 1].pid, cmd === 'kill' ? 'SIGKILL' : 'SIGTERM');
+    await waitFor(`replica ${named.join(', ')} to end`, async () => !named.some((i) => alive(s.replicas[i - 1].pid)), 30_000);
+    return say(`replica ${named.join(', ')} ${cmd === 'kill' ? 'killed' : 'stopped'}`);
   }
   if (cmd === 'start') {
     // `--dist <dir>` starts it on another build (a rolling upgrade); `--dist current` on this checkout's.
-    await startReplica(s, replicaArg(s, positional[0]), args.dist === 'current' ? null : args.dist ? resolve(args.dist) : undefined);
-    return say(`replica ${positional[0]} started on port ${s.replicas[Number(positional[0]) - 1].port}`);
+    const named = replicaArgs(s, positional);
+    const dist = args.dist === 'current' ? null : args.dist ? resolve(args.dist) : undefined;
+    await Promise.all(named.map((i) => startReplica(s, i, dist)));
+    return say(named.map((i) => `replica ${i} started on port ${s.replicas[i - 1].port}`).join('\n'));
   }
   if (cmd === 'restart-runner') {
     // SIGTERM of runner <n>, then the runner again: on this checkout's bundle with `--dist current`, or another build's.
@@ -360,9 +412,10 @@ async function main() {
     return say(`runner ${n} restarted`);
   }
   if (cmd === 'restart-balancer') {
-    // kill -9 of the balancer, then the same balancer again: every socket through it is cut.
-    if (alive(s.balancerPid)) process.kill(s.balancerPid, 'SIGKILL');
-    await waitFor('the balancer to end', async () => !alive(s.balancerPid), 30_000);
+    // kill -9 of the balancer, then the same balancer again: every socket through it is cut. The whole
+    // process group: nginx's workers outlive a killed master and would keep its port.
+    if (alive(s.balancerPid)) process.kill(-s.balancerPid, 'SIGKILL');
+    await waitFor('the balancer to end', async () => !alive(s.balancerPid) && !groupAlive(s.balancerPid), 30_000);
     await startBalancer(s);
     return say('balancer restarted');
   }
@@ -372,7 +425,7 @@ async function main() {
     s.runners.forEach((r) => say(`runner ${r.name} pid ${r.pid} ${alive(r.pid) ? 'up' : 'down'}`));
     return;
   }
-  fail('usage: scripts/cluster.sh up [--runners N] [--balancer haproxy|nginx] [--dist <dir>] | kill <n> | stop <n> | start <n> [--dist <dir>|current] | restart-balancer | restart-runner <n> [--dist <dir>|current] | status | down');
+  fail('usage: scripts/cluster.sh up [--runners N] [--balancer haproxy|nginx] [--env-file <file>] [--dist <dir>] | kill <n>… | stop <n>… | start <n>… [--dist <dir>|current] | restart-balancer | restart-runner <n> [--dist <dir>|current] | status | down');
 }
 
 main().catch((e) => fail(e instanceof Error ? e.message : String(e)));

@@ -25,6 +25,7 @@ import { recordUsage } from '../cost/ingest.ts';
 import { recordSkillRuns } from '../runs/ingest.ts';
 import { publish } from '../live/live.ts';
 import { helloProfiles, recordProfiles } from './profiles.ts';
+import { Rebalancer } from './rebalance.ts';
 
 const CTL = 'svc_runner_ctl';
 const CMD = 'svc_runner_cmd';
@@ -125,10 +126,26 @@ export class Hub {
     ]);
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
+    // Runner sockets kept spread over the replicas (rebalance.ts): some of ours move after a replica joins.
+    this.rebalancer = new Rebalancer({ db: this.db, log: this.log, instance: this.instance, holder: this });
+    await this.rebalancer.start();
+  }
+  private rebalancer?: Rebalancer;
+
+  /** The runners whose sockets this process holds; `busy` when it relays a terminal of theirs. */
+  heldRunners(): { id: string; busy: boolean }[] {
+    const busy = new Set([...[...this.terminals.values()].map((t) => t.runnerId), ...this.remoteTerms.values()]);
+    return [...this.conns.keys()].map((id) => ({ id, busy: busy.has(id) }));
+  }
+
+  /** Ask a runner held here to reconnect (1012, as on a restart): it is back within about 1 s, wherever the balancer puts it. */
+  release(runnerId: string): void {
+    this.conns.get(runnerId)?.ws.close(SERVICE_RESTART, 'moving to another server process');
   }
 
   async stop(): Promise<void> {
     clearInterval(this.heartbeat);
+    await this.rebalancer?.stop();
     // 1012 (service restart): the runners come back from their first backoff step, not a long one.
     for (const conn of this.conns.values()) conn.ws.close(SERVICE_RESTART, 'server restarting');
     await this.db.query(sql`update runners set connected_instance = null where connected_instance = ${this.instance}`).catch(() => {});

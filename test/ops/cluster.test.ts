@@ -2,9 +2,9 @@
 // processes on one PostgreSQL database behind a real HAProxy, with real runner bundles paired and
 // connected through it. Every request goes through the balancer, so it lands on any replica.
 // needs: haproxy nginx tmux
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { request } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -13,25 +13,13 @@ import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import WebSocket from 'ws';
-import { ROOT, freshPostgres, onlyOn, tempDir } from '../helpers/db.ts';
+import { freshPostgres, onlyOn, tempDir } from '../helpers/db.ts';
 import { openLive } from '../helpers/live.ts';
 import { signTrigger } from '../../docs/examples/sign-trigger.ts';
 import { waitUntil } from '../runner/_harness.ts';
+import { cluster, hammer } from './_cluster.ts';
 
-const SCRIPT = join(ROOT, 'scripts', 'cluster.sh');
-
-function sh(args: string[], env: Record<string, string>, timeoutMs = 180_000): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(SCRIPT, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (c) => (out += c));
-    p.stderr.on('data', (c) => (out += c));
-    const t = setTimeout(() => (p.kill('SIGKILL'), reject(new Error(`cluster.sh ${args.join(' ')} did not finish:\n${out}`))), timeoutMs);
-    p.on('close', (code) => (clearTimeout(t), resolve({ code, out })));
-  });
-}
-
-onlyOn('postgres', test, 6, () => {
+onlyOn('postgres', test, 9, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let env: Record<string, string>;
   let balancer = '';
@@ -54,29 +42,72 @@ onlyOn('postgres', test, 6, () => {
   };
   const ping = async (runnerId: string) => (await api(`/api/runners/${runnerId}/commands`, { method: 'POST', json: { name: 'runner.ping', args: {} } })).status;
 
+  // The replicas' settings, given to `up` as an env file: values with spaces (a cron) and quoted ones.
+  const envFile = join(tempDir('cluster-env-'), 'replicas.env');
+  writeFileSync(envFile, '# every replica\nAUDIT_VERIFY_CRON=15 2 * * *\n\nACTIVITY_RETENTION_CRON="40 4 * * 1"\n');
+  /** The cron of the system job `name` as replica `i` (1 to 3) answers it on its own port. */
+  const cronOn = async (i: number, name: string) => {
+    const r = await fetch(`http://127.0.0.1:${state.replicas[i - 1].port}/api/schedules`, { headers: { authorization: `Bearer ${state.admin.token}` } });
+    if (r.status !== 200) return `${r.status} ${await r.text()}`;
+    return (await r.json()).jobs.find((j: any) => j.name === name)?.cron;
+  };
+
   test.before(async () => {
     pg = await freshPostgres();
     env = { DATABASE_URL: pg.url, CLUSTER_DIR: tempDir('cluster-') };
     db = postgres(pg.url, { max: 2, onnotice: () => {} });
   });
   test.after(async () => {
-    if (env) await sh(['down'], env).catch(() => {});
+    if (env) await cluster(['down'], env).catch(() => {});
     await db?.end();
     await pg?.drop();
   });
 
   test('up: 3 replicas behind HAProxy, 2 runners paired and online through it; the last line names the balancer', async () => {
-    const r = await sh(['up', '--runners', '2'], env);
+    const r = await cluster(['up', '--runners', '2', '--env-file', envFile], env);
     assert.is(r.code, 0, r.out);
     const last = r.out.trim().split('\n').at(-1)!;
     assert.match(last, /^BALANCER=http:\/\/127\.0\.0\.1:\d+$/);
     balancer = last.slice('BALANCER='.length);
     state = JSON.parse(readFileSync(join(env.CLUSTER_DIR, 'cluster.json'), 'utf8'));
     assert.is(state.replicas.length, 3);
-    const status = await sh(['status'], env);
+    const status = await cluster(['status'], env);
     assert.is(status.out.match(/ up$/gm)?.length, 6, status.out); // balancer, 3 replicas, 2 runners
     const { runners } = await (await api('/api/runners')).json();
     assert.equal(runners.map((x: any) => x.status), ['online', 'online']);
+    for (const i of [1, 2, 3]) {
+      assert.is(await cronOn(i, 'audit.verify'), '15 2 * * *', `replica ${i}: the env file's unquoted value with spaces`);
+      assert.is(await cronOn(i, 'retention.activity'), '40 4 * * 1', `replica ${i}: the env file's quoted value`);
+    }
+  });
+
+  test("start from another shell: the replica joins the topology's database with the settings `up` was given, not the shell's", async () => {
+    const other = await freshPostgres();
+    try {
+      assert.is((await cluster(['kill', '3'], env)).code, 0);
+      // Another shell: another DATABASE_URL, no env file.
+      const s = await cluster(['start', '3'], { ...env, DATABASE_URL: other.url });
+      assert.is(s.code, 0, s.out);
+      const here = await fetch(`http://127.0.0.1:${state.replicas[2].port}/api/runners`, { headers: { authorization: `Bearer ${state.admin.token}` } });
+      assert.is(here.status, 200, 'the admin token of the topology\'s database works on the restarted replica');
+      assert.is((await here.json()).runners.length, 2);
+      assert.is(await cronOn(3, 'audit.verify'), '15 2 * * *');
+      const o = postgres(other.url, { max: 1, onnotice: () => {} });
+      const [{ n }] = await o`select count(*)::int as n from pg_tables where schemaname = 'public'`;
+      await o.end();
+      assert.is(n, 0, 'nothing was made in the other database');
+      assert.match(s.out, /DATABASE_URL is not used/, 'and the shell is told');
+    } finally {
+      await other.drop();
+    }
+  });
+
+  test('the old CLUSTER_SERVER_ENV is refused with what to use instead, before anything starts', async () => {
+    const dir = tempDir('cluster-old-');
+    const r = await cluster(['up', '--runners', '0'], { ...env, CLUSTER_DIR: dir, CLUSTER_SERVER_ENV: 'AUDIT_VERIFY_CRON=0 3 * * *' });
+    assert.is(r.code, 1);
+    assert.match(r.out, /CLUSTER_SERVER_ENV is no longer read: .*--env-file <file>/);
+    assert.not.ok(existsSync(join(dir, 'cluster.json')), 'no topology was made');
   });
 
   test('commands and terminals work whichever replica the request and the runner socket land on', async () => {
@@ -171,12 +202,12 @@ onlyOn('postgres', test, 6, () => {
         }
       })();
       for (const i of [1, 2, 3]) {
-        const k = await sh(['kill', String(i)], env);
+        const k = await cluster(['kill', String(i)], env);
         assert.is(k.code, 0, k.out);
-        const s = await sh(['start', String(i)], env);
+        const s = await cluster(['start', String(i)], env);
         assert.is(s.code, 0, s.out);
       }
-      const b = await sh(['restart-balancer'], env);
+      const b = await cluster(['restart-balancer'], env);
       assert.is(b.code, 0, b.out);
       await writer;
       await caller;
@@ -207,10 +238,29 @@ onlyOn('postgres', test, 6, () => {
     }
   });
 
-  test('nginx (docs/examples/nginx.conf) as the TLS balancer: runners pair and connect over wss, the API and terminals work through it', async () => {
+  test('two of three replicas killed together: HAProxy answers every request from the third, none with 503 "No server is available"', async () => {
+    const log = join(env.CLUSTER_DIR, 'haproxy.log');
+    const downs = () => (readFileSync(log, 'utf8').match(/Server replicas\/api[12] is DOWN/g) ?? []).length;
+    const before = downs();
+    const load = hammer(`${balancer}/health`);
+    await waitUntil(() => load.seen.total >= 200, 60_000, 'requests before the kill');
+    const k = await cluster(['kill', '1', '2'], env);
+    assert.is(k.code, 0, k.out);
+    // Until HAProxy has taken both out (its log says so), and a few hundred requests after that.
+    await waitUntil(() => downs() >= before + 2, 30_000, 'HAProxy to mark replicas 1 and 2 down');
+    const after = load.seen.total;
+    await waitUntil(() => load.seen.total >= after + 300, 60_000, 'requests after the replicas were marked down');
+    const seen = await load.stop();
+    const s = await cluster(['start', '1', '2'], env);
+    assert.is(s.code, 0, s.out);
+    console.log(`kill -9 of replicas 1 and 2 together: ${seen.total} requests through HAProxy, by status ${JSON.stringify(seen.byStatus)}`);
+    assert.equal(seen.errors.filter((e) => e.startsWith('503')), [], 'no 503 while replica 3 was up');
+  });
+
+  test('nginx (docs/examples/nginx.conf) as the TLS balancer: runners pair and connect over wss, the API and terminals work through it, and a double kill answers no 5xx', async () => {
     const envN = { DATABASE_URL: pg.url.replace(/\/([^/]+)$/, '/$1_nginx'), CLUSTER_DIR: tempDir('cluster-nginx-') };
     try {
-      const r = await sh(['up', '--runners', '1', '--balancer', 'nginx'], envN);
+      const r = await cluster(['up', '--runners', '1', '--balancer', 'nginx'], envN);
       assert.is(r.code, 0, r.out);
       const url = r.out.trim().split('\n').at(-1)!.slice('BALANCER='.length);
       assert.match(url, /^https:\/\/127\.0\.0\.1:\d+$/);
@@ -229,8 +279,19 @@ onlyOn('postgres', test, 6, () => {
       tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', 'sh');
       for (let i = 0; i < 3; i++) await attachAndType(url, st.admin.token, project.body.id, session, i, ca);
       tmux('kill-server');
+      // Two of three replicas killed together: a refused connection moves on to the next replica, so the
+      // third answers everything (nginx skips a replica that failed for 10 s).
+      const load = hammer(`${url}/health`, { ca });
+      await waitUntil(() => load.seen.total >= 200, 60_000, 'requests before the kill');
+      const k = await cluster(['kill', '1', '2'], envN);
+      assert.is(k.code, 0, k.out);
+      const after = load.seen.total;
+      await waitUntil(() => load.seen.total >= after + 500, 60_000, 'requests after the kill');
+      const seen = await load.stop();
+      console.log(`nginx, kill -9 of replicas 1 and 2 together: ${seen.total} requests, by status ${JSON.stringify(seen.byStatus)}`);
+      assert.equal(seen.errors, [], 'no 5xx while replica 3 was up');
     } finally {
-      await sh(['down'], envN).catch(() => {});
+      await cluster(['down'], envN).catch(() => {});
       const a = postgres(pg.url, { max: 1, onnotice: () => {} });
       await a.unsafe(`drop database if exists ${new URL(envN.DATABASE_URL).pathname.slice(1)} with (force)`).catch(() => {});
       await a.end();
@@ -238,9 +299,9 @@ onlyOn('postgres', test, 6, () => {
   });
 
   test('down stops every process it started', async () => {
-    const d = await sh(['down'], env);
+    const d = await cluster(['down'], env);
     assert.is(d.code, 0, d.out);
-    const status = await sh(['status'], env);
+    const status = await cluster(['status'], env);
     assert.not.match(status.out, / up$/m);
     const reached = await fetch(`${balancer}/health`).then(() => true, () => false);
     assert.not.ok(reached, 'the balancer is gone');
