@@ -25,6 +25,7 @@ import type { Logger } from './lib/log.ts';
 import { listeningBase } from './lib/urls.ts';
 import { LiveHub } from './live/live.ts';
 import { captureRunnerNotifications } from './notifications/capture.ts';
+import { recheckRoots } from './projects/root-check.ts';
 import { Hub } from './runners/hub.ts';
 import { offlineJob } from './runners/presence.ts';
 import { TerminalRelay } from './runners/terminal.ts';
@@ -111,6 +112,8 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     await captureRunnerEvents(db, runnerId, events);
     await captureRunnerNotifications(db, runnerId, events);
   };
+  // A runner back online checks the project roots it could not check while offline (issue #34).
+  hub.onHello = (runnerId) => recheckRoots(db, hub, log.child({ area: 'projects' }), runnerId);
   await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
 

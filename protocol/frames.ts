@@ -48,6 +48,12 @@ export const CODEHOST_CAPABILITY = 'codehost';
  * away mid-command). Runners without it get again only read-only commands (READ_ONLY_COMMANDS).
  */
 export const REPLAY_CAPABILITY = 'commands.replay';
+/**
+ * The runner answers project.inspect (it is not in its `disabledCommands`), so the server checks a
+ * project's root there: on create and change, and on connect for the roots it could not check while the
+ * runner was offline (functions/projects/root-check.ts). Runners without it leave their roots unchecked.
+ */
+export const ROOTS_CAPABILITY = 'roots.check';
 
 /** A terminal channel (terminal.attach): the server names it, both sides address frames with it. */
 export const termChannel = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/);

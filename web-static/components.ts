@@ -112,8 +112,7 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
 export function PairingCommands({ name, code, expiresAt }: { name: string; code: string; expiresAt: string }) {
   const base = location.origin + location.pathname.replace(/\/[^/]*$/, '');
   return html`<div class="card notice pairing" role="status">
-    Pairing code for <strong>${name}</strong>: <code class="code">${code}</code>
-    (valid until ${when(expiresAt)}, single use). On the agent machine, run these one after the other:
+    Pairing code for <strong>${name}</strong>: <code class="code">${code}</code> (valid until ${when(expiresAt)}, single use). On the agent machine, run these one after the other:
     <${CopyBlock} label="1. Install the runner (needs Node.js 20 or newer; verifies the download's SHA-256)" text=${`curl -fsSL ${base}/install-runner.sh | sh`} />
     <${CopyBlock} label="2. Pair it with this server" text=${`~/.local/bin/svc-runner pair --server ${base} --code ${code}`} />
     <${CopyBlock} label="3. Run it as a service (prints the command that starts it)" text="~/.local/bin/svc-runner install-service" />
