@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { createServerAdapter } from '@whatwg-node/server';
 import { VERSION } from '../protocol/version.ts';
@@ -257,6 +258,14 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   };
   backgroundTimer = setTimeout(launchBackground, BACKGROUND_START_MS);
   const { port } = server.address() as AddressInfo;
-  log.info('listening', { url: listeningBase(config.HOST, port), version: VERSION, port });
+  // The address bound (0.0.0.0 is every interface, not 127.0.0.1) and the URL people should open.
+  const everywhere = config.HOST === '0.0.0.0' || config.HOST === '::';
+  log.info('listening', {
+    bind: `${isIP(config.HOST) === 6 ? `[${config.HOST}]` : config.HOST}:${port}${everywhere ? ' (all interfaces)' : ''}`,
+    url: config.PUBLIC_URL ?? listeningBase(config.HOST, port),
+    ...(everywhere && !config.PUBLIC_URL ? { hint: 'from other machines use this host\'s name or address, and set PUBLIC_URL to it' } : {}),
+    version: VERSION,
+    port,
+  });
 }
 
