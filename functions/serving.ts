@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { createServerAdapter } from '@whatwg-node/server';
 import { VERSION } from '../protocol/version.ts';
@@ -27,6 +28,7 @@ import type { Logger } from './lib/log.ts';
 import { configuredBase, listeningBase } from './lib/urls.ts';
 import { LiveHub } from './live/live.ts';
 import { captureRunnerNotifications } from './notifications/capture.ts';
+import { recheckRoots } from './projects/root-check.ts';
 import { Hub } from './runners/hub.ts';
 import { offlineJob } from './runners/presence.ts';
 import { TerminalRelay } from './runners/terminal.ts';
@@ -113,6 +115,8 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     await captureRunnerEvents(db, runnerId, events);
     await captureRunnerNotifications(db, runnerId, events);
   };
+  // A runner back online checks the project roots it could not check while offline (issue #34).
+  hub.onHello = (runnerId) => recheckRoots(db, hub, log.child({ area: 'projects' }), runnerId);
   await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
 
@@ -269,7 +273,15 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   };
   backgroundTimer = setTimeout(launchBackground, BACKGROUND_START_MS);
   const { port } = server.address() as AddressInfo;
-  log.info('listening', { url: listeningBase(config.HOST, port), version: VERSION, port });
+  // The address bound (0.0.0.0 is every interface, not 127.0.0.1) and the URL people should open.
+  const everywhere = config.HOST === '0.0.0.0' || config.HOST === '::';
+  log.info('listening', {
+    bind: `${isIP(config.HOST) === 6 ? `[${config.HOST}]` : config.HOST}:${port}${everywhere ? ' (all interfaces)' : ''}`,
+    url: config.PUBLIC_URL ?? listeningBase(config.HOST, port),
+    ...(everywhere && !config.PUBLIC_URL ? { hint: 'from other machines use this host\'s name or address, and set PUBLIC_URL to it' } : {}),
+    version: VERSION,
+    port,
+  });
   // While no user exists: the one-time setup link for the first admin (functions/auth/setup.ts).
   if (!stopping) stopSetup = announceSetup({ db, log, base: linkBase });
 }

@@ -64,6 +64,12 @@ export const reportedProfile = z.strictObject({
 });
 export type ReportedProfile = z.infer<typeof reportedProfile>;
 export const MAX_REPORTED_PROFILES = 32;
+/**
+ * The runner answers project.inspect (it is not in its `disabledCommands`), so the server checks a
+ * project's root there: on create and change, and on connect for the roots it could not check while the
+ * runner was offline (functions/projects/root-check.ts). Runners without it leave their roots unchecked.
+ */
+export const ROOTS_CAPABILITY = 'roots.check';
 
 /** A terminal channel (terminal.attach): the server names it, both sides address frames with it. */
 export const termChannel = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/);

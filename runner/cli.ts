@@ -98,6 +98,15 @@ function stringFlag(args: mri.Argv, name: string, required: boolean): string | u
   return v;
 }
 
+/** The next step when detection found no agent CLI: the runner cannot start a run without one. */
+const NO_PROFILE_FOUND = [
+  'No agent CLI was found on PATH, so this runner cannot start a run yet. Next:',
+  '  1. install Claude Code (`npm install -g @anthropic-ai/claude-code`) or the Codex CLI (`npm install -g @openai/codex`),',
+  '  2. log in once with it (`claude`, or `codex login`) as the user the runner runs as,',
+  '  3. run `svc-runner profiles --detect --write` again, then restart the runner.',
+  '',
+].join('\n');
+
 async function profilesCommand(args: mri.Argv, env: Env, out: Out, err: Out): Promise<number> {
   if (args.write && !args.detect) throw new UsageError('profiles: --write needs --detect');
   if (args.detect !== undefined && typeof args.detect !== 'boolean') throw new UsageError('profiles: --detect takes no value');
@@ -120,7 +129,8 @@ async function profilesCommand(args: mri.Argv, env: Env, out: Out, err: Out): Pr
       err.write(`svc-runner: ${path} could not be written: ${e instanceof Error ? e.message : String(e)}\n`);
       return 1;
     }
-    err.write(`Wrote ${proposal.length} profile(s) to ${path}\n`);
+    err.write(`Wrote ${proposal.length} profile${proposal.length === 1 ? '' : 's'} to ${path}\n`);
+    if (proposal.length === 0) err.write(NO_PROFILE_FOUND);
   }
   return 0;
 }

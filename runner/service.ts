@@ -9,6 +9,7 @@
 // The environment the runner needs is pinned in the service: PATH (to find claude/codex, git) and the
 // XDG directories, so the service reads the same runner.json as this command did.
 // `--platform linux|darwin` (or SVC_RUNNER_SERVICE_PLATFORM) chooses the kind, for tests.
+import { spawnSync } from 'node:child_process';
 import { chmodSync, lstatSync, mkdirSync, realpathSync, unlinkSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { writeFileAtomic } from './config.ts';
@@ -165,6 +166,8 @@ export function installService(platform: string, env: Env, out: Out, err: Out): 
     if (!writeServiceFile(path, systemdUnit(t), 0o644, err)) return 1;
     out.write(`Wrote ${path}\nStart it now and at every login with:\n  systemctl --user daemon-reload && systemctl --user enable --now svc-runner.service\n`);
     out.write('To keep it running while you are logged out: loginctl enable-linger "$USER"\nLogs: journalctl --user -u svc-runner -f\n');
+    const missing = userSystemdMissing(env);
+    if (missing) out.write(noUserSystemd(missing, path, t));
     return 0;
   }
   if (platform === 'darwin') {
@@ -181,6 +184,33 @@ export function installService(platform: string, env: Env, out: Out, err: Out): 
     return 0;
   }
   return unsupported('install-service', platform, err);
+}
+
+/** Why `systemctl --user` cannot reach a user manager here (a container, a minimal server, WSL, a
+ *  login without a session), or null when it can. */
+function userSystemdMissing(env: Env): string | null {
+  const r = spawnSync('systemctl', ['--user', 'show-environment'], { env: env as NodeJS.ProcessEnv, encoding: 'utf8', timeout: 5000 });
+  if (r.error) return (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'systemctl is not installed' : r.error.message;
+  if (r.status === 0) return null;
+  return (r.stderr || r.stdout).trim().split('\n')[0] || `systemctl --user exited ${r.status}`;
+}
+
+/** The other ways to keep the runner running when there is no user systemd. */
+function noUserSystemd(why: string, unit: string, t: ServiceTarget): string {
+  const system = '/etc/systemd/system/svc-runner.service';
+  const user = t.env.USER || t.env.LOGNAME || '<user>';
+  return [
+    '',
+    `No user systemd here (${why}): the commands above will not work. Instead, either`,
+    '- run it under tmux (started again by hand after a reboot):',
+    `  tmux new-session -d -s svc-runner ${sh(t.node)} ${sh(t.bundle)} run`,
+    '- or install it as a system unit that runs as you (needs root):',
+    `  sudo cp ${sh(unit)} ${system}`,
+    `  sudo sed -i -e 's/^\\[Service\\]$/[Service]\\nUser=${user}/' -e 's/default\\.target/multi-user.target/' ${system}`,
+    '  sudo systemctl daemon-reload && sudo systemctl enable --now svc-runner.service',
+    '- or run `svc-runner run` in a terminal to try it first.',
+    '',
+  ].join('\n');
 }
 
 function unsupported(command: string, platform: string, err: Out): number {

@@ -111,9 +111,19 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
  */
 export function PairingCommands({ name, code, expiresAt }: { name: string; code: string; expiresAt: string }) {
   const base = location.origin + location.pathname.replace(/\/[^/]*$/, '');
+  // An expired code is useless: its commands are taken off the page when it expires.
+  const [expired, setExpired] = useState(() => Date.parse(expiresAt) <= Date.now());
+  useEffect(() => {
+    setExpired(Date.parse(expiresAt) <= Date.now());
+    const t = setTimeout(() => setExpired(true), Math.min(Math.max(0, Date.parse(expiresAt) - Date.now()), 2 ** 31 - 1));
+    return () => clearTimeout(t);
+  }, [expiresAt]);
+  if (expired) {
+    return html`<div class="card notice pairing" role="status" data-expired="true">The pairing code for <strong>${name}</strong> expired ${when(expiresAt)}.
+      Make a new one with <strong>New pairing code</strong> on its row (Runners).</div>`;
+  }
   return html`<div class="card notice pairing" role="status">
-    Pairing code for <strong>${name}</strong>: <code class="code">${code}</code>
-    (valid until ${when(expiresAt)}, single use). On the agent machine, run these one after the other:
+    Pairing code for <strong>${name}</strong>: <code class="code">${code}</code> (valid until ${when(expiresAt)}, single use). On the agent machine, run these one after the other:
     <${CopyBlock} label="1. Install the runner (needs Node.js 20 or newer; verifies the download's SHA-256)" text=${`curl -fsSL ${base}/install-runner.sh | sh`} />
     <${CopyBlock} label="2. Pair it with this server" text=${`~/.local/bin/svc-runner pair --server ${base} --code ${code}`} />
     <${CopyBlock} label="3. Run it as a service (prints the command that starts it)" text="~/.local/bin/svc-runner install-service" />

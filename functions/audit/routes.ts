@@ -52,11 +52,17 @@ export const routes: Route[] = [
       const [v] = await ctx.db.query<{ started_at: Date; finished_at: Date; ok: boolean; records_checked: number; first_broken_seq: number | null; problem: string | null; scope: string; reason: string | null }>(
         sql`select * from audit_verifications order by started_at desc, id desc limit 1`,
       );
+      // How far the chain is verified: the checkpoint a successful run wrote (a since-checkpoint run checks
+      // only the records after the previous one, so recordsChecked alone undersells it).
+      const [head] = v?.ok
+        ? await ctx.db.query<{ seq: string | null }>(sql`select max(seq)::text as seq from audit_checkpoints where at <= ${v.finished_at}`)
+        : [];
       return json({
         verification: v
           ? {
               ok: v.ok,
               recordsChecked: Number(v.records_checked),
+              verifiedThroughSeq: head?.seq ? Number(head.seq) : null,
               firstBrokenSeq: v.first_broken_seq === null ? null : Number(v.first_broken_seq),
               problem: v.problem,
               // Rows of earlier releases have no reason: every failure then was a chain check's.

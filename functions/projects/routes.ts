@@ -12,9 +12,11 @@ import type { Route } from '../lib/context.ts';
 import { ROLES } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import { badRequest, conflict, notFound, json } from '../lib/errors.ts';
+import { HttpError, badRequest, conflict, notFound, json } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { fleetView } from './fleet.ts';
+import { checkRoot, recordRootCheck, rootRefused } from './root-check.ts';
+import type { RootCheck } from './root-check.ts';
 
 const projectId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a project id' });
 const userId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a user id' });
@@ -46,7 +48,13 @@ export const projectPatch = z.strictObject({
   budgetUsd: fields.budgetUsd.optional(),
   budgetAction: fields.budgetAction.optional(),
 });
-type Project = z.output<typeof projectCreate> & { id: string };
+/** Whether the runner confirmed the root is a git repository (functions/projects/root-check.ts); null without runner or root. */
+interface RootCheckView {
+  state: 'ok' | 'unchecked' | 'failed';
+  message: string | null;
+  checkedAt: string | null;
+}
+type Project = z.output<typeof projectCreate> & { id: string; rootCheck: RootCheckView | null };
 
 interface ProjectRow {
   id: string;
@@ -56,6 +64,9 @@ interface ProjectRow {
   root_path: string | null;
   budget_usd: string | null;
   budget_action: 'warn' | 'stop';
+  root_check: RootCheckView['state'] | null;
+  root_check_message: string | null;
+  root_checked_at: Date | null;
 }
 const toProject = (r: ProjectRow): Project => ({
   id: r.id,
@@ -65,6 +76,7 @@ const toProject = (r: ProjectRow): Project => ({
   rootPath: r.root_path,
   budgetUsd: r.budget_usd === null ? null : Number(r.budget_usd),
   budgetAction: r.budget_action,
+  rootCheck: r.root_check === null ? null : { state: r.root_check, message: r.root_check_message, checkedAt: r.root_checked_at ? new Date(r.root_checked_at).toISOString() : null },
 });
 
 async function getProject(db: Queryable, id: string): Promise<Project> {
@@ -94,7 +106,22 @@ async function checkPlacement(db: Queryable, runnerId: string | null, rootPath: 
   const others = await db.query<{ name: string; root_path: string }>(sql`
     select name, root_path from projects where runner_id = ${runnerId} and root_path is not null and id <> ${except}`);
   const clash = others.find((o) => rootsOverlap(o.root_path, rootPath));
-  if (clash) throw conflict('root_overlaps', `rootPath overlaps the root of project ${clash.name} on this runner (${clash.root_path})`);
+  if (clash) {
+    const message = `${rootPath} overlaps ${clash.root_path}, the root of project ${clash.name} on this runner: give each project its own repository`;
+    throw new HttpError(422, 'root_overlaps', `invalid fields: rootPath: ${message}`, { rootPath: message });
+  }
+}
+
+/**
+ * Ask the runner about a new root (outside any transaction: it may take the command's timeout). A root
+ * that is no repository is refused; the real path it answers must not overlap another root either.
+ */
+async function inspectRoot(db: Queryable, hub: Parameters<typeof checkRoot>[1], p: { runnerId: string | null; rootPath: string | null; repo: string }, userId: string, except = ''): Promise<RootCheck | null> {
+  if (p.runnerId === null || p.rootPath === null) return null;
+  const check = await checkRoot(db, hub, p.runnerId, p.rootPath, p.repo, userId);
+  if (check.state === 'failed') throw rootRefused(check.message);
+  if (check.state === 'ok' && check.real !== p.rootPath) await checkPlacement(db, p.runnerId, check.real, except);
+  return check;
 }
 
 async function nameFree(db: Queryable, name: string, except = '') {
@@ -126,6 +153,10 @@ export const routes: Route[] = [
     status: 201,
     body: projectCreate,
     async handler({ principal, body, requestId }, ctx) {
+      // The cheap checks first, so a bad request does not wait for the runner; again in the transaction.
+      await nameFree(ctx.db, body.name);
+      await checkPlacement(ctx.db, body.runnerId, body.rootPath);
+      const check = await inspectRoot(ctx.db, ctx.hub, body, principal!.user.id);
       const project = await audited(
         ctx.db,
         (p: Project) => ({ actor: principal!, action: 'project.create', target: { type: 'project', id: p.id }, diff: { after: p }, requestId }),
@@ -136,6 +167,7 @@ export const routes: Route[] = [
           await tx.query(sql`
             insert into projects (id, name, repo, runner_id, root_path, budget_usd, budget_action)
             values (${id}, ${body.name}, ${body.repo}, ${body.runnerId}, ${body.rootPath}, ${body.budgetUsd}, ${body.budgetAction})`);
+          await recordRootCheck(tx, id, check);
           await publish(tx, { type: 'project', projectId: id, change: 'created' }, { projectId: id });
           return getProject(tx, id);
         },
@@ -164,6 +196,15 @@ export const routes: Route[] = [
     params: z.strictObject({ projectId }),
     body: projectPatch,
     async handler({ principal, params, body, requestId }, ctx) {
+      const current = await getProject(ctx.db, params.projectId);
+      const wanted = { ...current, ...body };
+      const moving = wanted.runnerId !== current.runnerId || wanted.rootPath !== current.rootPath;
+      let check: RootCheck | null = null;
+      if (moving) {
+        requireInstanceAdmin(principal!);
+        await checkPlacement(ctx.db, wanted.runnerId, wanted.rootPath, params.projectId);
+        check = await inspectRoot(ctx.db, ctx.hub, wanted, principal!.user.id, params.projectId);
+      }
       const out = await audited(
         ctx.db,
         (r: { before: Project; after: Project }) => ({ actor: principal!, action: 'project.update', target: { type: 'project', id: params.projectId }, diff: r, requestId }),
@@ -173,6 +214,8 @@ export const routes: Route[] = [
           const moved = next.runnerId !== before.runnerId || next.rootPath !== before.rootPath;
           if (moved) {
             requireInstanceAdmin(principal!); // a project admin must not point a project at another team's machine
+            // The runner was asked about the placement read before the transaction: it must still be the one.
+            if (next.runnerId !== wanted.runnerId || next.rootPath !== wanted.rootPath) throw conflict('changed_meanwhile', 'the project was changed by someone else meanwhile: read it again and retry');
             await checkPlacement(tx, next.runnerId, next.rootPath, params.projectId);
           }
           if (body.name) await nameFree(tx, body.name, params.projectId);
@@ -180,6 +223,7 @@ export const routes: Route[] = [
             update projects set name = ${next.name}, repo = ${next.repo}, runner_id = ${next.runnerId}, root_path = ${next.rootPath},
                    budget_usd = ${next.budgetUsd}, budget_action = ${next.budgetAction}, updated_at = now()
              where id = ${params.projectId}`);
+          if (moved) await recordRootCheck(tx, params.projectId, check);
           await publish(tx, { type: 'project', projectId: params.projectId, change: 'updated' }, { projectId: params.projectId });
           return { before, after: await getProject(tx, params.projectId) }; // as stored (numeric rounding)
         },

@@ -370,6 +370,8 @@ export class Hub {
             this.send(conn, { type: 'projects', projects: await this.projectsOf(conn.runnerId, true) });
           }
           await this.sendUnanswered(conn, frame.capabilities.includes(REPLAY_CAPABILITY));
+          // Not awaited: it may send commands, whose answers come as frames on this very socket.
+          if (this.onHello) void this.onHello(conn.runnerId).catch((err) => this.log.error('hello follow-up failed', { runnerId: conn.runnerId, error: err instanceof Error ? err.message : String(err) }));
           return;
         case 'events':
           await this.ingest(conn.runnerId, frame.events, data);
@@ -392,6 +394,9 @@ export class Hub {
    * idempotent: a batch stored but not acked is sent again, so a crash in between loses nothing.
    */
   beforeStore?: (runnerId: string, events: RunnerEvent[]) => Promise<unknown>;
+
+  /** Called once a runner's hello is stored (its capabilities known): work that needs the runner online. */
+  onHello?: (runnerId: string) => Promise<unknown>;
 
   /**
    * Store a batch idempotently: a re-sent event (no ack seen) is stored once. Ack only after commit.

@@ -13,9 +13,10 @@ export const onlineSql = sql`(r.connected_instance is not null and r.last_seen_a
 /** What an admin can do about an offline runner, shown next to its status. */
 export function remedy(r: { paired: boolean; revoked: boolean; lastSeenAt: string | null }): string | null {
   if (r.revoked) return 'The runner was revoked. Use Pair again for a new code, then run `svc-runner pair --server <this URL> --code <code>` on the machine.';
-  if (!r.paired) return 'Not paired yet: run `svc-runner pair --server <this URL> --code <code>` on the agent machine.';
+  // No code in the text: a code is shown once, when made, and expires; New pairing code makes another.
+  if (!r.paired) return 'Not paired yet: use New pairing code for a code and the commands to run on the agent machine (a code is single use and expires).';
   return (
-    'On the agent machine: run `svc-runner status` (is it paired, does the server answer?), then start it with ' +
+    'On the agent machine: run `svc-runner doctor` (it names what is wrong) or `svc-runner status` (is it paired, does the server answer?), then start it with ' +
     '`systemctl --user restart svc-runner` (Linux) or `launchctl kickstart -k gui/$UID/com.svc.runner` (macOS), ' +
     'or `svc-runner run` in a terminal to see its log. If it exited with code 78 it was replaced or revoked: pair it again.'
   );

@@ -1,5 +1,5 @@
 // What every command handler gets, and the error value a handler fails with.
-import { CODEHOST_CAPABILITY, PROFILES_CAPABILITY, REPLAY_CAPABILITY } from '../../protocol/frames.ts';
+import { CODEHOST_CAPABILITY, PROFILES_CAPABILITY, REPLAY_CAPABILITY, ROOTS_CAPABILITY } from '../../protocol/frames.ts';
 import type { CodeHost } from '../codehost/poller.ts';
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import type { Env } from '../paths.ts';
@@ -31,7 +31,9 @@ export class CommandError extends Error {
 }
 
 /** Capabilities this runner announces: `terminal` unless `terminal.attach` is disabled; `codehost`:
- *  it reads `repo` in its watch list (protocol/frames.ts watchedProject) and polls the code host. */
+ *  it reads `repo` in its watch list (protocol/frames.ts watchedProject) and polls the code host;
+ *  `roots.check` unless `project.inspect` is disabled: the server may check project roots with it. */
 export function capabilities(config: RunnerConfig): string[] {
-  return [...(config.disabledCommands.includes('terminal.attach') ? [] : ['terminal']), CODEHOST_CAPABILITY, REPLAY_CAPABILITY, PROFILES_CAPABILITY];
+  const unless = (command: RunnerConfig['disabledCommands'][number], cap: string) => (config.disabledCommands.includes(command) ? [] : [cap]);
+  return [...unless('terminal.attach', 'terminal'), CODEHOST_CAPABILITY, REPLAY_CAPABILITY, PROFILES_CAPABILITY, ...unless('project.inspect', ROOTS_CAPABILITY)];
 }

@@ -32,12 +32,14 @@ test('create: 201 with every field, and defaults for the optional ones', async (
   assert.is(res.status, 201);
   assert.match(res.body.id, /^[0-9a-f-]{36}$/);
   alpha = res.body;
-  assert.equal(alpha, { id: alpha.id, name: 'Alpha', repo: 'acme/alpha', runnerId: runner1, rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop' });
+  // The runner was never connected: the root is accepted unchecked (test/projects/root-check.test.ts).
+  const rootCheck = { state: 'unchecked', message: res.body.rootCheck?.message, checkedAt: null };
+  assert.equal(alpha, { id: alpha.id, name: 'Alpha', repo: 'acme/alpha', runnerId: runner1, rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop', rootCheck });
 
   const min = await call('/api/projects', { method: 'POST', json: { name: '  Beta  ', repo: 'acme/beta.js' } });
   assert.is(min.status, 201);
   beta = min.body;
-  assert.equal(beta, { id: beta.id, name: 'Beta', repo: 'acme/beta.js', runnerId: null, rootPath: null, budgetUsd: null, budgetAction: 'warn' });
+  assert.equal(beta, { id: beta.id, name: 'Beta', repo: 'acme/beta.js', runnerId: null, rootPath: null, budgetUsd: null, budgetAction: 'warn', rootCheck: null });
   assert.is.not(beta.id, alpha.id);
 
   const audit = await call(`/api/audit?action=project.create&targetId=${alpha.id}`);
@@ -65,7 +67,7 @@ test('list and get: the instance admin sees every project with role admin, sorte
 test('patch: changes only the given fields; null clears a nullable one', async () => {
   const res = await call(`/api/projects/${alpha.id}`, { method: 'PATCH', json: { budgetUsd: 20, rootPath: null, runnerId: null } });
   assert.is(res.status, 200);
-  assert.equal(res.body, { ...alpha, budgetUsd: 20, rootPath: null, runnerId: null });
+  assert.equal(res.body, { ...alpha, budgetUsd: 20, rootPath: null, runnerId: null, rootCheck: null });
   const got = await call(`/api/projects/${alpha.id}`);
   assert.equal(got.body, res.body);
   alpha = got.body;
@@ -427,7 +429,7 @@ test('a project admin cannot move its project to a runner or root path (403, ins
   assert.is(moved.body.runnerId, other);
 });
 
-test('placement: an unknown or revoked runner → 400 naming runnerId; overlapping roots on one runner → 409 root_overlaps', async () => {
+test('placement: an unknown or revoked runner → 400 naming runnerId; overlapping roots on one runner → 422 root_overlaps naming rootPath', async () => {
   const tag = randomBytes(3).toString('hex');
   const unknown = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-1`, repo: 'acme/p', runnerId: 'no-such-runner', rootPath: '/srv/p' } });
   assert.is(unknown.status, 400);
@@ -449,16 +451,16 @@ test('placement: an unknown or revoked runner → 400 naming runnerId; overlappi
   assert.is(base.status, 201);
   for (const rootPath of ['/srv/team/app', '/srv/team/app/', '/srv/team', '/', '/srv/team/app/sub', '/srv//team/app']) {
     const res = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-x`, repo: 'acme/p', runnerId: host, rootPath } });
-    assert.is(res.status, 409, rootPath);
+    assert.is(res.status, 422, rootPath);
     assert.is(res.body.error.code, 'root_overlaps');
-    assert.match(res.body.error.message, new RegExp(`P-${tag}-3`));
+    assert.match(res.body.error.fields.rootPath, new RegExp(`P-${tag}-3`));
   }
   const sibling = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-4`, repo: 'acme/p', runnerId: host, rootPath: '/srv/team/app2' } });
   assert.is(sibling.status, 201, '/srv/team/app2 does not overlap /srv/team/app');
   const elsewhere = await call('/api/projects', { method: 'POST', json: { name: `P-${tag}-5`, repo: 'acme/p', runnerId: runner1, rootPath: '/srv/team/app' } });
   assert.is(elsewhere.status, 201, 'the same root on another runner is fine');
   const moveInto = await call(`/api/projects/${sibling.body.id}`, { method: 'PATCH', json: { rootPath: '/srv/team/app/inner' } });
-  assert.is(moveInto.status, 409, 'an edit is checked too');
+  assert.is(moveInto.status, 422, 'an edit is checked too');
   const unknownPatch = await call(`/api/projects/${sibling.body.id}`, { method: 'PATCH', json: { runnerId: 'nope' } });
   assert.is(unknownPatch.status, 400);
   assert.ok(unknownPatch.body.error.fields.runnerId);

@@ -176,7 +176,7 @@ test('`--detect` proposes without changing runner.json; `--detect --write` repla
 
   const w = await runCli(sb, ['profiles', '--detect', '--write']);
   assert.is(w.status, 0, w.stderr);
-  assert.match(w.stderr, /Wrote 2 profile\(s\) to /);
+  assert.match(w.stderr, /Wrote 2 profiles to /);
   const after = sb.readConfig();
   assert.equal(after.profiles, [
     { id: 'old', runtime: 'claude', env: {}, args: [] },

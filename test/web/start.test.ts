@@ -248,7 +248,7 @@ test('the audit page after those actions: verification state, records of each ac
     const v = document.querySelector('.verification[data-verified=ok]');
     return v !== null && v.getAttribute('data-finished') !== b && !v.querySelector('button[disabled]');
   }, before, { timeout: 30_000 });
-  assert.match((await page.textContent('.verification')) ?? '', /Chain verified: \d+ record/);
+  assert.match((await page.textContent('.verification')) ?? '', /Chain verified through record #\d+: \d+ records? /);
   // Filter by action through the form: only those records remain, and the filter is in the address.
   await page.fill('input[name=action]', 'project.create');
   await page.click('form.audit-filters button:has-text("Filter")');

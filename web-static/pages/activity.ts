@@ -19,12 +19,10 @@ function describe(item: Item, project: string) {
   const d = item.data;
   if (item.kind === 'session.started') {
     const where = d.slot ? `slot ${d.slot}` : d.run ? `skill run ${d.run}` : 'a session';
-    return html`A ${String(d.runtime ?? 'agent')} session started in ${project} (${where}${d.issue ? `, issue #${d.issue}` : ''}${d.branch ? html`, branch <code>${String(d.branch)}</code>` : ''}).
-      <a href=${hashOf('sessions', { session: String(d.sessionId ?? '') })}>Open the session</a>`;
+    return html`A ${String(d.runtime ?? 'agent')} session started in ${project} (${where}${d.issue ? `, issue #${d.issue}` : ''}${d.branch ? html`, branch <code>${String(d.branch)}</code>` : ''}). <a href=${hashOf('sessions', { session: String(d.sessionId ?? '') })}>Open the session</a>`;
   }
   if (item.kind === 'budget.threshold') {
-    return html`${project} reached ${String(d.threshold)}% of its monthly budget: ${usd(Number(d.costUsd))} of ${usd(Number(d.budgetUsd))}${d.stopped ? ' — new orchestrator rounds are stopped until next month or a higher budget' : ''}.
-      <a href=${hashOf('projects', { project: item.projectId })}>The project's budget</a>`;
+    return html`${project} reached ${String(d.threshold)}% of its monthly budget: ${usd(Number(d.costUsd))} of ${usd(Number(d.budgetUsd))}${d.stopped ? ' — new orchestrator rounds are stopped until next month or a higher budget' : ''}. <a href=${hashOf('projects', { project: item.projectId })}>The project's budget</a>`;
   }
   if (item.kind === 'run.start_failed') {
     const what = d.action === 'next_round' ? 'the next orchestrator round' : html`skill <code>${String(d.skill ?? '')}</code>`;

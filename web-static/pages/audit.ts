@@ -27,6 +27,8 @@ const VERIFY_WAIT_MS = 120_000;
 interface Verification {
   ok: boolean;
   recordsChecked: number;
+  /** The head of the chain this successful run checkpointed (null for a failed run). */
+  verifiedThroughSeq?: number | null;
   firstBrokenSeq: number | null;
   problem: string | null;
   /** other_instance: the anchor file is another database's — not tampering with this one. */
@@ -48,6 +50,14 @@ function toLocal(iso: string | null): string {
   if (Number.isNaN(d.getTime())) return '';
   const p = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+const records = (n: number) => `${n.toLocaleString('en-US')} ${n === 1 ? 'record' : 'records'}`;
+
+/** What a run checked, in words: the whole chain, or the records added since the previous checkpoint. */
+function checkedText(x: Verification): string {
+  if (x.scope === 'full') return `${records(x.recordsChecked)} checked (the whole chain)`;
+  return `${records(x.recordsChecked)} added since the previous checkpoint checked`;
 }
 
 function VerificationBanner({ onRun }: { onRun: () => void }) {
@@ -108,12 +118,12 @@ function VerificationBanner({ onRun }: { onRun: () => void }) {
     return html`<div class="banner failed verification" data-verified="failed" data-finished=${x.finishedAt} role="alert">
       <h3>Audit log verification FAILED</h3>
       <p><strong>${x.problem ?? 'the chain does not verify'}</strong>${x.firstBrokenSeq !== null && html` — first broken record: #${x.firstBrokenSeq}`}.</p>
-      <p>Checked ${x.recordsChecked} record(s) (${x.scope}) at ${when(x.finishedAt)}. Records may have been changed or removed outside svc: see docs/security.md, "Audit log".${next}</p>
+      <p>Checked ${records(x.recordsChecked)} (${x.scope === 'full' ? 'the whole chain' : 'since the last checkpoint'}) at ${when(x.finishedAt)}. Records may have been changed or removed outside svc: see docs/security.md, "Audit log".${next}</p>
       ${button}
     </div>`;
   }
   return html`<div class="banner ok verification" data-verified="ok" data-finished=${x.finishedAt} role="status">
-    <p><strong>Chain verified</strong>: ${x.recordsChecked} record(s) checked (${x.scope}), last run ${when(x.finishedAt)}.${next}</p>${button}
+    <p><strong>Chain verified</strong>${x.verifiedThroughSeq ? ` through record #${x.verifiedThroughSeq}` : ''}: ${checkedText(x)}, last run ${when(x.finishedAt)}.${next}</p>${button}
   </div>`;
 }
 

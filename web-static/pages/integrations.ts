@@ -10,6 +10,7 @@ import { api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { Triggers } from './triggers.ts';
+import type { Me } from '../session.ts';
 
 interface Webhook {
   id: string;
@@ -105,7 +106,7 @@ function Allowlist({ onError }: { onError: (m: string | null) => void }) {
   </form>`;
 }
 
-export function Integrations() {
+export function Integrations({ me }: { me?: Me }) {
   const [hooks, setHooks] = useState<Webhook[] | null>(null);
   const [catalogue, setCatalogue] = useState<CatalogueEntry[]>([]);
   const [error, setError] = useState<string | null>(null);
@@ -211,6 +212,6 @@ export function Integrations() {
           </table></div>`}
     <${Allowlist} onError=${setError} />
     <h3>Inbound triggers</h3>
-    <${Triggers} />
+    <${Triggers} me=${me} />
   `;
 }

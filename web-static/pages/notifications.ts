@@ -27,6 +27,10 @@ interface NotificationList {
 const CHANGED = 'svc-notifications-changed';
 const POLL_MS = 120_000; // a safety net: new notifications and read state arrive live
 
+/** The bell as an inline SVG: an emoji needs an emoji font, and shows as an empty box without one. */
+const BELL = html`<svg class="bell-icon" aria-hidden="true" width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round">
+  <path d="M18 8a6 6 0 0 0-12 0c0 7-3 9-3 9h18s-3-2-3-9" /><path d="M13.73 21a2 2 0 0 1-3.46 0" /></svg>`;
+
 export function NotificationBell() {
   const [unread, setUnread] = useState<number | null>(null);
   const load = () => api<NotificationList>('/api/notifications?limit=1').then((l) => setUnread(l.unread), () => {});
@@ -39,7 +43,7 @@ export function NotificationBell() {
   }, []);
   const label = unread ? `Notifications, ${unread} unread` : 'Notifications';
   return html`<a class="bell" href="#/notifications" aria-label=${label} title=${label}>
-    <span aria-hidden="true">🔔</span>${unread ? html`<span class="badge" data-unread=${unread}>${unread > 99 ? '99+' : unread}</span>` : null}
+    ${BELL}${unread ? html`<span class="badge" data-unread=${unread}>${unread > 99 ? '99+' : unread}</span>` : null}
   </a>`;
 }
 

@@ -10,7 +10,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, when } from '../api.ts';
-import { Alert, Dialog, FieldError, hashOf, hashQuery, usd, useAction } from '../components.ts';
+import { Alert, Badge, Dialog, FieldError, hashOf, hashQuery, usd, useAction } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
 import type { Me, Role } from '../session.ts';
@@ -23,6 +23,8 @@ export interface Project {
   rootPath: string | null;
   budgetUsd: number | null;
   budgetAction: 'warn' | 'stop';
+  /** Whether the runner found a git repository at the root (functions/projects/root-check.ts). */
+  rootCheck?: { state: 'ok' | 'unchecked' | 'failed'; message: string | null; checkedAt: string | null } | null;
   role?: Role;
 }
 interface Runner {
@@ -46,6 +48,15 @@ interface Inspected {
 }
 
 const ROLES: Role[] = ['viewer', 'operator', 'admin'];
+
+/** The root's check as a badge: checked, unchecked (the runner was offline; checked when it connects), or the problem. */
+function RootCheckBadge({ project }: { project: Project }) {
+  const c = project.rootCheck;
+  if (!c) return null;
+  if (c.state === 'ok') return html`<span class="root-check" data-state="ok"><${Badge} text="checked" tone="ok" /></span>`;
+  if (c.state === 'unchecked') return html`<span class="root-check" data-state="unchecked" title=${c.message ?? ''}><${Badge} text="unchecked" tone="muted" /></span>`;
+  return html`<span class="root-check" data-state="failed"><${Badge} text="not a repository" tone="failed" /> <span class="field-error">${c.message}</span></span>`;
+}
 const runnerLabel = (r: Runner | undefined) => (r ? r.name || r.hostname || r.id : '—');
 
 /** owner/name from a remote URL (https://host/owner/name.git, git@host:owner/name.git), when it has that shape. */
@@ -246,7 +257,7 @@ function ProjectDetail({ me, project, runners, onChanged }: { me: Me; project: P
       : html`<div class="card"><dl class="facts">
           <dt>Repository</dt><dd>${project.repo}</dd>
           <dt>Runner</dt><dd>${project.runnerId ? (runner ? runnerLabel(runner) : html`<code>${project.runnerId}</code>`) : 'none'}</dd>
-          <dt>Root path</dt><dd><code>${project.rootPath ?? '—'}</code></dd>
+          <dt>Root path</dt><dd><code>${project.rootPath ?? '—'}</code> <${RootCheckBadge} project=${project} /></dd>
           <dt>Budget</dt><dd>${project.budgetUsd === null ? 'none' : `${usd(project.budgetUsd)} a month, then ${project.budgetAction}`}</dd>
           <dt>Your role</dt><dd>${project.role ?? '—'}</dd></dl></div>`}
     <${Members} me=${me} project=${project} />
@@ -296,7 +307,7 @@ export function Projects({ me, reload }: { me: Me; reload: () => void }) {
           ${projects.map(
             (p) => html`<tr data-project=${p.name} aria-current=${p.id === open ? 'true' : undefined}>
               <td><a href=${hashOf('projects', { project: p.id })}><strong>${p.name}</strong></a></td><td>${p.repo}</td>
-              <td>${p.runnerId ? runnerLabel(runners.find((r) => r.id === p.runnerId)) : html`<span class="muted">none</span>`}${p.rootPath && html`<div class="muted"><code>${p.rootPath}</code></div>`}</td>
+              <td>${p.runnerId ? runnerLabel(runners.find((r) => r.id === p.runnerId)) : html`<span class="muted">none</span>`}${p.rootPath && html`<div class="muted"><code>${p.rootPath}</code> <${RootCheckBadge} project=${p} /></div>`}</td>
               <td>${p.budgetUsd === null ? html`<span class="muted">none</span>` : `${usd(p.budgetUsd)} (${p.budgetAction})`}</td><td>${p.role}</td></tr>`,
           )}</tbody></table></div>`}
     ${open && !current && html`<p class="banner warn" role="alert">No project with id <code>${open}</code> here.</p>`}

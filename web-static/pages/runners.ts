@@ -226,10 +226,14 @@ export function Runners() {
                   <td>${when(r.lastSeenAt)}</td>
                   <td class="actions">${r.status === 'revoked'
                     ? html`<button class="secondary" onClick=${() => pairAgain(r)}>Pair again</button>`
-                    : r.status !== 'unpaired' && html`<button class="secondary" onClick=${() => revoke(r)}>Revoke</button>`}
+                    : r.status === 'unpaired'
+                    ? html`<button class="secondary" onClick=${() => pairAgain(r)}>New pairing code</button>`
+                    : html`<button class="secondary" onClick=${() => revoke(r)}>Revoke</button>`}
                     ${(r.status === 'revoked' || r.status === 'unpaired') && html`<button class="secondary" onClick=${() => remove(r)}>Remove</button>`}</td>
                 </tr>`,
               )}
             </tbody>
-          </table></div>`}`;
+          </table></div>`}
+    <p class="muted doctor-hint">A runner that does not come online or misbehaves: run <code>svc-runner doctor</code> on its machine. It checks the
+      configuration, the pairing, the server and its token, tmux, git and the agent CLIs, and names what is wrong (docs/runner.md).</p>`;
 }

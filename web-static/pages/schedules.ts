@@ -4,6 +4,8 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, when } from '../api.ts';
+import type { Me } from '../session.ts';
+import { ScheduleForm } from './schedule-form.ts';
 
 interface Job {
   name: string;
@@ -32,7 +34,7 @@ interface ProjectSchedule {
 
 const RESULT_CLASS: Record<string, string> = { started: 'running', succeeded: 'ok', failed: 'failed', skipped: 'muted', cancelled: 'muted' };
 
-export function Schedules() {
+export function Schedules({ me }: { me: Me }) {
   const [data, setData] = useState<{ jobs: Job[]; schedules: ProjectSchedule[] } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
@@ -79,7 +81,7 @@ export function Schedules() {
   ${started && html`<p class="ok" role="status">${started}</p>`}
   <h3>Project schedules</h3>
   ${schedules.length === 0
-    ? html`<p class="muted">No project schedules${jobs.length ? '' : ' in your projects'}. Project admins create them with <code>POST /api/projects/&lt;id&gt;/schedules</code>.</p>`
+    ? html`<p class="muted">No project schedules${jobs.length ? '' : ' in your projects'}. Project admins create them below (or with <code>POST /api/projects/{projectId}/schedules</code>, docs/schedules.md).</p>`
     : html`<div class="scroll"><table>
     <thead><tr><th>Schedule</th><th>When</th><th>Next run</th><th>Last run</th><th></th></tr></thead>
     <tbody>
@@ -100,6 +102,8 @@ export function Schedules() {
       )}
     </tbody>
   </table></div>`}
+  <section class="card new-schedule" aria-labelledby="new-schedule-h"><h4 id="new-schedule-h">New schedule</h4>
+    <${ScheduleForm} me=${me} onCreated=${(m: string) => (setStarted(m), void load())} /></section>
   ${jobs.length > 0 &&
   html`<h3>System jobs</h3>
   <div class="scroll"><table>

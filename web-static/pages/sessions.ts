@@ -98,13 +98,9 @@ export function HowSessionsArrive({ projects }: { projects: Project[] }) {
   return html`<div class="card empty" role="note" data-empty="no-sessions">
     <p><strong>No sessions yet.</strong> A runner reports two sources, and either is enough:</p>
     <ul>
-      <li><strong>Transcripts</strong>: the runner reads Claude Code transcripts (<code>~/.claude/projects/</code>) and Codex rollout files
-        (<code>~/.codex/sessions/</code>) as they grow and sends their token counts — never prompts or responses. Files older than
-        <code>sessions.ingestSince</code> (set when the runner was paired) are skipped; an admin can read them with the
-        <code>session.backfill</code> command. <code>svc-runner status</code> shows what it reads.</li>
+      <li><strong>Transcripts</strong>: the runner reads Claude Code transcripts (<code>~/.claude/projects/</code>) and Codex rollout files (<code>~/.codex/sessions/</code>) as they grow and sends their token counts — never prompts or responses. Files older than <code>sessions.ingestSince</code> (set when the runner was paired) are skipped; an admin can read them with the <code>session.backfill</code> command. <code>svc-runner status</code> shows what it reads.</li>
       <li><strong>OpenTelemetry</strong>: the runner listens on <code>http://127.0.0.1:4318</code>. Sessions svc launches are pointed at it;
-        for your own Claude Code set <code>CLAUDE_CODE_ENABLE_TELEMETRY=1</code>, <code>OTEL_LOGS_EXPORTER=otlp</code> and
-        <code>OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318</code>.</li>
+        for your own Claude Code set <code>CLAUDE_CODE_ENABLE_TELEMETRY=1</code>, <code>OTEL_LOGS_EXPORTER=otlp</code> and <code>OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318</code>.</li>
     </ul>
     <p class="muted">A session counts for a project when its working directory is under the project's root on that project's runner.
       Details: docs/runner.md ("Sessions ingest", "OTLP receiver") and docs/cost.md.</p>

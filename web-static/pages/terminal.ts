@@ -4,7 +4,7 @@
 // The session keeps running after Detach. Every attach is in the audit log.
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { ApiError, api } from '../api.ts';
 import { hashQuery } from '../components.ts';
 import type { Mounted } from '../terminal-view.ts';
 
@@ -25,6 +25,8 @@ export function TerminalPage() {
   // Runners' capabilities when this user may list runners (instance admins): a runner with
   // terminal.attach disabled has no `terminal` capability, and then Attach is not offered.
   const [capabilities, setCapabilities] = useState<Map<string, string[]>>(new Map());
+  // What runs in the chosen project (orchestrator.status): the session names, or why it is not known.
+  const [running, setRunning] = useState<{ projectId: string; sessions: string[] | null; note: string | null } | null>(null);
   const box = useRef<HTMLDivElement>(null);
   const mounted = useRef<Mounted | null>(null);
   useEffect(() => {
@@ -55,6 +57,7 @@ export function TerminalPage() {
     const view = await import('../terminal-view.ts'); // its own chunk: xterm.js is loaded only now
     const ws = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/terminal?projectId=${encodeURIComponent(projectId)}&session=${encodeURIComponent(session)}`;
     setAttached(true);
+    await new Promise((r) => setTimeout(r, 0)); // the box is shown (rendered) before xterm measures it
     mounted.current = view.mountTerminal(box.current!, ws, (why) => {
       setStatus(why);
       setAttached(false);
@@ -68,6 +71,24 @@ export function TerminalPage() {
     setAttached(false);
     setStatus('Detached; the session keeps running.');
   };
+
+  // Say before Attach whether anything runs there: attaching to a session that does not exist shows nothing.
+  useEffect(() => {
+    if (!projectId) return;
+    setRunning(null);
+    api<{ data: { present: boolean; session: string; slots: { session: string; state: string }[] } }>(`/api/projects/${encodeURIComponent(projectId)}/commands`, {
+      method: 'POST',
+      body: { name: 'orchestrator.status' },
+    })
+      .then((r) => {
+        const live = [...(r.data.present ? [r.data.session] : []), ...r.data.slots.map((x) => x.session)];
+        setRunning({ projectId, sessions: live, note: null });
+        if (live.length && !live.includes(session) && !hashQuery().get('session')) setSession(live[0]);
+      })
+      .catch((e) =>
+        setRunning({ projectId, sessions: null, note: e instanceof ApiError && e.code === 'runner_offline' ? "The project's runner is offline: no session can be attached until it is back." : null }),
+      );
+  }, [projectId]);
 
   const runnerId = projects.find((p) => p.id === projectId)?.runnerId;
   const off = runnerId ? capabilities.get(runnerId)?.includes('terminal') === false : false;
@@ -95,7 +116,12 @@ export function TerminalPage() {
       <button type="button" class="secondary" disabled=${!attached} onClick=${detach}>Detach</button>
     </form>
     ${off && html`<p class="muted" role="note">The terminal is turned off on this project's runner (<code>disabledCommands</code>).</p>`}
+    ${!attached && running?.projectId === projectId && (running.note || running.sessions?.length === 0)
+      ? html`<p class="muted nothing-runs" role="note">${running.note ??
+          html`Nothing runs in this project now: no orchestrator round and no worker slot. Start a round on <a href=${`#/fleet/${projectId}`}>Fleet</a> (or a skill run), then attach to its session.`}</p>`
+      : null}
+    ${!attached && running?.sessions?.length ? html`<p class="muted" role="note">Running now: ${running.sessions.map((n, i) => html`${i ? ', ' : ''}<code>${n}</code>`)}.</p>` : null}
     ${status && html`<p class="muted" role="status">${status}</p>`}
-    <div class="terminal" ref=${box}></div>
+    <div class="terminal" ref=${box} hidden=${!attached}></div>
   `;
 }

@@ -10,6 +10,7 @@ import { CopyBlock } from '../components.ts';
 import { curlScript, nodeSender, samplePayload } from '../trigger-snippets.ts';
 import { DryRun, TriggerForm, TriggerLog, outcomeWords, statusClass } from './trigger-panels.ts';
 import type { Trigger } from './trigger-panels.ts';
+import type { Me } from '../session.ts';
 
 interface Project {
   id: string;
@@ -49,7 +50,7 @@ function LastDelivery({ t }: { t: Trigger }) {
   return html`<span class=${statusClass(d.status)}>${d.status}</span>${d.reason && html` <code>${d.reason}</code>`}${words && html`<div class="outcome-words">${words}</div>`}<div class="muted">${when(d.createdAt)}</div>`;
 }
 
-export function Triggers() {
+export function Triggers({ me }: { me?: Me }) {
   const [projects, setProjects] = useState<Project[] | null>(null);
   const [projectId, setProjectId] = useState('');
   const [triggers, setTriggers] = useState<Trigger[] | null>(null);
@@ -119,7 +120,10 @@ export function Triggers() {
   const open = (t: Trigger, kind: Panel['kind']) => setPanel(panel?.id === t.id && panel.kind === kind ? null : { id: t.id, kind });
 
   if (projects && projects.length === 0) {
-    return html`<p class="muted" role="note">Triggers belong to a project, and you are not an admin of any project. An instance admin can make you one.</p>
+    // An instance admin is admin of every project: no project here means none exists yet.
+    return html`<p class="muted" role="note">${me?.user.instanceAdmin
+        ? html`Triggers belong to a project, and there is no project yet. Create one on <a href="#/projects">Projects</a>.`
+        : 'Triggers belong to a project, and you are not an admin of any project. An instance admin can make you one.'}</p>
       ${error && html`<p class="failed" role="alert">${error}</p>`}`;
   }
   const current = panel && triggers?.find((t) => t.id === panel.id);
