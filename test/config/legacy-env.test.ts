@@ -19,6 +19,8 @@ import type { RunningServer } from '../helpers/server.ts';
 /** SVC_ names in the docs that are deliberately NOT user-facing settings, each with why. */
 const EXCEPTIONS: Record<string, string> = {
   SVC_TEST_DB: 'the test driver',
+  SVC_TEST_NO_INSTALL: 'the test driver (never install the programs the tests run)',
+  SVC_BUILD_COMMIT: 'the build (esbuild.config.mjs; the image build argument), not a runtime setting',
   SVC_PANES_POLL_MS: 'tests and benchmarks only',
   SVC_EVENTS_POLL_MS: 'tests and benchmarks only',
   SVC_RUNS_POLL_MS: 'tests and benchmarks only',

@@ -1,10 +1,11 @@
 // The test driver (scripts/test.mjs, scripts/test-tools.mjs) on a machine that lacks a program the tests
 // run: as root with apt-get it installs the program's Debian package first; where it may not install, it
 // skips only the files that need the program, says which and why, and counts their tests as skipped.
-// The machine's real apt-get is never called: PATH holds a stand-in that records its arguments.
+// The machine's real apt-get is never called: PATH holds only a folder of this test's own (the driver and
+// its test processes run as process.execPath, no PATH lookup), with a stand-in apt-get where one is needed.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ROOT, tempDir } from '../helpers/db.ts';
@@ -15,7 +16,7 @@ const FIXTURES = join(ROOT, 'test/ops/fixtures/driver');
 function drive(bin: string, env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, ['scripts/test.mjs', '--db', 'pglite', '--no-build', FIXTURES], {
     cwd: ROOT,
-    env: { ...process.env, PATH: `${bin}:${dirname(process.execPath)}`, ...env },
+    env: { ...process.env, PATH: bin, ...env },
     encoding: 'utf8',
     timeout: 120_000,
   });
@@ -36,7 +37,7 @@ test('as root with apt-get: the Debian package is installed first, then the file
   const bin = tempDir('driver-bin-');
   const calls = join(bin, 'calls.txt');
   // The stand-in "installs" ruby by writing an executable beside itself.
-  writeFileSync(join(bin, 'apt-get'), `#!/bin/sh\necho "$*" >> ${calls}\ncase "$*" in *install*) printf '#!/bin/sh\\nexit 0\\n' > ${bin}/ruby; chmod +x ${bin}/ruby;; esac\n`);
+  writeFileSync(join(bin, 'apt-get'), `#!/bin/sh\necho "$*" >> ${calls}\ncase "$*" in *install*) printf '#!/bin/sh\\nexit 0\\n' > ${bin}/ruby; /bin/chmod +x ${bin}/ruby;; esac\n`);
   chmodSync(join(bin, 'apt-get'), 0o755);
   const r = drive(bin);
   assert.is(r.status, 0, r.out);
