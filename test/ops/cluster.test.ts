@@ -13,6 +13,7 @@ import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import WebSocket from 'ws';
+import { gitWorkTree } from '../helpers/git.ts';
 import { freshPostgres, onlyOn, tempDir } from '../helpers/db.ts';
 import { openLive } from '../helpers/live.ts';
 import { signTrigger } from '../../docs/examples/sign-trigger.ts';
@@ -34,7 +35,7 @@ onlyOn('postgres', test, 9, () => {
   /** A project `name` rooted in the runner's home, once the runner watches it. */
   const watchedProject = async (runner: { id: string; home: string }, name: string) => {
     const root = join(runner.home, name);
-    mkdirSync(join(root, '.svc'), { recursive: true });
+    mkdirSync(join(gitWorkTree(root), '.svc'), { recursive: true });
     const project = await (await api('/api/projects', { method: 'POST', json: { name, repo: `acme/${name}`, runnerId: runner.id, rootPath: root } })).json();
     const configPath = join(runner.home, '.config', 'svc', 'runner.json');
     await waitUntil(() => (JSON.parse(readFileSync(configPath, 'utf8')).projects ?? []).some((p: any) => p.id === project.id), 30_000, 'the runner to watch the project');
@@ -115,7 +116,7 @@ onlyOn('postgres', test, 9, () => {
     // A project on runner 1 with a tmux session on that runner's tmux server.
     const runner = state.runners[0];
     const root = join(runner.home, 'widgets');
-    mkdirSync(root, { recursive: true });
+    gitWorkTree(root);
     const project = await (await api('/api/projects', { method: 'POST', json: { name: 'widgets', repo: 'acme/widgets', runnerId: runner.id, rootPath: root } })).json();
     assert.ok(project.id, JSON.stringify(project));
     const session = `svc-${project.id}-orch`;
@@ -271,7 +272,7 @@ onlyOn('postgres', test, 9, () => {
       assert.equal(runners.body.runners.map((x: any) => x.status), ['online'], 'the runner paired and connected over wss through nginx');
       const runner = st.runners[0];
       const root = join(runner.home, 'tools');
-      mkdirSync(root, { recursive: true });
+      gitWorkTree(root);
       const project = await httpsJson(`${url}/api/projects`, ca, { method: 'POST', token: st.admin.token, json: { name: 'tools', repo: 'acme/tools', runnerId: runner.id, rootPath: root } });
       assert.is(project.status, 201, JSON.stringify(project.body));
       const session = `svc-${project.body.id}-orch`;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { gitWorkTree } from '../helpers/git.ts';
 import { onlyOn } from '../helpers/db.ts';
 import { PG_BIN, privateCluster } from '../helpers/pgcluster.ts';
 import type { PrivateCluster } from '../helpers/pgcluster.ts';
@@ -41,7 +42,7 @@ onlyOn('postgres', test, 1, () => {
     // A runner connected to A, watching a project whose events file the test writes to.
     sb = sandbox();
     const root = join(sb.dir, 'widgets');
-    mkdirSync(join(root, '.svc'), { recursive: true });
+    mkdirSync(join(gitWorkTree(root), '.svc'), { recursive: true });
     const made = await (await a.api('/api/runners', { method: 'POST', json: { name: 'pg-restart' } })).json();
     const paired = await runCli(sb, ['pair', '--server', a.url, '--code', made.code, '--no-detect']);
     assert.is(paired.status, 0, paired.stderr);

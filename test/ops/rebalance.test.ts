@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { gitWorkTree } from '../helpers/git.ts';
 import { freshPostgres, onlyOn, tempDir } from '../helpers/db.ts';
 import { waitUntil } from '../runner/_harness.ts';
 import { balancerOf, cluster } from './_cluster.ts';
@@ -45,7 +46,7 @@ onlyOn('postgres', test, 1, () => {
     const roots: string[] = [];
     for (const [i, runner] of state.runners.entries()) {
       const root = join(runner.home, `p${i}`);
-      mkdirSync(join(root, '.svc'), { recursive: true });
+      mkdirSync(join(gitWorkTree(root), '.svc'), { recursive: true });
       const made = await api('/api/projects', { name: `p${i}`, repo: `acme/p${i}`, runnerId: runner.id, rootPath: root });
       assert.is(made.status, 201, await made.clone().text());
       const { id } = await made.json();
