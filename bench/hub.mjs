@@ -137,7 +137,7 @@ try {
   const single = { hub: [], direct: [], plain: [], ratio: [], cpu: [] };
   for (let round = 0; round < N.rounds; round++) {
     const id = (i) => (k) => `b-${round}-${i + k}`;
-    // A connection per round: each may send 100 frames/s with a burst of 200 (functions/runners/hub.ts
+    // A connection per round: each may send 100 frames/s with a burst of 200 (functions/runners/socket.ts
     // FRAME_RATE), and one round of 200 frames of 100 events is sent faster than that.
     const c2 = connect(server.url, t2);
     await c2.next('welcome');

@@ -27,7 +27,6 @@ import { resolveEncryptionKey } from './lib/keyfile.ts';
 import type { Logger } from './lib/log.ts';
 import { configuredBase, listeningBase } from './lib/urls.ts';
 import { LiveHub } from './live/live.ts';
-import { captureRunnerNotifications } from './notifications/capture.ts';
 import { recheckRoots } from './projects/root-check.ts';
 import { Hub } from './runners/hub.ts';
 import { offlineJob } from './runners/presence.ts';
@@ -36,7 +35,6 @@ import { ScheduleRunner } from './schedules/runner.ts';
 import { warnUndecryptable } from './settings/keycheck.ts';
 import { TRIGGER_CHANGED_CHANNEL, TriggerCache } from './triggers/cache.ts';
 import { TriggerFirer } from './triggers/fire.ts';
-import { captureRunnerEvents } from './webhooks/capture.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 
 // Node loads its fetch implementation (undici, 11–16 ms here) the first time a fetch global (Request,
@@ -111,10 +109,6 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
   for (const job of [...retentionJobs(config), ...auditJobs(config, auditAnchor), offlineJob]) scheduler.register(job);
   const hub = new Hub(db, log.child({ area: 'runners' }));
-  hub.beforeStore = async (runnerId, events) => {
-    await captureRunnerEvents(db, runnerId, events);
-    await captureRunnerNotifications(db, runnerId, events);
-  };
   // A runner back online checks the project roots it could not check while offline (issue #34).
   hub.onHello = (runnerId) => recheckRoots(db, hub, log.child({ area: 'projects' }), runnerId);
   await hub.start();

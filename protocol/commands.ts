@@ -109,7 +109,7 @@ export const COMMANDS = {
 } as const satisfies Record<CommandName, Spec<z.ZodType>>;
 
 /** Commands that only read: running one twice changes nothing, so the server may send one again after its
- *  runner reconnected without knowing whether the first copy arrived (hub.ts sendUnanswered). */
+ *  runner reconnected without knowing whether the first copy arrived (functions/runners/commands.ts sendUnanswered). */
 export const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['runner.ping', 'runner.describe', 'orchestrator.status', 'pr.inspect', 'skill.list', 'skill.search']);
 
 export { COMMAND_NAMES };

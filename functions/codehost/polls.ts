@@ -1,7 +1,7 @@
 // collector.poll for the projects a code-host delivery affects (spec: allowlist `collector.poll`, admin,
 // 30 s; issue 15 item 2 "the runner of each affected project gets collector.poll at once").
 //   1. every matched project's command goes out at once, in parallel, through the hub (functions/runners/
-//      hub.ts): sent directly when this process holds the runner's socket, else as a runner_commands
+//      commands.ts): sent directly when this process holds the runner's socket, else as a runner_commands
 //      row + NOTIFY that the process holding it sends on;
 //   2. each answer (done, failed — e.g. not_implemented —, timeout after 30 s, offline, no runner, or an
 //      error of our own) is kept, and the delivery's row gets them all in one update with its outcome:

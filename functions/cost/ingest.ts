@@ -1,5 +1,6 @@
-// Sessions and LLM requests from runner events (docs/cost.md, "Server"). The hub calls this for every
-// ingested batch after storing it; batches arrive at least once, so everything here is idempotent:
+// Sessions and LLM requests from runner events (docs/cost.md, "Server"). The events pipeline calls this
+// for every ingested batch after storing it (functions/events/sinks/cost.ts); batches arrive at least
+// once, so everything here is idempotent:
 //   session.meta  upsert the session of (runner, runtime, session id); first/last time only widen,
 //                 models accumulate, slot/issue/run/branch/project take the newest known value
 //   llm.request   ONE row per (runner, runtime, merge key), merge key = `request:<request id>` when the
@@ -171,7 +172,7 @@ async function upsertRequest(q: Queryable, runnerId: string, p: LlmRequest, serv
   throw new Error(`llm request ${key} could not be stored`);
 }
 
-/** The hub's hook for session.meta and llm.request events of one batch (cheap when there are none). */
+/** The cost sink's work for the session.meta and llm.request events of one batch (cheap when there are none). */
 export async function recordUsage(db: Db, runnerId: string, events: RunnerEvent[]): Promise<{ sessions: number; requests: number }> {
   const metas: SessionMeta[] = [];
   const requests: LlmRequest[] = [];

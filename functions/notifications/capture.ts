@@ -1,9 +1,9 @@
 // Runner events that become notifications (spec: Notifications): `pane.quota_hit` (a session hit its
-// provider's usage limit) and `person.needed` (an agent waits for a person). The hub calls this for
-// every ingested batch, next to the webhook capture. Data is the catalogue's allowlist of keys only
-// (webhooks/envelope.ts buildData), never the pane's text. A project the event names that is not
-// assigned to this runner is dropped: the notification is then for instance admins only. A re-sent
-// event makes no second notification (its event id is the dedupe key).
+// provider's usage limit) and `person.needed` (an agent waits for a person). The events pipeline calls
+// this in the transaction that stores the batch (functions/events/sinks/notifications.ts). Data is the
+// catalogue's allowlist of keys only (webhooks/envelope.ts buildData), never the pane's text. A project
+// the event names that is not assigned to this runner is dropped: the notification is then for instance
+// admins only. A re-sent event makes no second notification (its event id is the dedupe key).
 import type { RunnerEvent } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';

@@ -13,7 +13,7 @@
 //   5. stops when nothing exceeds its share, when a round moved nothing away (a balancer that pins a
 //      runner to a replica sends it straight back), or after EPISODE_MS.
 // Nothing is lost by a move: a runner keeps its events spooled until acked, and a command waits for a
-// runner connected moments ago and is sent again when it reconnects (hub.ts awaitOnline, sendUnanswered).
+// runner connected moments ago and is sent again when it reconnects (commands.ts awaitOnline, sendUnanswered).
 import type { Db } from '../lib/db/index.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';

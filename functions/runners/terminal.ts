@@ -6,7 +6,7 @@
 //   browser → server: {type:"input", data}, {type:"resize", cols, rows}
 //   server → browser: {type:"output", data}, {type:"exit", reason}, {type:"error", code, message}
 // The runner's socket may be held by another server process (several replicas behind a load balancer):
-// then the hub passes the frames through PostgreSQL NOTIFY (hub.ts sendTerminal / relayTerm).
+// then the hub passes the frames through PostgreSQL NOTIFY (terminal-channels.ts).
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -1,6 +1,6 @@
-// Skill run records from runner events (docs/skill-runs.md, "On the server"). The hub calls this for
-// every ingested batch after storing it; it must be idempotent, because a batch stored but not acked
-// is sent again:
+// Skill run records from runner events (docs/skill-runs.md, "On the server"). The events pipeline calls
+// this for every ingested batch after storing it (functions/events/sinks/runs.ts); it must be
+// idempotent, because a batch stored but not acked is sent again:
 //   skill_run.state     upsert the run; the state only moves forward (queued < starting < running <
 //                       a final state, which never changes), so a re-sent or late event changes nothing
 //   skill_run.progress  progress lines, stored once per (run, seq)
@@ -80,7 +80,7 @@ async function recordPatch(q: Queryable, runnerId: string, p: { runId: string; b
   return row;
 }
 
-/** The hub's hook for skill run events of one batch, in order (cheap when there are none). */
+/** The runs sink's work for the skill run events of one batch, in order (cheap when there are none). */
 export async function recordSkillRuns(q: Queryable, runnerId: string, events: RunnerEvent[]): Promise<number> {
   let applied = 0;
   // Live notices (functions/live/live.ts): each state change, and one progress notice per run and batch.

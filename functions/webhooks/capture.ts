@@ -1,10 +1,11 @@
-// Where catalogue events come from (spec: Events). Runner events arrive through the hub's ingest;
+// Where catalogue events come from (spec: Events). Runner events arrive through the ingest pipeline
+// (functions/events/ingest.ts, the sink events/sinks/webhooks.ts);
 // the server emits its own (schedule.*). Each becomes one envelope, stored in `webhook_outbox` under
 // its stable id; the dispatcher (worker.ts) turns it into one delivery per matching webhook.
 //
 // Capture runs in every process, whether or not its webhook worker is enabled: it only records. It is
-// idempotent (stable ids, `on conflict do nothing`, and one delivery per webhook and event id), so the
-// hub may capture a batch before storing it and a runner's re-send after a crash captures nothing new.
+// idempotent (stable ids, `on conflict do nothing`, and one delivery per webhook and event id), so a
+// runner's re-send after a crash captures nothing new.
 import type { RunnerEvent } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
@@ -55,7 +56,7 @@ export function runnerEnvelopes(runnerId: string, events: RunnerEvent[], project
   return out;
 }
 
-/** The hub's hook: capture the catalogue events of one ingested batch (cheap when there are none). */
+/** The webhooks sink: capture the catalogue events of one ingested batch (cheap when there are none). */
 export async function captureRunnerEvents(q: Queryable, runnerId: string, events: RunnerEvent[]): Promise<number> {
   if (!events.some((e) => RUNNER_TYPES.has(e.kind))) return 0;
   const projects = await q.query<{ id: string; repo: string }>(sql`select id, repo from projects where runner_id = ${runnerId}`);
