@@ -15,7 +15,7 @@
 // and adds its own checkpoint rows. Runs in one process are serialized, so they never race on the file.
 // A process that dies mid-run leaves at most a checkpoint row without its file copy, which is harmless.
 import { Cron } from 'croner';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';

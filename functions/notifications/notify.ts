@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { wake } from '../webhooks/webhooks.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { chatBody, notificationText } from './chat.ts';
 import type { ChatKind } from './chat.ts';
 

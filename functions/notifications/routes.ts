@@ -10,7 +10,7 @@ import type { User } from '../lib/context.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { encryptSecret } from '../lib/crypto.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, json, notFound } from '../lib/errors.ts';

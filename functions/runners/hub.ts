@@ -18,12 +18,13 @@ import { PROTOCOL_VERSION } from '../../protocol/version.ts';
 import { tokenBucket } from '../../protocol/bucket.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
+import type { CommandOutcome, TermFrame, TermInput } from '../lib/context.ts';
 import type { Db, Sql } from '../lib/db/index.ts';
 import { whenReachable } from '../lib/db/unavailable.ts';
 import type { Logger } from '../lib/log.ts';
 import { recordUsage } from '../cost/ingest.ts';
 import { recordSkillRuns } from '../runs/ingest.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { helloProfiles, recordProfiles } from './profiles.ts';
 import { Rebalancer } from './rebalance.ts';
 
@@ -44,8 +45,6 @@ type TermNotice =
   | { d: 'i'; c: string; r: string; data: string }
   | { d: 'z'; c: string; r: string; cols: number; rows: number }
   | { d: 'q'; c: string; r: string };
-type TermFrame = Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>;
-type TermInput = Extract<ServerFrame, { type: 'term.input' | 'term.resize' | 'term.close' }>;
 
 /** Split a string into pieces of at most `n` UTF-16 units without cutting a surrogate pair. */
 function chunks(text: string, n: number): string[] {
@@ -93,12 +92,6 @@ interface Conn {
    */
   since?: bigint;
 }
-
-export type CommandOutcome =
-  | { status: 'done'; data: unknown }
-  | { status: 'failed'; error: { code: string; message: string } }
-  | { status: 'timeout' }
-  | { status: 'offline' };
 
 export class Hub {
   readonly instance = randomUUID();

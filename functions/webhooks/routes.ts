@@ -8,7 +8,7 @@ import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import type { AppContext, Route } from '../lib/context.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, json, notFound } from '../lib/errors.ts';

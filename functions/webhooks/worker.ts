@@ -25,7 +25,7 @@ import { runContained } from '../lib/safety-net.ts';
 import { CHAT_HEADERS, chatUrl } from '../notifications/chat.ts';
 import type { ChannelKind } from '../notifications/chat.ts';
 import { CHANNEL } from './capture.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
 import type { Circuit, CircuitState } from './circuit.ts';
 import { checkTarget, compileAllowlist, systemResolver } from './guard.ts';
