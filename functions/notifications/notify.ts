@@ -9,7 +9,8 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { wake } from '../webhooks/webhooks.ts';
 import { publish } from '../live/publish.ts';
-import { chatBody, notificationText } from './chat.ts';
+import { notificationText } from '../../protocol/notification-text.ts';
+import { chatBody } from './chat.ts';
 import type { ChatKind } from './chat.ts';
 
 export interface NotifyInput {

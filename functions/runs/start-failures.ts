@@ -11,7 +11,7 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { publish } from '../live/publish.ts';
 import { notify } from '../notifications/notify.ts';
-import { startReasonRemedy, startReasonWords } from './start-reasons.ts';
+import { startReasonRemedy, startReasonWords } from '../../protocol/start-reasons.ts';
 
 export const START_FAILED = 'run.start_failed';
 const DETAIL_CHARS = 500;

@@ -31,7 +31,7 @@ import type { RunnerHub } from '../lib/context.ts';
 import { creatorAuthorized, sendSkillRun } from '../runs/launch.ts';
 import { emitEvent } from '../webhooks/capture.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
-import { failedStartReason } from '../runs/start-reasons.ts';
+import { failedStartReason } from '../../protocol/start-reasons.ts';
 import { jobName, plan } from './schedules.ts';
 import type { RunOutcome, ScheduleRow } from './schedules.ts';
 

@@ -7,7 +7,7 @@ import type { Clock } from '../lib/clock.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { runnerReadiness } from '../runners/profiles.ts';
-import { startReasonRemedy, startReasonWords } from '../runs/start-reasons.ts';
+import { startReasonRemedy, startReasonWords } from '../../protocol/start-reasons.ts';
 import { decide, hasLiveRun } from './fire.ts';
 import { creatorAuthorized } from '../runs/launch.ts';
 import type { TriggerRow } from './triggers.ts';

@@ -31,7 +31,7 @@ import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
 import type { StartFailure } from '../runs/start-failures.ts';
-import { failedStartReason } from '../runs/start-reasons.ts';
+import { failedStartReason } from '../../protocol/start-reasons.ts';
 import { creatorAuthorized, sendCommand, sendSkillRun } from '../runs/launch.ts';
 import type { SendOutcome } from '../runs/launch.ts';
 import type { TriggerRow } from './triggers.ts';

@@ -17,7 +17,7 @@ import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../settings/secrets.ts';
 import { refusedPayload, routes as hookRoutes } from './hook.ts';
 import { startVerdict } from './dry-run.ts';
-import { payloadReasons, renderArgs } from './placeholders.ts';
+import { payloadReasons, renderArgs } from '../../protocol/placeholders.ts';
 import { deliveryQuery, dryRunBody, projectParams, settle, triggerCreate, triggerParams, triggerPatch } from './schema.ts';
 import type { TriggerSettings } from './schema.ts';
 import {

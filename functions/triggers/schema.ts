@@ -5,7 +5,7 @@
 import * as z from 'zod';
 import { badRequest } from '../lib/errors.ts';
 import { model, profile, skill } from '../runs/schema.ts';
-import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from './placeholders.ts';
+import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from '../../protocol/placeholders.ts';
 
 const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
 export const projectParams = z.strictObject({ projectId: id('project') });
