@@ -13,7 +13,7 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
-import { requireEncryptionKey } from '../settings/secrets.ts';
+import { requireEncryptionKey } from '../lib/crypto.ts';
 import { CATALOGUE, EVENT_TYPES, SUBSCRIBABLE_TYPES } from './catalogue.ts';
 import { CHANNEL } from './capture.ts';
 import { compileAllowlist, parseAllowlist, staticRefusal } from './guard.ts';

@@ -3,7 +3,8 @@
 // 'telegram' (sql/0013), so its pushes are outbound deliveries that the webhook worker attempts with
 // the same guard, retries and circuit (functions/webhooks/worker.ts). What differs is only here: the
 // URL (it carries the credential, so it is built from the decrypted secret at attempt time and never
-// stored or logged in clear) and the body (rendered when the notification is made).
+// stored or logged in clear) and the body (rendered when the notification is made: notifications/notify.ts).
+// Here, beside the worker that sends them, so the webhooks area needs nothing of notifications/.
 
 export type ChannelKind = 'webhook' | 'slack' | 'telegram';
 export type ChatKind = Exclude<ChannelKind, 'webhook'>;
