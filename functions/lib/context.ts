@@ -1,12 +1,12 @@
 // Routes are a table: each declares who may call it and the zod schemas of its path, query and body.
 // The app (functions/app.ts) authenticates, authorizes and validates before a handler runs, and the
 // OpenAPI document (functions/openapi.ts) is generated from the same table, so they cannot drift.
-// The services in the context are narrow interfaces (RunnerHub below, Picks of the leaf modules), so this
-// file, which every route imports, imports no module that itself imports routes' code.
+// The services in the context are narrow interfaces (RunnerHub, JobScheduler below; types of leaf modules
+// for the trigger cache and schedules), so this file, which every route imports, imports no module that
+// itself imports route code.
 import type { z } from 'zod';
 import type { CommandName } from '../../protocol/commands.ts';
 import type { RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
-import type { Scheduler } from '../jobs/scheduler.ts';
 import type { RunOutcome, ScheduleRow } from '../schedules/schedules.ts';
 import type { Clock } from './clock.ts';
 import type { TriggerCache } from '../triggers/cache.ts';
@@ -19,7 +19,7 @@ export interface AppContext {
   config: Config;
   db: Db;
   log: Logger;
-  scheduler: Scheduler;
+  scheduler: JobScheduler;
   keys: Keys;
   hub: RunnerHub;
   /** The server's clock (lib/clock.ts): trigger timestamps, rotation overlap, replay memory, rate bucket. */
@@ -30,6 +30,14 @@ export interface AppContext {
   triggers?: Pick<TriggerCache, 'get' | 'mark' | 'set' | 'invalidate'>;
   /** Runs project schedules (functions/schedules/runner.ts); absent where nothing runs. */
   schedules?: { kick(): void; runNow(s: ScheduleRow): Promise<RunOutcome | null> };
+}
+
+/** What the system jobs' API asks of the job scheduler (functions/jobs/scheduler.ts implements it). */
+export interface JobScheduler {
+  definitions(): { name: string; description: string; cron: string }[];
+  nextRun(name: string): Date | null;
+  /** Run a job now (admin "run now"): the time it runs as, or null when it did not. */
+  runNow(name: string): Promise<Date | null>;
 }
 
 /** What a command sent to a runner came to (functions/runners/hub.ts). */
