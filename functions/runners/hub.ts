@@ -13,7 +13,7 @@ import { COMMANDS, READ_ONLY_COMMANDS } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, REPLAY_CAPABILITY, REPO, PROTOCOL_HEADER, RUNNER_FRAMES_PER_SECOND, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
 import { UNSTORABLE_MESSAGE, mayHoldUnstorable, unstorablePaths } from '../../protocol/text.ts';
-import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
+import type { RunnerEvent, ServerFrame } from '../../protocol/frames.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
 import { tokenBucket } from '../../protocol/bucket.ts';
 import { sha256Hex } from '../lib/crypto.ts';
