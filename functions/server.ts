@@ -13,12 +13,13 @@ import { ConfigError, loadConfig } from './lib/config.ts';
 import type { Config } from './lib/config.ts';
 import { connectWithRetry } from './lib/db/index.ts';
 import type { Db } from './lib/db/index.ts';
-import { loadMigrations, migrate, seed } from './lib/db/migrate.ts';
+import { loadMigrations, migrate } from './lib/db/migrate.ts';
 import type { Migration } from './lib/db/migrate.ts';
 import type { PgliteTemplate } from './lib/db/pglite.ts';
 import { createLogger } from './lib/log.ts';
 import type { Logger } from './lib/log.ts';
 import { installSafetyNet } from './lib/safety-net.ts';
+import { seed } from './seed.ts';
 
 export function migrationsDir(config: Config): string {
   return resolve(config.MIGRATIONS_DIR ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'sql'));

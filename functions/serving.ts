@@ -27,6 +27,7 @@ import { resolveEncryptionKey } from './lib/keyfile.ts';
 import type { Logger } from './lib/log.ts';
 import { configuredBase, listeningBase } from './lib/urls.ts';
 import { LiveHub } from './live/live.ts';
+import { notify } from './notifications/notify.ts';
 import { recheckRoots } from './projects/root-check.ts';
 import { Hub } from './runners/hub.ts';
 import { offlineJob } from './runners/presence.ts';
@@ -105,7 +106,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   const keys: Keys = { encryption, origin, session: await sessionKey(db, encryption) };
   const auditKey = auditMacKey(encryption);
   useAuditKey(auditKey);
-  const auditAnchor = new AuditAnchor({ db, log: log.child({ area: 'audit' }), key: auditKey, anchorPath: resolve(config.AUDIT_ANCHOR_PATH) });
+  const auditAnchor = new AuditAnchor({ db, log: log.child({ area: 'audit' }), key: auditKey, anchorPath: resolve(config.AUDIT_ANCHOR_PATH), notify });
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
   for (const job of [...retentionJobs(config), ...auditJobs(config, auditAnchor), offlineJob]) scheduler.register(job);
   const hub = new Hub(db, log.child({ area: 'runners' }));

@@ -4,7 +4,7 @@
 // them with the real URL and secret; docs/triggers.md shows them filled with DOC_EXAMPLE, and
 // test/triggers/docs.test.ts checks that the page shows exactly what this module makes, so the two
 // cannot drift. Pure (no DOM): the page, the docs test and the browser test import it.
-import { compileValuePattern, lookup } from '../functions/triggers/placeholders.ts';
+import { compileValuePattern, lookup } from '../protocol/placeholders.ts';
 
 /** What docs/triggers.md fills the snippets with. */
 export const DOC_EXAMPLE = { url: 'https://svc.example.com/hooks/<publicId>', secret: '<secret>', payload: { ref: 'main' } } as const;

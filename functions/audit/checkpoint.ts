@@ -15,12 +15,11 @@
 // and adds its own checkpoint rows. Runs in one process are serialized, so they never race on the file.
 // A process that dies mid-run leaves at most a checkpoint row without its file copy, which is harmless.
 import { Cron } from 'croner';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { storeCheckpoint, writeAnchorFile } from './anchor.ts';
-import { notify } from '../notifications/notify.ts';
 import { GENESIS } from './audit.ts';
 import { checkpointMac } from './mac.ts';
 import type { Checkpoint } from './mac.ts';
@@ -33,12 +32,14 @@ export interface AuditAnchorOptions {
   /** The MAC key (mac.ts auditMacKey); null without APP_ENCRYPTION_KEY: checkpoints carry no MAC. */
   key: Uint8Array | null;
   anchorPath: string;
+  /** Makes a notification (notifications/notify.ts), passed in so the audit area needs nothing of notifications/. */
+  notify: (tx: Queryable, n: { kind: string; data: Record<string, unknown> }) => Promise<unknown>;
 }
 
 export const FAILED_KIND = 'audit.verification_failed';
 
 /** Tell admins, unless the run before this one failed with the same problem (no hourly repeats). */
-async function notifyAdmins(tx: Queryable, id: number, v: AuditResult, scope: Scope): Promise<void> {
+async function notifyAdmins(notify: AuditAnchorOptions['notify'], tx: Queryable, id: number, v: AuditResult, scope: Scope): Promise<void> {
   const [repeat] = await tx.query(sql`
     select 1 from audit_verifications p
      where p.id = (select max(id) from audit_verifications where id < ${id}) and not p.ok and p.problem = ${v.problem}`);
@@ -74,7 +75,7 @@ export class AuditAnchor {
         insert into audit_verifications (started_at, ok, records_checked, first_broken_seq, problem, scope, reason)
         values (${startedAt}, ${v.ok}, ${v.recordsChecked}, ${v.firstBrokenSeq}, ${v.problem}, ${scope}, ${v.reason})
         returning id`);
-      if (!v.ok) await notifyAdmins(tx, Number(id), v, scope);
+      if (!v.ok) await notifyAdmins(this.o.notify, tx, Number(id), v, scope);
       await publish(tx, { type: 'audit.verification', id: String(id), ok: v.ok }, { admins: true });
     });
     return v;

@@ -12,7 +12,7 @@ import type { Queryable } from '../lib/db/index.ts';
 import { json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
-import { requireEncryptionKey } from '../settings/secrets.ts';
+import { requireEncryptionKey } from '../lib/crypto.ts';
 import { appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
 import type { AppRow, DeliveryRow } from './apps.ts';
 import { routes as hookRoutes } from './hook.ts';

@@ -1,10 +1,13 @@
 // Routes are a table: each declares who may call it and the zod schemas of its path, query and body.
 // The app (functions/app.ts) authenticates, authorizes and validates before a handler runs, and the
 // OpenAPI document (functions/openapi.ts) is generated from the same table, so they cannot drift.
+// The services in the context are narrow interfaces (RunnerHub, JobScheduler below; types of leaf modules
+// for the trigger cache and schedules), so this file, which every route imports, imports no module that
+// itself imports route code.
 import type { z } from 'zod';
-import type { Scheduler } from '../jobs/scheduler.ts';
-import type { ScheduleRunner } from '../schedules/runner.ts';
-import type { Hub } from '../runners/hub.ts';
+import type { CommandName } from '../../protocol/commands.ts';
+import type { RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
+import type { RunOutcome, ScheduleRow } from '../schedules/schedules.ts';
 import type { Clock } from './clock.ts';
 import type { TriggerCache } from '../triggers/cache.ts';
 import type { Config } from './config.ts';
@@ -16,9 +19,9 @@ export interface AppContext {
   config: Config;
   db: Db;
   log: Logger;
-  scheduler: Scheduler;
+  scheduler: JobScheduler;
   keys: Keys;
-  hub: Hub;
+  hub: RunnerHub;
   /** The server's clock (lib/clock.ts): trigger timestamps, rotation overlap, replay memory, rate bucket. */
   clock: Clock;
   /** Starts inbound trigger runs (functions/triggers/fire.ts); absent where nothing fires. */
@@ -26,7 +29,38 @@ export interface AppContext {
   /** Enabled triggers' verification material for POST /hooks/ (functions/triggers/cache.ts); absent = no cache. */
   triggers?: Pick<TriggerCache, 'get' | 'mark' | 'set' | 'invalidate'>;
   /** Runs project schedules (functions/schedules/runner.ts); absent where nothing runs. */
-  schedules?: Pick<ScheduleRunner, 'kick' | 'runNow'>;
+  schedules?: { kick(): void; runNow(s: ScheduleRow): Promise<RunOutcome | null> };
+}
+
+/** What the system jobs' API asks of the job scheduler (functions/jobs/scheduler.ts implements it). */
+export interface JobScheduler {
+  definitions(): { name: string; description: string; cron: string }[];
+  nextRun(name: string): Date | null;
+  /** Run a job now (admin "run now"): the time it runs as, or null when it did not. */
+  runNow(name: string): Promise<Date | null>;
+}
+
+/** What a command sent to a runner came to (functions/runners/hub.ts). */
+export type CommandOutcome =
+  | { status: 'done'; data: unknown }
+  | { status: 'failed'; error: { code: string; message: string } }
+  | { status: 'timeout' }
+  | { status: 'offline' };
+
+/** A terminal frame from the runner toward the browser, and one from the browser toward the runner. */
+export type TermFrame = Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>;
+export type TermInput = Extract<ServerFrame, { type: 'term.input' | 'term.resize' | 'term.close' }>;
+
+/** What handlers and background work ask of the runner hub (functions/runners/hub.ts implements it). */
+export interface RunnerHub {
+  /** Send a command to a runner, whichever API process holds its socket, and wait for its answer. */
+  command(runnerId: string, name: CommandName, args: unknown, userId: string | null): Promise<CommandOutcome>;
+  isOnline(runnerId: string): Promise<boolean>;
+  disconnect(runnerId: string, code: number): Promise<void>;
+  /** A project's runner or root changed: the runner's watch list is sent again. */
+  projectsChanged(runnerId: string | null): Promise<void>;
+  openTerminal(runnerId: string, channel: string, onFrame: (frame: TermFrame) => void): () => void;
+  sendTerminal(runnerId: string, frame: TermInput): void;
 }
 
 /** Keys derived once at start: the session signing key and, when configured, the secrets key. */

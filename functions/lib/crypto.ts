@@ -6,6 +6,7 @@
 // "cannot decrypt — enter it again" instead of as corruption. The AAD binds a value to its place
 // (e.g. `secret:chat.bot_token`), so ciphertexts cannot be swapped between rows.
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { conflict } from './errors.ts';
 
 export function sha256Hex(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
@@ -74,4 +75,10 @@ export function decryptSecret(key: Buffer | null, stored: string, aad: string): 
   } catch {
     throw new DecryptError('corrupt');
   }
+}
+
+/** Anything that stores a secret needs the key: 409 encryption_key_missing otherwise (spec: Roles). */
+export function requireEncryptionKey(ctx: { keys: { encryption: Buffer | null } }): Buffer {
+  if (!ctx.keys.encryption) throw conflict('encryption_key_missing', 'APP_ENCRYPTION_KEY is not set on the server; secrets cannot be stored');
+  return ctx.keys.encryption;
 }

@@ -1,6 +1,6 @@
 // Live updates: the WebSocket `GET /api/live` (docs/operations.md, "Live updates"; protocol/live.ts).
 //
-// Writers call publish() with a small notice and its audience, inside their own transaction where they
+// Writers call publish() (publish.ts) with a small notice and its audience, inside their own transaction where they
 // have one: it is a `pg_notify` on the channel `svc_live`, so it is sent only when the change commits,
 // and every API process hears it (PostgreSQL LISTEN/NOTIFY, like the runner hub; PGlite delivers it in
 // process). Each process then sends the notice to those of ITS sockets whose user may read it:
@@ -25,47 +25,18 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { LIVE_CLOSE } from '../../protocol/live.ts';
-import type { LiveNotice } from '../../protocol/live.ts';
 import { roleRank } from '../auth/auth.ts';
 import { upgradeCaller, upgradeThen } from '../auth/upgrade.ts';
 import type { AppContext, Principal, Role } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
-import type { Queryable } from '../lib/db/index.ts';
+import { LIVE_CHANNEL } from './publish.ts';
+import type { Audience, Envelope } from './publish.ts';
 
-export const LIVE_CHANNEL = 'svc_live';
 /** Ping interval; a socket that did not answer the previous ping is dropped. */
 export const LIVE_HEARTBEAT_MS = 25_000;
 /** Bytes a socket may have queued and unsent before it is closed as too slow. */
 export const LIVE_MAX_BUFFER_BYTES = 256 * 1024;
 const ROLE_TTL_MS = 30_000;
-/** NOTIFY payloads are limited to 8000 bytes; notices are far smaller, this keeps a margin. */
-const MAX_PAYLOAD = 7000;
-
-export type Audience =
-  | { admins: true }
-  | { projectId: string; minRole?: Role }
-  | { runnerId: string }
-  | { userId: string };
-
-type Envelope =
-  | { to: Audience; n: Exclude<LiveNotice, { type: 'ready' | 'error' }> }
-  // The two control envelopes are sent by triggers (sql/0016_live_access.sql), whatever code made the change:
-  /** Re-check the matching sockets now (sign-out, deactivation, token revoked, admin flag changed). */
-  | { revalidate: { userId?: string; sessionId?: string; tokenId?: string } }
-  /** Project membership or a project's runner changed: forget cached roles. */
-  | { access: true };
-
-async function send(q: Queryable, e: Envelope): Promise<void> {
-  let payload = JSON.stringify(e);
-  if (payload.length > MAX_PAYLOAD && 'n' in e) {
-    const { type, projectId, id } = e.n as { type: string; projectId?: string; id?: string };
-    payload = JSON.stringify({ to: e.to, n: { type, projectId, id } });
-  }
-  await q.query(sql`select pg_notify(${LIVE_CHANNEL}, ${payload})`);
-}
-
-/** Tell the live sockets allowed to see it that something changed (on commit, when `q` is a transaction). */
-export const publish = (q: Queryable, notice: Extract<Envelope, { n: unknown }>['n'], to: Audience) => send(q, { to, n: notice });
 
 interface Conn {
   id: string;

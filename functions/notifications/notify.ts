@@ -2,15 +2,16 @@
 // (runners/presence.ts), budget.threshold (cost/budget.ts), audit.verification_failed
 // (audit/checkpoint.ts), pane.quota_hit and person.needed (capture.ts here) — calls notify(): it
 // stores the row (shown by GET /api/notifications, read state per user) and makes one push per chat
-// channel, an ordinary outbound delivery the webhook worker attempts (chat.ts). Run it inside the
+// channel, an ordinary outbound delivery the webhook worker attempts (webhooks/chat.ts). Run it inside the
 // writer's transaction so the notification and its pushes exist together or not at all.
 import { randomUUID } from 'node:crypto';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { wake } from '../webhooks/webhooks.ts';
-import { publish } from '../live/live.ts';
-import { chatBody, notificationText } from './chat.ts';
-import type { ChatKind } from './chat.ts';
+import { publish } from '../live/publish.ts';
+import { notificationText } from '../../protocol/notification-text.ts';
+import { chatBody } from '../webhooks/chat.ts';
+import type { ChatKind } from '../webhooks/chat.ts';
 
 export interface NotifyInput {
   kind: string;

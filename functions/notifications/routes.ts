@@ -10,18 +10,18 @@ import type { User } from '../lib/context.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { encryptSecret } from '../lib/crypto.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
-import { requireEncryptionKey } from '../settings/secrets.ts';
+import { requireEncryptionKey } from '../lib/crypto.ts';
 import { compileAllowlist, staticRefusal } from '../webhooks/guard.ts';
 import { webhookUrl } from '../webhooks/routes.ts';
 import { loadAllowlist, resumeCircuit, secretAad, toWebhook, wake } from '../webhooks/webhooks.ts';
 import type { WebhookRow } from '../webhooks/webhooks.ts';
-import { TELEGRAM_DEFAULT_BASE_URL, slackDisplayUrl } from './chat.ts';
-import type { ChatKind } from './chat.ts';
+import { TELEGRAM_DEFAULT_BASE_URL, slackDisplayUrl } from '../webhooks/chat.ts';
+import type { ChatKind } from '../webhooks/chat.ts';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
 

@@ -12,12 +12,12 @@
 // covers both, and `git clone` fixes both.
 import { ROOTS_CAPABILITY } from '../../protocol/frames.ts';
 import type { CommandName } from '../../protocol/commands.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { HttpError } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
-import type { CommandOutcome } from '../runners/hub.ts';
+import type { CommandOutcome } from '../lib/context.ts';
 
 /** The one thing this file needs of the hub: send a command and wait for its outcome. */
 export interface Commander {

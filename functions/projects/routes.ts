@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { audited } from '../audit/audit.ts';
 import { requireInstanceAdmin } from '../auth/auth.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { ROLES } from '../lib/context.ts';

@@ -20,6 +20,7 @@ import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { resubscribed } from './socket.ts';
 import type { Conn, ResultFrame, RunnerSockets } from './socket.ts';
+import type { CommandOutcome } from '../lib/context.ts';
 
 const CMD = 'svc_runner_cmd';
 const DONE = 'svc_runner_cmd_done';
@@ -28,11 +29,7 @@ const RECONNECT_GRACE_MS = 5_000;
 /** How often a waiting command checks that it was not lost with a socket (redeliver). */
 const REDELIVER_CHECK_MS = 1_000;
 
-export type CommandOutcome =
-  | { status: 'done'; data: unknown }
-  | { status: 'failed'; error: { code: string; message: string } }
-  | { status: 'timeout' }
-  | { status: 'offline' };
+export type { CommandOutcome };
 
 export class CommandRelay {
   private readonly waiters = new Map<string, () => void>();

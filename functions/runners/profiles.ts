@@ -8,7 +8,7 @@ import type { ReportedProfile } from '../../protocol/frames.ts';
 import { PROFILES_CAPABILITY } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { onlineSql } from './presence.ts';
 
 /** Store a runner's report; a live `runner` notice when it changed (the Runners page re-reads). */

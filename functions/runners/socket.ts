@@ -23,9 +23,10 @@ import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import { whenReachable } from '../lib/db/unavailable.ts';
 import type { Logger } from '../lib/log.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { helloProfiles, recordProfiles } from './profiles.ts';
 import { watchList } from './watch-list.ts';
+import type { TermFrame } from '../lib/context.ts';
 
 const HEARTBEAT_MS = 20_000;
 /** How long a runner's answer is kept, and stored once the database is back, while it cannot be reached. */
@@ -49,7 +50,7 @@ export interface Conn {
   since?: bigint;
 }
 
-export type TermFrame = Extract<RunnerFrame, { type: 'term.output' | 'term.exit' }>;
+export type { TermFrame };
 export type ResultFrame = Extract<RunnerFrame, { type: 'result' }>;
 
 /** What a socket hands on beyond this file (hub.ts wires them to control.ts, commands.ts, terminal-channels.ts). */

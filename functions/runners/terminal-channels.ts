@@ -8,6 +8,7 @@ import type { Db } from '../lib/db/index.ts';
 import type { ServerFrame } from '../../protocol/frames.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerSockets, TermFrame } from './socket.ts';
+import type { TermInput } from '../lib/context.ts';
 
 const TERM = 'svc_term';
 /**
@@ -23,7 +24,7 @@ type TermNotice =
   | { d: 'i'; c: string; r: string; data: string }
   | { d: 'z'; c: string; r: string; cols: number; rows: number }
   | { d: 'q'; c: string; r: string };
-export type TermInput = Extract<ServerFrame, { type: 'term.input' | 'term.resize' | 'term.close' }>;
+export type { TermInput };
 
 /** Split a string into pieces of at most `n` UTF-16 units without cutting a surrogate pair. */
 function chunks(text: string, n: number): string[] {

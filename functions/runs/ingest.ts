@@ -13,7 +13,7 @@ import type { Queryable } from '../lib/db/index.ts';
 import { PATCH_KEEP_BYTES, REPORT_KEEP_BYTES, cutUtf8 } from '../../protocol/runs.ts';
 import { patchEventPayload, progressEventPayload, stateEventPayload } from './schema.ts';
 import type { StateEventPayload } from './schema.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 
 // PostgreSQL text cannot hold NUL.
 const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));

@@ -12,7 +12,7 @@ import type { Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { json, notFound } from '../lib/errors.ts';
 import { failedStartList, runDetail, runId, runList } from './schema.ts';
-import { startReasonRemedy, startReasonWords } from './start-reasons.ts';
+import { startReasonRemedy, startReasonWords } from '../../protocol/start-reasons.ts';
 
 interface RunRow {
   id: string;

@@ -3,6 +3,12 @@
 import * as z from 'zod';
 import { RUN_STATES } from '../../protocol/runs.ts';
 
+// The same rules as the skill.run command's arguments (protocol/commands.ts), checked at save time;
+// triggers and project schedules (functions/triggers/schema.ts, functions/schedules/schema.ts) use them.
+export const skill = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a skill name (1–64 of A-Z a-z 0-9 _ -)' });
+export const profile = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a profile id (1–64 of A-Z a-z 0-9 _ -)' });
+export const model = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/\[\]-]{0,99}$/, { message: 'must be a model name (letters, digits, . _ : / [ ] -)' });
+
 export const runId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a run id' });
 const short = (max: number) => z.string().transform((s) => s.slice(0, max));
 const time = z.iso.datetime({ offset: true });

@@ -9,9 +9,9 @@
 // Call both inside the writer's transaction: the row, its activity and its notice exist together or not.
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { notify } from '../notifications/notify.ts';
-import { startReasonRemedy, startReasonWords } from './start-reasons.ts';
+import { startReasonRemedy, startReasonWords } from '../../protocol/start-reasons.ts';
 
 export const START_FAILED = 'run.start_failed';
 const DETAIL_CHARS = 500;

@@ -9,7 +9,7 @@
 //            the schedule still live → skipped previous_still_running; project budget set to stop and
 //            exceeded → skipped budget_exceeded (cost/budget.ts)
 //   send     `skill.run` to the project's runner on behalf of the creator, through the triggers' command
-//            path (triggers/fire.ts sendSkillRun): started (with the run id), or failed runner_offline |
+//            path (runs/launch.ts sendSkillRun): started (with the run id), or failed runner_offline |
 //            command_refused | command_timeout
 //   outcome  the run's record in skill_runs ends it: succeeded resets the failure count; failed or
 //            timed_out is a failure
@@ -27,14 +27,13 @@ import type { Clock } from '../lib/clock.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
-import type { Hub } from '../runners/hub.ts';
-import { sendSkillRun } from '../triggers/fire.ts';
-import { creatorAuthorized } from '../triggers/triggers.ts';
+import type { RunnerHub } from '../lib/context.ts';
+import { creatorAuthorized, sendSkillRun } from '../runs/launch.ts';
 import { emitEvent } from '../webhooks/capture.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
-import { failedStartReason } from '../runs/start-reasons.ts';
+import { failedStartReason } from '../../protocol/start-reasons.ts';
 import { jobName, plan } from './schedules.ts';
-import type { ScheduleRow } from './schedules.ts';
+import type { RunOutcome, ScheduleRow } from './schedules.ts';
 
 /** A started run with no record yet (its first event not in) counts as live this long. */
 const UNREPORTED_RUN_LIVE_MS = 10 * 60 * 1000;
@@ -44,19 +43,11 @@ const JOB_PREFIX = 'schedule:';
 export interface ScheduleRunnerOptions {
   db: Db;
   log: Logger;
-  hub: Pick<Hub, 'command'>;
+  hub: Pick<RunnerHub, 'command'>;
   scheduler: Pick<Scheduler, 'claimAndRun'>;
   clock: Clock;
   maxFailures: number;
   pollMs?: number;
-}
-
-export interface RunOutcome {
-  scheduledFor: string;
-  result: 'started' | 'failed' | 'skipped';
-  reason: string | null;
-  detail: string | null;
-  runId: string | null;
 }
 
 export class ScheduleRunner {

@@ -30,6 +30,15 @@ export interface ScheduleRow {
   updated_at: Date;
 }
 
+/** What a run of a schedule came to (schedules/runner.ts), also the answer of "Run now". */
+export interface RunOutcome {
+  scheduledFor: string;
+  result: 'started' | 'failed' | 'skipped';
+  reason: string | null;
+  detail: string | null;
+  runId: string | null;
+}
+
 /** The job_runs name a schedule's due times are claimed under (functions/jobs/scheduler.ts claimAndRun). */
 export const jobName = (scheduleId: string) => `schedule:${scheduleId}`;
 

@@ -1,11 +1,11 @@
 // Shapes of the project schedules API (docs/schedules.md): request bodies validated at the boundary. The
-// skill, profile and model rules are the triggers' (the skill.run command's) and args are exactly the
+// skill, profile and model rules are the skill.run command's (runs/schema.ts, shared with triggers) and args are exactly the
 // skill.run command's arguments, since a schedule's args are sent as they are; cron and time zone are
 // checked with croner and the platform's IANA database. Every refusal is a 400 naming its field.
 import { Cron } from 'croner';
 import * as z from 'zod';
 import { COMMANDS } from '../../protocol/commands.ts';
-import { model, profile, skill } from '../triggers/schema.ts';
+import { model, profile, skill } from '../runs/schema.ts';
 
 const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
 export const projectParams = z.strictObject({ projectId: id('project') });

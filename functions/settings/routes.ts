@@ -7,7 +7,8 @@ import { sql } from '../lib/db/index.ts';
 import { notFound, json } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { BACKUP_NOTE } from '../lib/keyfile.ts';
-import { INSTANCE_SECRETS, requireEncryptionKey, secretStatuses, storeSecret } from './secrets.ts';
+import { requireEncryptionKey } from '../lib/crypto.ts';
+import { INSTANCE_SECRETS, secretStatuses, storeSecret } from './secrets.ts';
 import type { SecretName } from './secrets.ts';
 
 /** Every editable setting with its schema; unknown keys are refused by name. */

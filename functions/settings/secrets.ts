@@ -1,10 +1,8 @@
 // Instance secrets at rest (spec: "Stored secrets … encrypted with APP_ENCRYPTION_KEY"). Values are
 // written encrypted and never returned; their status says whether they decrypt with the current key.
-import type { AppContext } from '../lib/context.ts';
 import { DecryptError, decryptSecret, encryptSecret } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import { conflict } from '../lib/errors.ts';
 
 export const INSTANCE_SECRETS = {
   'chat.bot_token': 'Chat bot token for notifications',
@@ -12,12 +10,6 @@ export const INSTANCE_SECRETS = {
   'codehost.webhook_secret': "Code-host app's webhook secret",
 } as const;
 export type SecretName = keyof typeof INSTANCE_SECRETS;
-
-/** Anything that stores a secret needs the key: 409 encryption_key_missing otherwise (spec: Roles). */
-export function requireEncryptionKey(ctx: AppContext): Buffer {
-  if (!ctx.keys.encryption) throw conflict('encryption_key_missing', 'APP_ENCRYPTION_KEY is not set on the server; secrets cannot be stored');
-  return ctx.keys.encryption;
-}
 
 export const instanceSecretAad = (name: string) => `instance_secret:${name}`;
 const aad = instanceSecretAad;

@@ -7,9 +7,9 @@ import type { Clock } from '../lib/clock.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { runnerReadiness } from '../runners/profiles.ts';
-import { startReasonRemedy, startReasonWords } from '../runs/start-reasons.ts';
+import { startReasonRemedy, startReasonWords } from '../../protocol/start-reasons.ts';
 import { decide, hasLiveRun } from './fire.ts';
-import { creatorAuthorized } from './triggers.ts';
+import { creatorAuthorized } from '../runs/launch.ts';
 import type { TriggerRow } from './triggers.ts';
 
 export type StartVerdict = { verdict: 'would_fire'; notes: string[] } | { verdict: 'would_fail'; reason: string; message: string; remedy: string | null; notes: string[] };

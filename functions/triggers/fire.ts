@@ -21,7 +21,6 @@
 // died before firing it is fired by another. A process that dies while sending leaves a `firing` row
 // whose lease expires: it is marked failed `interrupted`, never sent again — at most once per delivery.
 import { randomUUID } from 'node:crypto';
-import { COMMANDS } from '../../protocol/commands.ts';
 import { appendAudit } from '../audit/audit.ts';
 import { budgetExceeded } from '../cost/budget.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -29,11 +28,12 @@ import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import { isDatabaseUnavailable, whenReachable } from '../lib/db/unavailable.ts';
 import type { Logger } from '../lib/log.ts';
-import type { Hub } from '../runners/hub.ts';
+import type { RunnerHub } from '../lib/context.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
 import type { StartFailure } from '../runs/start-failures.ts';
-import { failedStartReason } from '../runs/start-reasons.ts';
-import { creatorAuthorized } from './triggers.ts';
+import { failedStartReason } from '../../protocol/start-reasons.ts';
+import { creatorAuthorized, sendCommand, sendSkillRun } from '../runs/launch.ts';
+import type { SendOutcome } from '../runs/launch.ts';
 import type { TriggerRow } from './triggers.ts';
 
 /** A fired run with no record yet (its first event not in) counts as live this long. */
@@ -60,7 +60,7 @@ const STOPS_A_START = new Set(['creator_not_authorized', 'budget_exceeded']);
 export interface FirerOptions {
   db: Db;
   log: Logger;
-  hub: Pick<Hub, 'command'>;
+  hub: Pick<RunnerHub, 'command'>;
   clock: Clock;
   leaseMs: number;
   pollMs?: number;
@@ -300,46 +300,5 @@ export class TriggerFirer {
       return sendSkillRun(this.opts.hub, runnerId, { projectId: t.project_id, skill: t.skill ?? '', args, profile: t.profile, model: t.model, output: t.output }, t.created_by);
     }
     return sendCommand(this.opts.hub, runnerId, 'orchestrator.start', { projectId: t.project_id, next: true }, t.created_by);
-  }
-}
-
-export interface SendOutcome {
-  status: 'fired' | 'failed';
-  reason?: 'runner_offline' | 'command_refused' | 'command_timeout' | 'interrupted';
-  detail?: string;
-  runId?: string;
-}
-
-export interface SkillRunSpec {
-  projectId: string;
-  skill: string;
-  args: string[];
-  profile: string | null;
-  model: string | null;
-  output: 'report' | 'pull_request';
-}
-
-/** `skill.run` to the project's runner on behalf of `actor` (triggers here, project schedules in functions/schedules/). */
-export function sendSkillRun(hub: Pick<Hub, 'command'>, runnerId: string | null, s: SkillRunSpec, actor: string): Promise<SendOutcome> {
-  const raw = { projectId: s.projectId, skill: s.skill, args: s.args, output: s.output, ...(s.profile ? { profileId: s.profile } : {}), ...(s.model ? { model: s.model } : {}) };
-  return sendCommand(hub, runnerId, 'skill.run', raw, actor);
-}
-
-async function sendCommand(hub: Pick<Hub, 'command'>, runnerId: string | null, name: 'skill.run' | 'orchestrator.start', raw: unknown, actor: string): Promise<SendOutcome> {
-  if (!runnerId) return { status: 'failed', reason: 'runner_offline', detail: 'the project has no runner' };
-  const parsed = COMMANDS[name].args.safeParse(raw);
-  if (!parsed.success) return { status: 'failed', reason: 'command_refused', detail: `invalid_args: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}` };
-  const outcome = await hub.command(runnerId, name, parsed.data, actor);
-  switch (outcome.status) {
-    case 'done': {
-      const runId = (outcome.data as { runId?: unknown } | null)?.runId;
-      return { status: 'fired', runId: typeof runId === 'string' ? runId : undefined };
-    }
-    case 'failed':
-      return { status: 'failed', reason: 'command_refused', detail: `${outcome.error.code}: ${outcome.error.message}` };
-    case 'offline':
-      return { status: 'failed', reason: 'runner_offline', detail: 'the runner is offline; nothing was sent' };
-    case 'timeout':
-      return { status: 'failed', reason: 'command_timeout', detail: `${name} got no answer within ${COMMANDS[name].timeoutMs / 1000} s` };
   }
 }

@@ -14,10 +14,10 @@ import type { Queryable } from '../lib/db/index.ts';
 import { json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
-import { requireEncryptionKey } from '../settings/secrets.ts';
+import { requireEncryptionKey } from '../lib/crypto.ts';
 import { refusedPayload, routes as hookRoutes } from './hook.ts';
 import { startVerdict } from './dry-run.ts';
-import { payloadReasons, renderArgs } from './placeholders.ts';
+import { payloadReasons, renderArgs } from '../../protocol/placeholders.ts';
 import { deliveryQuery, dryRunBody, projectParams, settle, triggerCreate, triggerParams, triggerPatch } from './schema.ts';
 import type { TriggerSettings } from './schema.ts';
 import {

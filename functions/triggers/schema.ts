@@ -4,17 +4,13 @@
 // its field.
 import * as z from 'zod';
 import { badRequest } from '../lib/errors.ts';
-import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from './placeholders.ts';
+import { model, profile, skill } from '../runs/schema.ts';
+import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from '../../protocol/placeholders.ts';
 
 const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
 export const projectParams = z.strictObject({ projectId: id('project') });
 export const triggerParams = z.strictObject({ projectId: id('project'), triggerId: id('trigger') });
 
-// The same rules as the skill.run command's arguments (protocol/commands.ts), checked at save time;
-// project schedules (functions/schedules/schema.ts) use them too.
-export const skill = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a skill name (1–64 of A-Z a-z 0-9 _ -)' });
-export const profile = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be a profile id (1–64 of A-Z a-z 0-9 _ -)' });
-export const model = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/\[\]-]{0,99}$/, { message: 'must be a model name (letters, digits, . _ : / [ ] -)' });
 export const args = z.array(z.string().max(4096)).max(64);
 const allowedPaths = z
   .array(z.string().superRefine((p, ctx) => {

@@ -137,12 +137,3 @@ export const toDelivery = (r: DeliveryRow) => ({
   createdAt: iso(r.created_at),
   updatedAt: iso(r.updated_at),
 });
-
-/** Is the creator still an active user with the admin role on the project (project or instance admin)? */
-export async function creatorAuthorized(q: Queryable, userId: string, projectId: string): Promise<boolean> {
-  const [row] = await q.query<{ ok: boolean }>(sql`
-    select u.active and (u.instance_admin or exists (
-             select 1 from project_members m where m.project_id = ${projectId} and m.user_id = u.id and m.role = 'admin')) as ok
-      from users u where u.id = ${userId}`);
-  return Boolean(row?.ok);
-}

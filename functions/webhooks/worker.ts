@@ -5,7 +5,7 @@
 //   trials    open circuits whose 15-minute pause passed → half-open with one trial delivery
 //   claim     due deliveries → this process, with a lease; `attempts` counts the attempt as it starts
 //   attempt   guard → sign → POST (send.ts) → record the outcome, the next attempt and the circuit
-// Chat channels (Slack, Telegram: functions/notifications/chat.ts) are rows of `webhooks` too: their
+// Chat channels (Slack, Telegram: functions/webhooks/chat.ts) are rows of `webhooks` too: their
 // pushes are deliveries made by notify(), attempted here exactly like a webhook's, only unsigned and
 // to the URL their stored secret gives.
 // A process that dies mid-attempt leaves a lease that expires; the next claim marks that attempt
@@ -22,10 +22,10 @@ import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { runContained } from '../lib/safety-net.ts';
-import { CHAT_HEADERS, chatUrl } from '../notifications/chat.ts';
-import type { ChannelKind } from '../notifications/chat.ts';
+import { CHAT_HEADERS, chatUrl } from './chat.ts';
+import type { ChannelKind } from './chat.ts';
 import { CHANNEL } from './capture.ts';
-import { publish } from '../live/live.ts';
+import { publish } from '../live/publish.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
 import type { Circuit, CircuitState } from './circuit.ts';
 import { checkTarget, compileAllowlist, systemResolver } from './guard.ts';
@@ -67,7 +67,7 @@ interface Claimed {
   attempts_allowed: number;
   url: string;
   secret_ciphertext: string;
-  /** 'webhook', or a chat channel ('slack', 'telegram': functions/notifications/chat.ts). */
+  /** 'webhook', or a chat channel ('slack', 'telegram': functions/webhooks/chat.ts). */
   kind: ChannelKind;
   trial: boolean;
 }

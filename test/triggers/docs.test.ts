@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sendTrigger } from '../../docs/examples/sign-trigger.ts';
-import { DEFAULT_VALUE_PATTERN, renderArgs } from '../../functions/triggers/placeholders.ts';
+import { DEFAULT_VALUE_PATTERN, renderArgs } from '../../protocol/placeholders.ts';
 import { DOC_EXAMPLE, coversPaths, curlScript, nodeSender, samplePayload, shellQuote } from '../../web-static/trigger-snippets.ts';
 import { ROOT } from '../helpers/db.ts';
 import { createTrigger, deliveries, setup, skillTrigger } from './_harness.ts';

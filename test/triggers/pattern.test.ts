@@ -1,12 +1,12 @@
-// Value patterns are matched by RE2 (functions/triggers/pattern.ts, issue #33): patterns that freeze a
+// Value patterns are matched by RE2 (protocol/pattern.ts, issue #33): patterns that freeze a
 // backtracking engine answer long values at once; what RE2 cannot compile is refused with its reason;
 // the default pattern keeps its meaning; one payload's values get a bounded matching time in all.
 // Timings are printed and asserted generously (this machine is shared): the figure wanted is < 50 ms.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import * as placeholders from '../../functions/triggers/placeholders.ts';
-import type { Template } from '../../functions/triggers/placeholders.ts';
-import { MAX_PATTERN_SIZE } from '../../functions/triggers/pattern.ts';
+import * as placeholders from '../../protocol/placeholders.ts';
+import type { Template } from '../../protocol/placeholders.ts';
+import { MAX_PATTERN_SIZE } from '../../protocol/pattern.ts';
 
 // A namespace import: run against the code before RE2, each test fails on its own rather than the import.
 const { DEFAULT_VALUE_PATTERN, MATCH_BUDGET_MS, compileValuePattern, parseTemplate, render, renderArgs, valuePatternProblem } = placeholders;

@@ -12,8 +12,8 @@ import {
   lookup,
   parseTemplate,
   renderArgs,
-} from '../../functions/triggers/placeholders.ts';
-import type { Reason } from '../../functions/triggers/placeholders.ts';
+} from '../../protocol/placeholders.ts';
+import type { Reason } from '../../protocol/placeholders.ts';
 
 const render = (args: string[], payload: unknown, allowed: string[], pattern = DEFAULT_VALUE_PATTERN) => renderArgs(args, payload, pattern, allowed);
 const codes = (r: ReturnType<typeof render>) => (r.ok ? [] : r.reasons.map((x: Reason) => `${x.field}:${x.code}`));

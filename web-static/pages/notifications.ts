@@ -5,7 +5,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
-import { notificationText } from '../../functions/notifications/chat.ts';
+import { notificationText } from '../../protocol/notification-text.ts';
 import { FieldError } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 

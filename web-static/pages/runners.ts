@@ -9,7 +9,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
-import { NO_RUNTIME_REMEDY } from '../../functions/runs/start-reasons.ts';
+import { NO_RUNTIME_REMEDY } from '../../protocol/start-reasons.ts';
 import { Badge, CopyBlock, PairingCommands, RichText } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 

@@ -8,7 +8,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { NO_RUNTIME_REMEDY } from '../../functions/runs/start-reasons.ts';
+import { NO_RUNTIME_REMEDY } from '../../protocol/start-reasons.ts';
 import { Alert, Badge, CopyBlock, PairingCommands, RichText, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
 import { ProjectForm } from './projects.ts';

@@ -3,8 +3,8 @@
 // editor, and the delivery log (refreshes every 5 s while open, paged with the API's nextBefore).
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { DEFAULT_VALUE_PATTERN } from '../../functions/triggers/placeholders.ts';
-import { failedStartReason, startReasonWords } from '../../functions/runs/start-reasons.ts';
+import { DEFAULT_VALUE_PATTERN } from '../../protocol/placeholders.ts';
+import { failedStartReason, startReasonWords } from '../../protocol/start-reasons.ts';
 import { ApiError, api, errorText, when } from '../api.ts';
 import { FieldError, RichText } from '../components.ts';
 import { samplePayload } from '../trigger-snippets.ts';

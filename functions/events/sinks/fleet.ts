@@ -1,7 +1,7 @@
 // Fleet notices (live notice `fleet`): orchestrator, slot, pr, issue, pane and person events change what
 // a project's Fleet page shows, so after commit it is told to read again: one notice per project and
 // kind in the batch, for projects this runner serves (a project named by another runner's event is not).
-import { publish } from '../../live/live.ts';
+import { publish } from '../../live/publish.ts';
 import { watchList } from '../../runners/watch-list.ts';
 import type { Sink } from '../sink.ts';
 

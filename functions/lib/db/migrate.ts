@@ -10,7 +10,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { seedPrices } from '../../cost/prices.ts';
 import type { Logger } from '../log.ts';
 import { sql } from './port.ts';
 import type { Db, Queryable } from './port.ts';
@@ -143,12 +142,16 @@ export async function migrate(db: Db, migrations: Migration[], log: Logger, opti
   return { applied };
 }
 
-/** The idempotent seed (spec: Upgrade step 2), under the same lock so replicas do not race. */
-export async function seed(db: Db, text: string, log: Logger): Promise<void> {
+/**
+ * The idempotent seed (spec: Upgrade step 2), under the same lock so replicas do not race: `text`
+ * (sql/seed.sql), then `more` in the same transaction (the server's own rows: functions/seed.ts adds the
+ * price table; passed in so this lower module imports no area).
+ */
+export async function seed(db: Db, text: string, log: Logger, more?: (tx: Queryable) => Promise<unknown>): Promise<void> {
   await db.transaction(async (tx) => {
     await lock(tx);
     await tx.exec(text);
-    await seedPrices(tx); // the price table from protocol/prices.ts, only when none exists
+    await more?.(tx);
   });
   log.info('seed applied');
 }

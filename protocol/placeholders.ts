@@ -10,6 +10,7 @@
 //                matching in all, so no payload holds the main thread longer whatever the pattern
 //   rendered     all args together at most 4096 bytes of UTF-8
 //   paths        every placeholder path must be one of the trigger's allowed paths
+// In protocol/ because the Integrations page checks a sample payload against the same rules (web-static/trigger-snippets.ts).
 import { compileValuePattern, valuePatternProblem } from './pattern.ts';
 import type { ValuePattern } from './pattern.ts';
 
