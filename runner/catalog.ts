@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSyn
 import { basename, join } from 'node:path';
 import * as z from 'zod';
 import type { SkillSource } from '../protocol/commands.ts';
-import { CommandError } from './commands/context.ts';
+import { CommandError } from './errors.ts';
 import { git } from './commands/git.ts';
 import type { CatalogEntry, RunnerConfig } from './config.ts';
 import { errorText } from './log.ts';

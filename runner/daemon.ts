@@ -1,14 +1,10 @@
 // `svc-runner run` (spec: Runner command line, Runner connection, Runner exit codes): load the config,
 // refuse when not paired, take the lock, connect, flush the spool and answer commands, until a signal
 // (exit 0) or a final close 4400/4401/4409 (exit 78). Each start spools a `runner.started` event.
-import { watch } from 'node:fs';
-import type { FSWatcher } from 'node:fs';
-import { readdirSync, statSync, unlinkSync } from 'node:fs';
+// The spool is sent by runner/sender.ts; this file wires the parts and answers the server's frames.
 import { hostname } from 'node:os';
-import { join } from 'node:path';
 import { isCommandName } from '../protocol/commands.ts';
-import { tokenBucket } from '../protocol/bucket.ts';
-import { CLOSE, MAX_BATCH, MAX_FRAME_BYTES, RUNNER_FRAMES_PER_SECOND } from '../protocol/frames.ts';
+import { CLOSE, MAX_FRAME_BYTES } from '../protocol/frames.ts';
 import type { RunnerFrame, ServerFrame } from '../protocol/frames.ts';
 import { VERSION } from '../protocol/version.ts';
 import { capabilities, runCommand } from './commands/registry.ts';
@@ -28,41 +24,15 @@ import type { Lock } from './lock.ts';
 import { errorText, log, redact } from './log.ts';
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
+import { SpoolSender } from './sender.ts';
 import { Spool } from './spool.ts';
 import { reportedProfiles } from './profiles.ts';
 import { Terminals } from './terminal.ts';
 import { Ingest } from './usage/ingest.ts';
 
-/** An events batch not acknowledged within this is sent again (the server stores by id). */
-const ACK_TIMEOUT_MS = 60_000;
-/** The server said it could not store a frame, or dropped frames over its rate: retry the batches after this. */
-const RETRY_AFTER_ERROR_MS = 5_000;
-/** The spool directory is rescanned this often besides file-system notifications. */
-const RESCAN_MS = 10_000;
 const MAX_RUNNING_COMMANDS = 32;
-/** Events batches sent and not yet acknowledged, at most (never two with the same source: see spool.ts). */
-export const MAX_IN_FLIGHT = 4;
-/**
- * Events frames per second on average, in bursts of up to EVENTS_FRAMES_BURST: half of what the hub
- * accepts from a runner (RUNNER_FRAMES_PER_SECOND; it drops the rest), leaving the other half to command
- * results and terminal output. Without it, a steady stream of appends — an agent emitting 1,000 events a
- * second — becomes one small frame per append and trips the hub's bound. Events that arrive while the
- * bucket is empty wait for the next token (20 ms at most) and go in that frame together; a drain of a
- * full spool is not slowed (50 frames of MAX_BATCH events a second is 25,000 events a second).
- */
-export const EVENTS_FRAMES_PER_SECOND = RUNNER_FRAMES_PER_SECOND / 2;
-export const EVENTS_FRAMES_BURST = 20;
-/** Spool directory notifications: rescan this long after the last one, and at most this long after the first. */
-const DEBOUNCE_MS = 50;
-const MAX_WAIT_MS = 200;
 /** How often the usable profiles are re-read (an agent CLI installed or signed in meanwhile); SVC_PROFILES_POLL_MS overrides it for tests. */
 const PROFILES_CHECK_MS = 30_000;
-
-interface Batch {
-  ids: Set<string>;
-  sources: Set<string>;
-  timer?: NodeJS.Timeout;
-}
 
 const FINAL_REMEDY: Record<number, string> = {
   [CLOSE.protocolMismatch]: 'protocol mismatch: upgrade the side that is behind (runner or server), then start the runner again',
@@ -105,13 +75,7 @@ class Daemon {
   private readonly spool: Spool;
   private readonly conn: Connection;
   private projects: ProjectEntry[];
-  private readonly batches = new Set<Batch>();
-  private woken = false;
-  private readonly eventsFrames = tokenBucket(EVENTS_FRAMES_PER_SECOND, EVENTS_FRAMES_BURST, () => performance.now());
-  /** The pump, held back until the bucket has a token again. */
-  private pumpTimer?: NodeJS.Timeout;
-  private rescanTimer?: NodeJS.Timeout;
-  private watcher?: FSWatcher;
+  private readonly sender: SpoolSender;
   private running = 0;
   private done!: (code: number) => void;
   private readonly ctx: CommandContext;
@@ -134,11 +98,11 @@ class Daemon {
   ) {
     this.projects = config.projects;
     this.spool = new Spool(spoolDir(env), config.runnerId, (name, reason) => log.error('spool file unreadable; moved to spool/corrupt', { name, reason }));
-    this.spool.onAppend = () => this.wake();
+    this.sender = new SpoolSender(this.spool, { isReady: () => this.conn.isReady, send: (frame) => this.send(frame) });
+    this.spool.onAppend = () => this.sender.wake();
     this.terminals = new Terminals(env, (frame) => this.send(frame));
     this.ingest = new Ingest({ env, config, spool: this.spool, projects: () => this.projects, onSpooled: () => this.pump() });
     this.codehost = new CodeHost({ config, env, projects: () => this.projects, append: (events) => (this.spool.append(events), this.pump()) });
-    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals, ingest: this.ingest, codehost: this.codehost };
     this.fleet = new Fleet(this.spool, config, env, () => this.projects);
     this.runs = new SkillRuns(this.spool, config, env, () => this.pump(), (run, patch, report) =>
       openRunPull(this.codehost.client, this.codehost.tokens, config.codehost.apiUrl, {
@@ -151,6 +115,7 @@ class Daemon {
         report,
       }),
     );
+    this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals, ingest: this.ingest, codehost: this.codehost, runs: this.runs };
     this.conn = new Connection({
       server: config.server,
       token: config.token,
@@ -162,7 +127,7 @@ class Daemon {
         this.finish(78);
       },
       onDown: (code, reason, retryInMs) => {
-        this.dropBatches();
+        this.sender.dropBatches();
         this.terminals.closeAll(); // their browsers were relayed by the connection that dropped
         log.warn(`connection down (${code}${reason ? `: ${reason}` : ''}); reconnecting in ${(retryInMs / 1000).toFixed(1)} s`);
       },
@@ -177,11 +142,11 @@ class Daemon {
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
-    this.cleanTemp();
+    this.sender.cleanTemp();
     this.spool.scan();
     this.spool.append([{ source: 'runner', kind: 'runner.started', payload: { version: VERSION, target: target(), hostname: hostname(), pid: process.pid, waiting: this.spool.waiting } }]);
     log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
-    this.watchSpool();
+    this.sender.watchSpool();
     void this.startOtlp();
     this.fleet.start();
     this.codehost.start();
@@ -198,11 +163,8 @@ class Daemon {
     this.stopped = true;
     this.terminals.closeAll();
     this.conn.stop();
-    for (const batch of this.batches) clearTimeout(batch.timer);
-    clearTimeout(this.pumpTimer);
-    clearInterval(this.rescanTimer);
+    this.sender.stop();
     clearInterval(this.profilesTimer);
-    this.watcher?.close();
     this.fleet.stop();
     this.codehost.stop();
     this.runs.stop();
@@ -260,8 +222,8 @@ class Daemon {
     this.profilesSent = null; // a new connection: the server hears them again
     this.sendProfiles();
     this.updateProjects(welcome.projects);
-    this.dropBatches();
-    this.pump();
+    this.sender.dropBatches();
+    this.sender.pump();
   }
 
   /** The usable runtime profiles (docs/runner.md, "Agent runtimes reported"): after hello, then on change. */
@@ -286,16 +248,14 @@ class Daemon {
   private onFrame(frame: ServerFrame): void {
     switch (frame.type) {
       case 'ack':
-        return this.onAck(frame.ids);
+        return this.sender.onAck(frame.ids);
       case 'command':
         return void this.onCommand(frame.requestId, frame.name, frame.args);
       case 'projects':
         return this.updateProjects(frame.projects);
       case 'error':
         log.warn(`server error frame: ${frame.code}: ${frame.message}`);
-        // The frame that failed (or was dropped as over the server's frame rate) is not named: every batch
-        // still waiting is retried soon instead of after the ack timeout (a resend is stored once).
-        if (frame.code === 'server_error' || frame.code === 'rate_limited') for (const batch of this.batches) this.armAckTimer(batch, RETRY_AFTER_ERROR_MS);
+        if (frame.code === 'server_error' || frame.code === 'rate_limited') this.sender.retrySoon(); // runner/sender.ts
         return;
       case 'term.input':
         return this.terminals.input(frame.channel, frame.data);
@@ -369,105 +329,8 @@ class Daemon {
     }
   }
 
-  // ---- spool flushing: up to MAX_IN_FLIGHT batches, each resent when not acknowledged ----
-
+  /** Send what the spool holds (runner/sender.ts). */
   private pump(): void {
-    while (this.batches.size < MAX_IN_FLIGHT && this.conn.isReady) {
-      const wait = this.eventsFrames.waitMs();
-      if (wait > 0) {
-        this.pumpTimer ??= setTimeout(() => {
-          this.pumpTimer = undefined;
-          if (!this.stopped) this.pump();
-        }, Math.ceil(wait));
-        return;
-      }
-      const busy = new Set<string>();
-      for (const b of this.batches) for (const s of b.sources) busy.add(s);
-      const events = this.spool.takeBatch(MAX_BATCH, busy);
-      if (events.length === 0) return;
-      this.eventsFrames.take();
-      if (!this.send({ type: 'events', events })) return this.dropBatches();
-      const batch: Batch = { ids: new Set(events.map((e) => e.id)), sources: new Set(events.map((e) => e.source)) };
-      this.batches.add(batch);
-      this.armAckTimer(batch, ACK_TIMEOUT_MS);
-    }
-  }
-
-  /** Appends in this process wake the sender once per turn of the event loop. */
-  private wake(): void {
-    if (this.woken) return;
-    this.woken = true;
-    setImmediate(() => {
-      this.woken = false;
-      if (!this.stopped) this.pump();
-    });
-  }
-
-  private armAckTimer(batch: Batch, ms: number): void {
-    clearTimeout(batch.timer);
-    batch.timer = setTimeout(() => {
-      log.warn('events batch not acknowledged; sending it again');
-      this.batches.delete(batch);
-      this.spool.release(batch.ids);
-      this.pump();
-    }, ms);
-  }
-
-  private onAck(ids: string[]): void {
-    this.spool.ack(ids);
-    for (const batch of this.batches) {
-      for (const id of ids) batch.ids.delete(id);
-      if (batch.ids.size === 0) {
-        clearTimeout(batch.timer);
-        this.batches.delete(batch);
-      }
-    }
-    this.pump();
-  }
-
-  private dropBatches(): void {
-    for (const batch of this.batches) clearTimeout(batch.timer);
-    this.batches.clear();
-    this.spool.requeue();
-  }
-
-  /**
-   * Other processes (`svc-runner spool-append`, commands) add files: notice them by watching, with a
-   * rescan as fallback. The notifications are debounced (DEBOUNCE_MS after the last one) but never
-   * held longer than MAX_WAIT_MS, so a steady stream of changes is still picked up.
-   */
-  private watchSpool(): void {
-    let pending: NodeJS.Timeout | undefined;
-    let firstAt = 0;
-    const rescan = () => {
-      clearTimeout(pending);
-      pending = undefined;
-      this.spool.scan();
-      this.pump();
-    };
-    try {
-      this.watcher = watch(this.spool.dir, (_event, name) => {
-        if (typeof name === 'string' && name.startsWith('.')) return; // temp files: the rename follows
-        const now = Date.now();
-        if (pending === undefined) firstAt = now;
-        clearTimeout(pending);
-        pending = setTimeout(rescan, Math.max(0, Math.min(DEBOUNCE_MS, firstAt + MAX_WAIT_MS - now)));
-      });
-      this.watcher.on('error', () => {});
-    } catch {
-      // no notifications on this file system: the periodic rescan covers it
-    }
-    this.rescanTimer = setInterval(rescan, RESCAN_MS);
-  }
-
-  /** Temp files of writes that a crash interrupted are incomplete by construction: remove them. */
-  private cleanTemp(): void {
-    for (const name of readdirSync(this.spool.dir)) {
-      if (!name.endsWith('.tmp')) continue;
-      const p = join(this.spool.dir, name);
-      try {
-        if (Date.now() - statSync(p).mtimeMs > 60_000) unlinkSync(p);
-      } catch {}
-    }
+    this.sender.pump();
   }
 }

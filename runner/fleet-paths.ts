@@ -4,8 +4,7 @@
 import { basename, dirname, join } from 'node:path';
 import { confine } from './confine.ts';
 import type { ProjectEntry } from './config.ts';
-import { CommandError } from './commands/context.ts';
-import type { CommandContext } from './commands/context.ts';
+import { CommandError } from './errors.ts';
 
 /** The project's own directory for svc files (ignored through .git/info/exclude). */
 export const SVC_DIR = '.svc';
@@ -25,7 +24,7 @@ export interface ProjectRef {
 }
 
 /** A project of the watch list with its confined real root; `unknown_project` otherwise. */
-export async function projectOf(ctx: Pick<CommandContext, 'projects'>, projectId: string): Promise<ProjectRef> {
+export async function projectOf(ctx: { projects: () => readonly ProjectEntry[] }, projectId: string): Promise<ProjectRef> {
   const project = ctx.projects().find((p: ProjectEntry) => p.id === projectId);
   if (!project) throw new CommandError('unknown_project', `project ${projectId} is not on this runner's watch list`);
   const c = await confine(project.root, [project.root]);

@@ -8,7 +8,7 @@ import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeFileAtomic } from './config.ts';
 import type { Profile, RunnerConfig } from './config.ts';
-import { CommandError } from './commands/context.ts';
+import { CommandError } from './errors.ts';
 import { git } from './commands/git.ts';
 import { stateDir } from './paths.ts';
 import type { Env } from './paths.ts';

@@ -10,7 +10,7 @@ import { dirname, join, relative } from 'node:path';
 import * as z from 'zod';
 import type { SkillSource } from '../protocol/commands.ts';
 import { contentHash, frontMatter, inspectSource } from './catalog.ts';
-import { CommandError } from './commands/context.ts';
+import { CommandError } from './errors.ts';
 import type { Profile, RunnerConfig, RuntimeName } from './config.ts';
 import { writeFileAtomic } from './config.ts';
 import { homeDir, stateDir } from './paths.ts';

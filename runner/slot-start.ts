@@ -6,7 +6,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from './config.ts';
-import { CommandError } from './commands/context.ts';
+import { CommandError } from './errors.ts';
 import { git } from './commands/git.ts';
 import { UsageError } from './cli-options.ts';
 import { locateProject } from './emit.ts';

@@ -14,7 +14,7 @@
 // events the server already stored, which it stores once). After a crash a partly acknowledged file is
 // sent again whole: duplicates of acknowledged ids, never a loss.
 //
-// Several batches may be in flight (the daemon allows MAX_IN_FLIGHT), but never two holding the same
+// Several batches may be in flight (the sender allows MAX_IN_FLIGHT: sender.ts), but never two holding the same
 // source: the server stores frames concurrently, so this keeps the events of one source stored in
 // the order they were written, also when a batch fails and is sent again.
 // Other processes (`svc-runner spool-append`, commands) may add files; the daemon picks them up on a

@@ -11,7 +11,7 @@ import { DEFAULT_OTLP_PORT, describeOtlp, readOtlpState } from './otlp/state.ts'
 import { configPath, lockPath, spoolDir } from './paths.ts';
 import type { Env } from './paths.ts';
 import { spoolCount } from './spool.ts';
-import { describeIngest } from './usage/ingest.ts';
+import { describeIngest } from './usage/offsets.ts';
 
 type Out = { write: (s: string) => unknown };
 

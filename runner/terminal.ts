@@ -12,8 +12,8 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import type { CommandArgs } from '../protocol/commands.ts';
 import type { RunnerFrame } from '../protocol/frames.ts';
-import { CommandError } from './commands/context.ts';
-import type { CommandContext } from './commands/context.ts';
+import { CommandError } from './errors.ts';
+import type { ProjectEntry } from './config.ts';
 import { log } from './log.ts';
 import { RUN_ID, readRun, runDir } from './runs/files.ts';
 import type { Env } from './paths.ts';
@@ -99,7 +99,7 @@ export class Terminals {
   }
 
   /** The command handler: attach and answer once the screen is on its way. */
-  async attach(args: CommandArgs<'terminal.attach'>, ctx: CommandContext): Promise<{ channel: string; session: string }> {
+  async attach(args: CommandArgs<'terminal.attach'>, ctx: { projects: () => readonly ProjectEntry[] }): Promise<{ channel: string; session: string }> {
     const { projectId, session, channel } = args;
     if (!ctx.projects().some((p) => p.id === projectId)) throw new CommandError('unknown_project', `project ${projectId} is not on this runner's watch list`);
     if (!attachable(this.env, projectId, session)) throw new CommandError('session_not_allowed', `${session} is not a session of project ${projectId} (its orchestrator, a slot or a skill run)`);

@@ -14,7 +14,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
-import { CommandError } from './commands/context.ts';
+import { CommandError } from './errors.ts';
 
 /** tmux ≥ 3.2: `new-session -e` and direct exec of an argv command. */
 export const MIN_TMUX = [3, 2] as const;

@@ -10,7 +10,7 @@ import { CodeHostError } from '../codehost/client.ts';
 import { checksSummary } from '../codehost/changes.ts';
 import { checksOf, createIssue, overall, pull, pullFiles, pullReviews } from '../codehost/github.ts';
 import { CodeHost } from '../codehost/poller.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 
 /** The daemon's code host, or one for this command alone (no daemon: tests, one-off use). */

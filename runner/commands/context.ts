@@ -1,8 +1,9 @@
-// What every command handler gets, and the error value a handler fails with.
+// What every command handler gets (the error value a handler fails with is in runner/errors.ts).
 import { CODEHOST_CAPABILITY, PROFILES_CAPABILITY, REPLAY_CAPABILITY, ROOTS_CAPABILITY } from '../../protocol/frames.ts';
 import type { CodeHost } from '../codehost/poller.ts';
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import type { Env } from '../paths.ts';
+import type { SkillRuns } from '../runs/manager.ts';
 import type { Terminals } from '../terminal.ts';
 import type { Ingest } from '../usage/ingest.ts';
 
@@ -18,16 +19,8 @@ export interface CommandContext {
   ingest?: Ingest;
   /** The daemon's code-host client and collectors; absent outside the daemon. */
   codehost?: CodeHost;
-}
-
-/** A command failure with its own code (for example `path_not_allowed`), answered as `ok: false`. */
-export class CommandError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
+  /** The daemon's skill runs (skill.run, skill.cancel); absent outside the daemon. */
+  runs?: SkillRuns;
 }
 
 /** Capabilities this runner announces: `terminal` unless `terminal.attach` is disabled; `codehost`:

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { realpath, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { confine } from '../confine.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 
 const SCRUB = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_COMMON_DIR', 'GIT_NAMESPACE', 'GIT_CEILING_DIRECTORIES'];
 

@@ -11,7 +11,7 @@ import { readPane } from '../pane-text.ts';
 import { ORCHESTRATOR_OPTIONS, exitedData, expectSession, ownerOf, reapDead } from '../panes.ts';
 import { capturePanes, clearRecordedEnd, hasSession, killSession, listSessions, paneEnd, requireTmux, sendKeys, sessionName } from '../tmux.ts';
 import type { SessionInfo } from '../tmux.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 
 export async function orchestratorStart(args: CommandArgs<'orchestrator.start'>, ctx: CommandContext) {

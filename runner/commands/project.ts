@@ -13,7 +13,7 @@
 // `.wt-<repo>-*` siblings.
 import type { CommandArgs } from '../../protocol/commands.ts';
 import { badPathShape, confine, resolveReal } from '../confine.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 import { readRepository, workTreeTop } from './git.ts';
 

@@ -6,7 +6,7 @@
 import { COMMANDS, COMMAND_ERRORS, isCommandName } from '../../protocol/commands.ts';
 import type { CommandArgs, CommandName } from '../../protocol/commands.ts';
 import { describeIssues } from '../config.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 import { collectorPoll, issueCreate, issuesRefresh, prInspect } from './codehost.ts';
 import { runnerDescribe } from './describe.ts';
@@ -19,7 +19,8 @@ import { sessionBackfill } from './session.ts';
 import { slotMessage, slotStop } from './slot.ts';
 import { terminalAttach } from './terminal.ts';
 
-export { CommandError, capabilities } from './context.ts';
+export { CommandError } from '../errors.ts';
+export { capabilities } from './context.ts';
 export type { CommandContext } from './context.ts';
 
 type Handler<N extends CommandName> = (args: CommandArgs<N>, ctx: CommandContext) => Promise<unknown>;

@@ -3,7 +3,7 @@
 // those modified since `since`). The same dedup and event ids as the live ingest, so nothing counts twice.
 import type { CommandArgs } from '../../protocol/commands.ts';
 import type { BackfillResult } from '../usage/ingest.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 
 export async function sessionBackfill(args: CommandArgs<'session.backfill'>, ctx: CommandContext): Promise<BackfillResult> {

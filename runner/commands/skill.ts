@@ -7,20 +7,19 @@ import type { CommandArgs } from '../../protocol/commands.ts';
 import { inspectSource, searchCatalog } from '../catalog.ts';
 import { projectOf } from '../fleet-paths.ts';
 import { chooseProfile } from '../launch.ts';
-import { SkillRuns } from '../runs/manager.ts';
 import { findSkill, installSkill, listSkills, skillsDir, uninstallSkill } from '../skills.ts';
 import { requireTmux } from '../tmux.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 import { workTreeTop } from './git.ts';
 
-function manager(): SkillRuns {
-  if (!SkillRuns.current) throw new CommandError('failed', 'skill runs need the runner daemon (svc-runner run)');
-  return SkillRuns.current;
+function manager(ctx: CommandContext): NonNullable<CommandContext['runs']> {
+  if (!ctx.runs) throw new CommandError('failed', 'skill runs need the runner daemon (svc-runner run)');
+  return ctx.runs;
 }
 
 export async function skillRun(args: CommandArgs<'skill.run'>, ctx: CommandContext) {
-  const runs = manager();
+  const runs = manager(ctx);
   const project = await projectOf(ctx, args.projectId);
   const chosen = chooseProfile(ctx.config, ctx.env, args.profileId);
   if (!findSkill(args.skill, chosen.profile, ctx.env, project.root)) {
@@ -38,7 +37,7 @@ export async function skillRun(args: CommandArgs<'skill.run'>, ctx: CommandConte
 
 export async function skillCancel(args: CommandArgs<'skill.cancel'>, ctx: CommandContext) {
   const project = await projectOf(ctx, args.projectId);
-  return manager().cancel(project.id, args.runId);
+  return manager(ctx).cancel(project.id, args.runId);
 }
 
 export async function skillSearch(args: CommandArgs<'skill.search'>, ctx: CommandContext) {

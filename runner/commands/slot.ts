@@ -14,7 +14,7 @@ import { PROMPTS } from '../launch.ts';
 import { readPane } from '../pane-text.ts';
 import { expectSession } from '../panes.ts';
 import { capturePane, killSession, sendKeys, sessionName } from '../tmux.ts';
-import { CommandError } from './context.ts';
+import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 
 export async function slotStop(args: CommandArgs<'slot.stop'>, ctx: CommandContext) {

@@ -12,7 +12,7 @@ import type { FSWatcher } from 'node:fs';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunnerConfig } from '../config.ts';
-import { CommandError } from '../commands/context.ts';
+import { CommandError } from '../errors.ts';
 import { errorText, log } from '../log.ts';
 import type { Env } from '../paths.ts';
 import type { Spool, NewEvent } from '../spool.ts';
@@ -75,8 +75,6 @@ function killAgentGroup(pid: number | undefined, runId: string): void {
 }
 
 export class SkillRuns {
-  /** The daemon's instance; command handlers reach it here. */
-  static current: SkillRuns | null = null;
   private readonly runs = new Map<string, Tracked>();
   private chain: Promise<unknown> = Promise.resolve();
   private timer?: NodeJS.Timeout;
@@ -94,7 +92,6 @@ export class SkillRuns {
   ) {}
 
   async start(): Promise<void> {
-    SkillRuns.current = this;
     mkdirSync(runsDir(this.env), { recursive: true, mode: 0o700 });
     await this.serial(() => this.recover());
     const ms = Number(this.env.SVC_RUNS_POLL_MS) >= 10 ? Number(this.env.SVC_RUNS_POLL_MS) : 1000;
@@ -108,7 +105,6 @@ export class SkillRuns {
     clearInterval(this.timer);
     clearTimeout(this.kickTimer);
     for (const t of this.runs.values()) t.watcher?.close();
-    if (SkillRuns.current === this) SkillRuns.current = null;
   }
 
   /** One change at a time: launching, finishing and cancelling never interleave. */

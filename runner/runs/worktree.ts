@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, createReadStream, existsSync, fsyncSync, openSync, renameSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { confine } from '../confine.ts';
-import { CommandError } from '../commands/context.ts';
+import { CommandError } from '../errors.ts';
 import { git } from '../commands/git.ts';
 
 export const runWorktreePath = (root: string, runId: string) => join(dirname(root), `.wt-${basename(root)}-run-${runId}`);

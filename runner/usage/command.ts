@@ -8,7 +8,8 @@ import { loadConfig } from '../config.ts';
 import { UsageError } from '../cli-options.ts';
 import { configPath } from '../paths.ts';
 import type { Env } from '../paths.ts';
-import { requestCost, scanAll, usageDirs } from './scan.ts';
+import { usageDirs } from './dirs.ts';
+import { requestCost, scanAll } from './scan.ts';
 
 type Out = { write: (s: string) => unknown };
 

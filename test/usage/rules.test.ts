@@ -12,7 +12,8 @@ import type { ClaudeEntry } from '../../runner/usage/claude.ts';
 import type { Profile } from '../../runner/config.ts';
 import { newCodexFileState, parseCodexLine } from '../../runner/usage/codex.ts';
 import { dayIn } from '../../runner/usage/command.ts';
-import { claudeRequest, codexFiles, codexRequest, configRequestsFast, detectCodexReplaySync, readClaudeFile, readCodexFile, usageDirs } from '../../runner/usage/scan.ts';
+import { codexFiles, configRequestsFast, usageDirs } from '../../runner/usage/dirs.ts';
+import { claudeRequest, codexRequest, detectCodexReplaySync, readClaudeFile, readCodexFile } from '../../runner/usage/scan.ts';
 import type { CodexEvent } from '../../runner/usage/codex.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-usage-rules-'));

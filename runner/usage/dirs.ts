@@ -1,0 +1,137 @@
+// Where transcripts are (docs/cost.md "Where transcripts are"): the Claude config dirs and Codex homes of
+// this machine and its profiles, the transcript files under them in ccusage's order, and which Codex
+// homes ask for the priority service tier.
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import type { Profile } from '../config.ts';
+import { homeDir } from '../paths.ts';
+import type { Env } from '../paths.ts';
+
+export interface UsageDirs {
+  /** Claude config dirs (each has projects/). */
+  claude: string[];
+  /** Codex homes (each may have sessions/ and archived_sessions/). */
+  codex: string[];
+}
+
+const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+
+function expand(p: string, env: Env): string {
+  if (p === '~') return homeDir(env);
+  return p.startsWith('~/') ? join(homeDir(env), p.slice(2)) : p;
+}
+
+const isDir = (p: string) => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+function uniqueDirs(paths: string[]): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const p of paths) {
+    let real: string;
+    try {
+      real = realpathSync(p);
+    } catch {
+      continue;
+    }
+    if (!seen.has(real)) (seen.add(real), out.push(p));
+  }
+  return out;
+}
+
+/**
+ * Claude: CLAUDE_CONFIG_DIR (a comma-separated list; an entry may name projects/ itself) when set, else
+ * $XDG_CONFIG_HOME/claude (~/.config/claude) and ~/.claude — as ccusage finds them — plus every profile's
+ * env CLAUDE_CONFIG_DIR. Codex: CODEX_HOME (comma-separated, default ~/.codex) plus every profile's env
+ * CODEX_HOME. Only existing directories are returned.
+ */
+export function usageDirs(env: Env, profiles: readonly Profile[] = []): UsageDirs {
+  const claudeDir = (raw: string) => {
+    const p = expand(raw, env);
+    return p.replace(/\/+$/, '').endsWith('/projects') && isDir(p) ? p.replace(/\/+$/, '').slice(0, -'/projects'.length) || '/' : p;
+  };
+  const claude = env.CLAUDE_CONFIG_DIR !== undefined && list(env.CLAUDE_CONFIG_DIR).length
+    ? list(env.CLAUDE_CONFIG_DIR).map(claudeDir)
+    : [join(env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(homeDir(env), '.config'), 'claude'), join(homeDir(env), '.claude')];
+  const codex = env.CODEX_HOME !== undefined && list(env.CODEX_HOME).length ? list(env.CODEX_HOME).map((p) => expand(p, env)) : [join(homeDir(env), '.codex')];
+  for (const prof of profiles) {
+    if (prof.runtime === 'claude' && prof.env.CLAUDE_CONFIG_DIR) claude.push(...list(prof.env.CLAUDE_CONFIG_DIR).map(claudeDir));
+    if (prof.runtime === 'codex' && prof.env.CODEX_HOME) codex.push(...list(prof.env.CODEX_HOME).map((p) => expand(p, env)));
+  }
+  return { claude: uniqueDirs(claude.filter((d) => isDir(join(d, 'projects')))), codex: uniqueDirs(codex.filter(isDir)) };
+}
+
+function walk(dir: string, out: string[]): void {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    const p = join(dir, e.name);
+    if (e.isFile() && e.name.endsWith('.jsonl')) out.push(p);
+    else if (e.isDirectory()) walk(p, out);
+  }
+}
+
+const byPath = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Every transcript under the dirs' projects/, recursively (subagent files included), in ccusage's order. */
+export function claudeFiles(dirs: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const d of dirs) walk(join(d, 'projects'), out);
+  return out.sort(byPath);
+}
+
+/** Rollouts under sessions/ and archived_sessions/; a relative path in both is read from sessions/ only. */
+export function codexFiles(homes: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const home of homes) {
+    const live: string[] = [];
+    const archived: string[] = [];
+    walk(join(home, 'sessions'), live);
+    walk(join(home, 'archived_sessions'), archived);
+    const seen = new Set(live.map((f) => relative(join(home, 'sessions'), f)));
+    out.push(...live.sort(byPath), ...archived.filter((f) => !seen.has(relative(join(home, 'archived_sessions'), f))).sort(byPath));
+  }
+  return out;
+}
+
+/**
+ * Whether a Codex config.toml asks for the priority ("fast") service tier: a `service_tier = "fast"` or
+ * `"priority"` line, comments after `#` ignored, quotes optional (ccusage's `codex_config_requests_fast_service_tier`).
+ */
+export function configRequestsFast(toml: string): boolean {
+  return toml.split('\n').some((line) => {
+    const setting = line.split('#')[0]!.trim();
+    const eq = setting.indexOf('=');
+    if (eq === -1 || setting.slice(0, eq).trim() !== 'service_tier') return false;
+    const value = setting.slice(eq + 1).trim().replace(/^["']+|["']+$/g, '');
+    return value === 'fast' || value === 'priority';
+  });
+}
+
+/** The Codex homes whose config.toml asks for the fast tier (read now: a change applies to what is read next). */
+export function fastCodexHomes(homes: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const h of homes) {
+    try {
+      if (configRequestsFast(readFileSync(join(h, 'config.toml'), 'utf8'))) out.add(h);
+    } catch {
+      // no config.toml: the standard tier
+    }
+  }
+  return out;
+}
+
+/** The home a rollout was found under (its sessions/ or archived_sessions/), or null. */
+export function codexHomeOf(file: string, homes: readonly string[]): string | null {
+  for (const h of homes) if (file.startsWith(join(h, 'sessions') + '/') || file.startsWith(join(h, 'archived_sessions') + '/')) return h;
+  return null;
+}
