@@ -10,7 +10,7 @@ import type { ModelPrice } from '../../protocol/prices.ts';
 import type { LlmRequest, SessionMeta } from '../../protocol/usage.ts';
 import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from './claude.ts';
 import type { ClaudeEntry } from './claude.ts';
-import { CodexReplayDetector, codexEventKey, codexFileSession, newCodexFileState, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from './codex.ts';
+import { CodexReplayDetector, codexEventKey, codexFileSession, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from './codex.ts';
 import type { CodexEvent, CodexFileState } from './codex.ts';
 import { claudeFiles, codexFiles, codexHomeOf, fastCodexHomes } from './dirs.ts';
 import type { UsageDirs } from './dirs.ts';
