@@ -87,7 +87,25 @@ async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: Req
   const query = r.query ? parseWith(r.query, { ...req.query }, 'invalid_query') : undefined;
   const body = r.body ? await readJson(req, r.body, bodyLimit) : undefined;
   const input: RouteInput<unknown, unknown, unknown> = { params, query, body, request: req, principal, ...meta };
-  return r.handler(input, ctx);
+  const response = await r.handler(input, ctx);
+  return ctx.config.CHECK_ANSWERS ? checkAnswer(r, response, ctx) : response;
+}
+
+/**
+ * CHECK_ANSWERS (the test suite turns it on): a JSON answer whose status the route declares with a schema
+ * (`responses`, the protocol/api/ shapes the pages read) must match it, or the caller gets 500
+ * `answer_mismatch` naming the route and the first difference — so a declared shape cannot drift from
+ * what the handler sends.
+ */
+export async function checkAnswer(r: Route, response: Response, ctx: AppContext): Promise<Response> {
+  const schema = r.responses?.[response.status]?.schema;
+  if (!schema || !(response.headers.get('content-type') ?? '').includes('application/json')) return response;
+  const checked = schema.safeParse(await response.clone().json());
+  if (checked.success) return response;
+  const first = checked.error.issues[0];
+  const where = `${r.method} ${r.path} ${response.status}: ${first?.path.join('.') || '(answer)'} ${first?.message ?? ''}`;
+  ctx.log.error('an answer does not match its declared schema', { route: where });
+  return errorResponse(new HttpError(500, 'answer_mismatch', `the answer of ${where}`));
 }
 
 /** One warning per 10 s while the database is away, not one per request. */

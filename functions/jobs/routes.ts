@@ -1,5 +1,6 @@
 // System jobs next to their next run and last result (spec: the admin Schedules page).
 import * as z from 'zod';
+import { schedulesOverview } from '../../protocol/api/schedules.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
@@ -28,6 +29,7 @@ export const routes: Route[] = [
     summary: "System jobs (instance admins only) and the project schedules of the caller's projects, each with its schedule, next run and last result",
     tag: 'schedules',
     access: 'user',
+    responses: { 200: { description: 'system jobs and project schedules', schema: schedulesOverview } },
     async handler({ principal }, { db, scheduler }) {
       const user = principal!.user;
       const projectSchedules = await db.query<ScheduleRow & { project_name: string }>(sql`

@@ -128,6 +128,7 @@ const envShape = z.object({
       .transform(Number),
     SHUTDOWN_TIMEOUT_SECONDS: int(10, 0, 600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+    CHECK_ANSWERS: bool(false),
 });
 
 export const configSchema = envShape

@@ -2,21 +2,21 @@
 // run now. Project admins change and run them (audited); viewers and operators of the project read them;
 // anyone else gets 404, and a schedule is found only through its own project's path.
 import { randomUUID } from 'node:crypto';
+import { scheduleAnswer, scheduleList, scheduleRunAnswer } from '../../protocol/api/schedules.ts';
 import { audited } from '../audit/audit.ts';
-import { route } from '../lib/context.ts';
 import type { AppContext, Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { HttpError, json, notFound } from '../lib/errors.ts';
+import { idParam, projectRoute } from '../lib/project-routes.ts';
 import { empty } from '../lib/respond.ts';
-import { nextTime, scheduleRow, settingsOf, toSchedule } from './schedules.ts';
+import { deleteSchedule, insertSchedule, listSchedules, scheduleRow, updateSchedule } from './queries.ts';
+import { nextTime, settingsOf, toSchedule } from './schedules.ts';
 import type { ScheduleRow } from './schedules.ts';
-import { projectParams, scheduleCreate, scheduleParams, schedulePatch } from './schema.ts';
+import { scheduleCreate, schedulePatch } from './schema.ts';
 import type { ScheduleSettings } from './schema.ts';
 
-const ADMIN = { projectRole: 'admin', param: 'projectId' } as const;
-const READ = { projectRole: 'viewer', param: 'projectId' } as const;
 const TAG = 'schedules';
+const one = { scheduleId: idParam('schedule') };
 type Params = { projectId: string; scheduleId: string };
 
 async function getRow(q: Queryable, p: Params, lock = false): Promise<ScheduleRow> {
@@ -29,26 +29,24 @@ async function getRow(q: Queryable, p: Params, lock = false): Promise<ScheduleRo
 const pending = (ctx: AppContext, s: ScheduleSettings) => (s.enabled ? nextTime(s.cron, s.timezone, ctx.clock.now()) : null);
 
 export const routes: Route[] = [
-  route({
+  projectRoute('viewer', {
     method: 'GET',
-    path: '/api/projects/:projectId/schedules',
+    path: '/schedules',
     summary: "The project's schedules with their next run and last result",
     tag: TAG,
-    access: READ,
-    params: projectParams,
+    responses: { 200: { description: 'the schedules', schema: scheduleList } },
     async handler({ params }, ctx) {
-      const rows = await ctx.db.query<ScheduleRow>(sql`select * from project_schedules where project_id = ${params.projectId} order by created_at, id`);
+      const rows = await listSchedules(ctx.db, params.projectId);
       return json({ schedules: rows.map(toSchedule) });
     },
   }),
-  route({
+  projectRoute('admin', {
     method: 'POST',
-    path: '/api/projects/:projectId/schedules',
+    path: '/schedules',
     summary: 'Create a schedule: a skill run on a cron expression in an IANA time zone, on behalf of its creator',
     tag: TAG,
-    access: ADMIN,
+    responses: { 201: { description: 'the new schedule', schema: scheduleAnswer } },
     status: 201,
-    params: projectParams,
     body: scheduleCreate,
     async handler({ principal, params, body, requestId }, ctx) {
       const id = randomUUID();
@@ -56,10 +54,7 @@ export const routes: Route[] = [
         ctx.db,
         (r: ScheduleRow) => ({ actor: principal!, action: 'schedule.create', target: { type: 'schedule', id: r.id }, diff: { projectId: r.project_id, after: settingsOf(r) }, requestId }),
         async (tx) => {
-          await tx.query(sql`
-            insert into project_schedules (id, project_id, name, cron, timezone, skill, args, profile, model, output, enabled, next_run_at, created_by)
-            values (${id}, ${params.projectId}, ${body.name}, ${body.cron}, ${body.timezone}, ${body.skill}, ${sql.json(body.args)}, ${body.profile},
-                    ${body.model}, ${body.output}, ${body.enabled}, ${pending(ctx, body)}, ${principal!.user.id})`);
+          await insertSchedule(tx, { ...body, id, projectId: params.projectId, createdBy: principal!.user.id, nextRunAt: pending(ctx, body) });
           return getRow(tx, { projectId: params.projectId, scheduleId: id });
         },
       );
@@ -67,22 +62,22 @@ export const routes: Route[] = [
       return json(toSchedule(row), { status: 201 });
     },
   }),
-  route({
+  projectRoute('viewer', {
     method: 'GET',
-    path: '/api/projects/:projectId/schedules/:scheduleId',
+    path: '/schedules/:scheduleId',
     summary: 'One schedule with its next run and last result',
     tag: TAG,
-    access: READ,
-    params: scheduleParams,
+    responses: { 200: { description: 'the schedule', schema: scheduleAnswer } },
+    params: one,
     handler: async ({ params }, ctx) => json(toSchedule(await getRow(ctx.db, params))),
   }),
-  route({
+  projectRoute('admin', {
     method: 'PATCH',
-    path: '/api/projects/:projectId/schedules/:scheduleId',
+    path: '/schedules/:scheduleId',
     summary: 'Edit a schedule (its project is fixed); enabled: true/false turns it on or off, and turning it on resets its failure count',
     tag: TAG,
-    access: ADMIN,
-    params: scheduleParams,
+    responses: { 200: { description: 'the schedule as saved', schema: scheduleAnswer } },
+    params: one,
     body: schedulePatch,
     async handler({ principal, params, body, requestId }, ctx) {
       const { after } = await audited(
@@ -94,15 +89,7 @@ export const routes: Route[] = [
           const s: ScheduleSettings = { ...settingsOf(before), ...given };
           const timing = s.enabled !== before.enabled || s.cron !== before.cron || s.timezone !== before.timezone;
           const enabling = s.enabled && !before.enabled;
-          await tx.query(sql`
-            update project_schedules
-               set name = ${s.name}, cron = ${s.cron}, timezone = ${s.timezone}, skill = ${s.skill}, args = ${sql.json(s.args)},
-                   profile = ${s.profile}, model = ${s.model}, output = ${s.output}, enabled = ${s.enabled},
-                   next_run_at = case when ${timing} then ${pending(ctx, s)}::timestamptz else next_run_at end,
-                   disabled_reason = case when ${s.enabled} then null else disabled_reason end,
-                   consecutive_failures = case when ${enabling} then 0 else consecutive_failures end,
-                   updated_at = now()
-             where id = ${params.scheduleId}`);
+          await updateSchedule(tx, params.scheduleId, s, { timing, enabling, nextRunAt: pending(ctx, s) });
           return { before, after: await getRow(tx, params) };
         },
       );
@@ -110,31 +97,30 @@ export const routes: Route[] = [
       return json(toSchedule(after));
     },
   }),
-  route({
+  projectRoute('admin', {
     method: 'DELETE',
-    path: '/api/projects/:projectId/schedules/:scheduleId',
+    path: '/schedules/:scheduleId',
     summary: 'Delete a schedule; runs it started go on',
     tag: TAG,
-    access: ADMIN,
     status: 204,
-    params: scheduleParams,
+    params: one,
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, (r: ScheduleRow) => ({ actor: principal!, action: 'schedule.delete', target: { type: 'schedule', id: params.scheduleId }, diff: { before: settingsOf(r) }, requestId }), async (tx) => {
         const before = await getRow(tx, params);
-        await tx.query(sql`delete from project_schedules where id = ${params.scheduleId}`);
+        await deleteSchedule(tx, params.scheduleId);
         return before;
       });
       return empty(204);
     },
   }),
-  route({
+  projectRoute('admin', {
     method: 'POST',
-    path: '/api/projects/:projectId/schedules/:scheduleId/run',
+    path: '/schedules/:scheduleId/run',
     summary: "Run a schedule now (also when disabled), on behalf of its creator; answers with the runner's answer: started with the run id, skipped or failed with the reason",
     tag: TAG,
-    access: ADMIN,
+    responses: { 202: { description: "the runner's answer for this run", schema: scheduleRunAnswer } },
     status: 202,
-    params: scheduleParams,
+    params: one,
     async handler({ principal, params, requestId }, ctx) {
       if (!ctx.schedules) throw new HttpError(503, 'unavailable', 'schedules do not run in this process');
       const row = await audited(ctx.db, { actor: principal!, action: 'schedule.run', target: { type: 'schedule', id: params.scheduleId }, requestId }, (tx) => getRow(tx, params));

@@ -1,9 +1,8 @@
 // Project schedules as stored (sql/0012_project_schedules.sql; docs/schedules.md): the API's view of a
 // row, and plan() — when a schedule is due, whether its pending time still runs or was missed.
 import { Cron } from 'croner';
-import { sql } from '../lib/db/index.ts';
-import type { Queryable } from '../lib/db/index.ts';
 import type { ScheduleSettings } from './schema.ts';
+import type { ScheduleAnswer } from '../../protocol/api/schedules.ts';
 
 export interface ScheduleRow {
   id: string;
@@ -56,8 +55,8 @@ export const settingsOf = (r: ScheduleRow): ScheduleSettings => ({
   enabled: r.enabled,
 });
 
-/** The API's view of a schedule. */
-export function toSchedule(r: ScheduleRow) {
+/** The API's view of a schedule (protocol/api/schedules.ts). */
+export function toSchedule(r: ScheduleRow): ScheduleAnswer {
   return {
     id: r.id,
     projectId: r.project_id,
@@ -72,15 +71,6 @@ export function toSchedule(r: ScheduleRow) {
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
   };
-}
-
-export async function scheduleRow(q: Queryable, projectId: string, scheduleId: string, lock = false): Promise<ScheduleRow | null> {
-  const [row] = await q.query<ScheduleRow>(
-    lock
-      ? sql`select * from project_schedules where id = ${scheduleId} and project_id = ${projectId} for update`
-      : sql`select * from project_schedules where id = ${scheduleId} and project_id = ${projectId}`,
-  );
-  return row ?? null;
 }
 
 /** The schedule's first time after `nowMs`, in its time zone; null when the pattern has no further time. */

@@ -52,6 +52,7 @@ function baseEnv(dbEnv: Record<string, string>, extra?: Record<string, string>):
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
+    CHECK_ANSWERS: 'true',
     DATABASE_CONNECT_TIMEOUT_SECONDS: '5',
     AUDIT_ANCHOR_PATH: anchorPathFor(dbEnv),
     ...dbEnv,

@@ -5,32 +5,11 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api, when } from '../api.ts';
 import type { Me } from '../session.ts';
+import type { ScheduleRunAnswer, SchedulesOverview } from '../../protocol/api/schedules.ts';
 import { ScheduleForm } from './schedule-form.ts';
 
-interface Job {
-  name: string;
-  description: string;
-  cron: string;
-  nextRunAt: string | null;
-  lastRun: null | { scheduledFor: string; status: string; finishedAt: string | null; error: string | null };
-}
-
-interface ProjectSchedule {
-  id: string;
-  projectId: string;
-  projectName: string;
-  name: string;
-  cron: string;
-  timezone: string;
-  skill: string;
-  args: string[];
-  output: string;
-  enabled: boolean;
-  disabledReason: string | null;
-  consecutiveFailures: number;
-  nextRunAt: string | null;
-  lastRun: null | { scheduledFor: string; result: string | null; reason: string | null; detail: string | null; runId: string | null };
-}
+type Job = SchedulesOverview['jobs'][number];
+type ProjectSchedule = SchedulesOverview['schedules'][number];
 
 const RESULT_CLASS: Record<string, string> = { started: 'running', succeeded: 'ok', failed: 'failed', skipped: 'muted', cancelled: 'muted' };
 
@@ -40,8 +19,8 @@ export function Schedules({ me }: { me: Me }) {
   const [actionError, setActionError] = useState<string | null>(null);
   const [started, setStarted] = useState<string | null>(null);
   const load = () =>
-    api<{ jobs: Job[]; schedules?: ProjectSchedule[] }>('/api/schedules')
-      .then((r) => setData({ jobs: r.jobs, schedules: r.schedules ?? [] }))
+    api<SchedulesOverview>('/api/schedules')
+      .then((r) => setData({ jobs: r.jobs, schedules: r.schedules }))
       .catch((e) => setError(e.message));
   useEffect(() => {
     void load();
@@ -66,7 +45,7 @@ export function Schedules({ me }: { me: Me }) {
   const path = (s: ProjectSchedule) => `/api/projects/${encodeURIComponent(s.projectId)}/schedules/${encodeURIComponent(s.id)}`;
   const runSchedule = (s: ProjectSchedule) =>
     act(async () => {
-      const r = await api<{ result: string; reason: string | null; detail: string | null; runId: string | null }>(`${path(s)}/run`, { method: 'POST' });
+      const r = await api<ScheduleRunAnswer>(`${path(s)}/run`, { method: 'POST' });
       return r.result === 'started' ? `${s.name} started run ${r.runId ?? ''}.` : `${s.name}: ${r.result} (${r.reason}${r.detail ? `: ${r.detail}` : ''}).`;
     });
   const toggle = (s: ProjectSchedule) =>
