@@ -23,7 +23,7 @@ export async function openDb(config: Config, opts: OpenOptions = {}): Promise<Db
     case 'postgres':
       return (await import('./postgres.ts')).openPostgres(config.DATABASE_URL!, config.DATABASE_POOL_MAX, opts.log);
     case 'neon':
-      return (await import('./neon.ts')).openNeon(config.DATABASE_URL!, config.DATABASE_POOL_MAX, config.NEON_WS_PROXY);
+      return (await import('./neon.ts')).openNeon(config.DATABASE_URL!, config.DATABASE_POOL_MAX, config.NEON_WS_PROXY, opts.log);
   }
 }
 
