@@ -6,6 +6,7 @@
 //   stop, at 100 %  → budgetExceeded() is true: inbound triggers skip with `budget_exceeded`
 //                     (triggers/fire.ts) and orchestrator.start is refused (runners/routes.ts)
 // A budget of 0 is spent from the start.
+import type { BudgetState } from '../../protocol/api/cost.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import { notify } from '../notifications/notify.ts';
@@ -20,19 +21,7 @@ export const BUDGET_NOTIFICATION = 'budget.threshold';
 const THIS_MONTH = sql`from project_month_spend s where s.project_id = p.id and s.month = (date_trunc('month', now() at time zone 'UTC'))::date`;
 const MONTH_SPEND = sql`coalesce((select sum(s.cost_usd) ${THIS_MONTH}), 0)`;
 
-export interface BudgetState {
-  budgetUsd: number | null;
-  action: 'warn' | 'stop';
-  /** The current month, YYYY-MM (UTC). */
-  month: string;
-  monthToDateUsd: number;
-  unpricedRequests: number;
-  /** Spend over budget in percent; null without a budget (or a budget of 0). */
-  percent: number | null;
-  exceeded: boolean;
-  /** The budget stops triggers and new orchestrator rounds now. */
-  stopped: boolean;
-}
+export type { BudgetState };
 
 /** The project's budget and this month's spend so far; null when there is no such project. */
 export async function budgetState(q: Queryable, projectId: string): Promise<BudgetState | null> {
@@ -113,4 +102,21 @@ export async function checkBudget(db: Db, projectId: string): Promise<number[]> 
     }
     return added.map((a) => a.threshold).sort((a, b) => a - b);
   });
+}
+
+/** This month's notices of the project (budgetState's month), lowest threshold first. */
+export const budgetNotices = (q: Queryable, projectId: string) =>
+  q.query<{ threshold: number; notified_at: Date; cost_usd: string; budget_usd: string }>(sql`
+    select threshold, notified_at, cost_usd, budget_usd from budget_notices
+     where project_id = ${projectId} and month = (date_trunc('month', now() at time zone 'UTC'))::date order by threshold`);
+
+/** The project's budget settings, the row locked (inside a transaction); null when there is no such project. */
+export async function lockBudget(q: Queryable, projectId: string): Promise<{ budgetUsd: number | null; action: string } | null> {
+  const [row] = await q.query<{ budget_usd: string | null; budget_action: string }>(sql`
+    select budget_usd, budget_action from projects where id = ${projectId} for update`);
+  return row ? { budgetUsd: row.budget_usd === null ? null : Number(row.budget_usd), action: row.budget_action } : null;
+}
+
+export async function setBudget(q: Queryable, projectId: string, b: { budgetUsd: number | null; action: 'warn' | 'stop' }): Promise<void> {
+  await q.query(sql`update projects set budget_usd = ${b.budgetUsd}, budget_action = ${b.action}, updated_at = now() where id = ${projectId}`);
 }

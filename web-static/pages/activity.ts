@@ -6,14 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { Alert, hashOf, hashQuery, usd } from '../components.ts';
 import type { Me } from '../session.ts';
-
-interface Item {
-  id: number;
-  projectId: string | null;
-  kind: string;
-  data: Record<string, unknown>;
-  createdAt: string;
-}
+import type { ActivityItem as Item, ActivityList } from '../../protocol/api/sessions.ts';
 
 function describe(item: Item, project: string) {
   const d = item.data;
@@ -44,7 +37,7 @@ export function Activity({ me }: { me: Me }) {
     if (projectId) params.set('projectId', projectId);
     if (before) params.set('before', before);
     setItems(null);
-    api<{ items: Item[]; nextBefore: number | null }>(`/api/activity?${params}`)
+    api<ActivityList>(`/api/activity?${params}`)
       .then((r) => (setItems(r.items), setNext(r.nextBefore), setError(null)))
       .catch((e) => (setItems([]), setError(errorText(e))));
   }, [projectId, before]);

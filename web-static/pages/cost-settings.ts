@@ -11,46 +11,13 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, errorText, when } from '../api.ts';
 import { FieldError, count, hashQuery, usd } from '../components.ts';
 import type { Project } from './sessions.ts';
-
-interface Price {
-  model: string;
-  inputUsdPerMTok: number;
-  outputUsdPerMTok: number;
-  cacheReadUsdPerMTok: number;
-  cacheWrite5mUsdPerMTok: number;
-  cacheWrite1hUsdPerMTok: number;
-  above200k: unknown;
-  longContext: unknown;
-  fastMultiplier: number | null;
-  effectiveFrom: string;
-}
-interface UnknownModel {
-  model: string;
-  runtime: string;
-  requests: number;
-  inputTokens: number;
-  outputTokens: number;
-  firstAt: string;
-  lastAt: string;
-}
-interface Budget {
-  projectId: string;
-  budgetUsd: number | null;
-  action: 'warn' | 'stop';
-  month: string;
-  monthToDateUsd: number;
-  unpricedRequests: number;
-  percent: number | null;
-  exceeded: boolean;
-  stopped: boolean;
-  notices: { threshold: number; notifiedAt: string }[];
-}
+import type { BudgetAnswer as Budget, PriceAnswer as Price, PriceDetail, PriceList, UnknownModel, UnknownModels } from '../../protocol/api/cost.ts';
 
 export function UnknownModels({ admin, priceLink, version }: { admin: boolean; priceLink: (model: string) => string; version: number }) {
   const [models, setModels] = useState<UnknownModel[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    api<{ models: UnknownModel[] }>('/api/cost/unknown-models')
+    api<UnknownModels>('/api/cost/unknown-models')
       .then((r) => (setError(null), setModels(r.models)))
       .catch((e) => setError(errorText(e)));
   }, [version]);
@@ -168,7 +135,7 @@ function PriceForm({ model, onDone }: { model: string; onDone: (saved: string | 
   useEffect(() => {
     box.current?.scrollIntoView({ block: 'nearest' });
     if (!model) return setVersions([]);
-    api<{ versions: Price[] }>(`/api/prices/${encodeURIComponent(model)}`)
+    api<PriceDetail>(`/api/prices/${encodeURIComponent(model)}`)
       .then((r) => setVersions(r.versions))
       .catch((e) => (e instanceof ApiError && e.status === 404 ? setVersions([]) : setError(errorText(e))));
   }, [model]);
@@ -215,12 +182,12 @@ function PriceForm({ model, onDone }: { model: string; onDone: (saved: string | 
 }
 
 export function Prices({ admin, open, onChanged }: { admin: boolean; open: string | null; onChanged: () => void }) {
-  const [prices, setPrices] = useState<(Price & { versions: number })[] | null>(null);
+  const [prices, setPrices] = useState<PriceList['prices'] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState<string | null>(admin ? open : null);
   const [notice, setNotice] = useState<string | null>(null);
   const load = () =>
-    api<{ prices: (Price & { versions: number })[] }>('/api/prices')
+    api<PriceList>('/api/prices')
       .then((r) => setPrices(r.prices))
       .catch((e) => setError(errorText(e)));
   useEffect(() => void load(), []);

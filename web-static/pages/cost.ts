@@ -13,17 +13,9 @@ import { BarChart, ColumnChart, count, hashOf, hashQuery, usd } from '../compone
 import type { Bar } from '../components.ts';
 import { Budgets, Prices, UnknownModels } from './cost-settings.ts';
 import { HowSessionsArrive, TZ, costText } from './sessions.ts';
-import type { Project, Totals } from './sessions.ts';
+import type { Project } from './sessions.ts';
+import type { CostAnswer, CostGroup as Group, Totals } from '../../protocol/api/cost.ts';
 
-interface Group extends Totals {
-  key: string | null;
-  label?: string | null;
-  runtime?: string;
-}
-interface CostAnswer {
-  groups: Group[];
-  totals: Totals;
-}
 interface Range {
   from: string;
   to: string;

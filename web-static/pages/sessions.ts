@@ -11,6 +11,8 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { count, hashOf, hashQuery, usd } from '../components.ts';
+import type { Totals } from '../../protocol/api/cost.ts';
+import type { SessionAnswer, SessionDetail, SessionList } from '../../protocol/api/sessions.ts';
 
 export interface Project {
   id: string;
@@ -20,58 +22,6 @@ export interface Project {
   budgetUsd: number | null;
   budgetAction: 'warn' | 'stop';
 }
-export interface Totals {
-  inputTokens: number;
-  outputTokens: number;
-  cacheWrite5mTokens: number;
-  cacheWrite1hTokens: number;
-  cacheReadTokens: number;
-  reasoningTokens: number;
-  costUsd: number;
-  reportedCostUsd: number | null;
-  requests: number;
-  unpricedRequests: number;
-}
-interface Session extends Totals {
-  id: string;
-  runtime: 'claude' | 'codex';
-  sessionId: string;
-  runnerId: string;
-  projectId: string | null;
-  projectName: string | null;
-  slot: string | null;
-  issue: string | null;
-  runId: string | null;
-  branch: string | null;
-  models: string[];
-  firstAt: string;
-  lastAt: string;
-}
-interface Request {
-  id: string;
-  requestId: string | null;
-  model: string;
-  at: string;
-  sources: string[];
-  inputTokens: number;
-  outputTokens: number;
-  cacheWrite5mTokens: number;
-  cacheWrite1hTokens: number;
-  cacheReadTokens: number;
-  reasoningTokens: number | null;
-  speed: string | null;
-  sidechain: boolean | null;
-  durationMs: number | null;
-  costUsd: number | null;
-  priced: boolean;
-  reportedCostUsd: number | null;
-}
-/** The detail's `requests` is the list (it replaces the list's count of the same name). */
-interface SessionDetail extends Omit<Session, 'requests'> {
-  requests: Request[];
-  requestsTruncated: boolean;
-}
-
 /** Sessions per page. */
 const PAGE = 25;
 const FILTERS = ['projectId', 'runtime', 'model', 'from', 'to'] as const;
@@ -133,7 +83,7 @@ const tokensText = (t: Totals) =>
 
 function List({ projects, q, filtered }: { projects: Project[]; q: URLSearchParams; filtered: boolean }) {
   const [cursors, setCursors] = useState<string[]>([]); // the `before` of each page shown before this one
-  const [page, setPage] = useState<{ sessions: Session[]; nextBefore: string | null } | null>(null);
+  const [page, setPage] = useState<SessionList | null>(null);
   const [error, setError] = useState<string | null>(null);
   const before = cursors[cursors.length - 1];
   useEffect(() => {
@@ -141,7 +91,7 @@ function List({ projects, q, filtered }: { projects: Project[]; q: URLSearchPara
     for (const k of FILTERS) if (q.get(k)) params.set(k, q.get(k)!);
     if (before) params.set('before', before);
     setError(null);
-    api<{ sessions: Session[]; nextBefore: string | null }>(`/api/sessions?${params}`)
+    api<SessionList>(`/api/sessions?${params}`)
       .then(setPage)
       .catch((e) => setError(errorText(e)));
   }, [before]);
@@ -150,7 +100,7 @@ function List({ projects, q, filtered }: { projects: Project[]; q: URLSearchPara
   if (page.sessions.length === 0 && cursors.length === 0) {
     return filtered ? html`<p class="muted" role="note">No sessions match these filters. <a href="#/sessions">Show all sessions</a>.</p>` : html`<${HowSessionsArrive} projects=${projects} />`;
   }
-  const link = (s: Session) => hashOf('sessions', { ...Object.fromEntries(q), session: s.id });
+  const link = (s: SessionAnswer) => hashOf('sessions', { ...Object.fromEntries(q), session: s.id });
   return html`<div class="scroll"><table class="sessions">
       <thead><tr><th>Session</th><th>Project</th><th>Started</th><th>Last</th><th>Requests</th><th>Tokens</th><th>Cost</th></tr></thead>
       <tbody>
