@@ -48,3 +48,20 @@ export function errorText(e: unknown): string {
   }
   return e instanceof Error ? e.message : String(e);
 }
+
+/**
+ * A page's actions (integrations, triggers): each clears the banner first (and with `clear`, e.g. a
+ * notice), shows its failure as the banner's text, and reloads the page's data either way.
+ */
+export const actions =
+  (setError: (m: string | null) => void, reload: () => Promise<unknown>, clear?: () => void) =>
+  async (fn: () => Promise<unknown>): Promise<void> => {
+    setError(null);
+    clear?.();
+    try {
+      await fn();
+    } catch (e) {
+      setError(errorText(e));
+    }
+    await reload();
+  };

@@ -26,6 +26,7 @@ import { errorResponse, json } from '../lib/errors.ts';
 import { HttpError } from '../lib/errors.ts';
 import { isJsonType, readBody } from '../lib/http.ts';
 import { empty } from '../lib/respond.ts';
+import { hookAccepted } from '../../protocol/api/triggers.ts';
 import { parsePayload, renderArgs } from '../../protocol/placeholders.ts';
 import type { Reason } from '../../protocol/placeholders.ts';
 import type { CachedTrigger } from './cache.ts';
@@ -265,6 +266,18 @@ export async function hook(publicId: string, request: HookRequest, ctx: AppConte
   }
 }
 
+/** What the hook answers instead of 202, and why. */
+const REFUSALS = {
+  401: { description: 'signature missing or wrong, or timestamp more than 300 s from the server clock; empty body' },
+  404: { description: 'unknown or disabled trigger; empty body' },
+  408: { description: `the body did not arrive within TRIGGER_BODY_TIMEOUT_SECONDS` },
+  409: { description: 'delivery id already used within 24 hours: code replayed' },
+  413: { description: 'body over 256 KB' },
+  415: { description: 'compressed body, or not application/json' },
+  422: { description: 'payload refused by the placeholder rules: code invalid_payload, with every reason' },
+  429: { description: "the trigger's rate limit is reached; nothing recorded" },
+};
+
 export const routes: Route[] = [
   route({
     method: 'POST',
@@ -276,17 +289,7 @@ export const routes: Route[] = [
     // Never refused here: the raw (still percent-encoded) segment; a malformed one is a plain 404 below.
     params: z.strictObject({ publicId: z.string().describe('The trigger URL\'s 24 characters') }),
     status: 202,
-    responses: {
-      202: { description: 'verified and recorded', schema: z.object({ deliveryId: z.string(), status: z.literal('accepted') }) },
-      401: { description: 'signature missing or wrong, or timestamp more than 300 s from the server clock; empty body' },
-      404: { description: 'unknown or disabled trigger; empty body' },
-      408: { description: `the body did not arrive within TRIGGER_BODY_TIMEOUT_SECONDS` },
-      409: { description: 'delivery id already used within 24 hours: code replayed' },
-      413: { description: 'body over 256 KB' },
-      415: { description: 'compressed body, or not application/json' },
-      422: { description: 'payload refused by the placeholder rules: code invalid_payload, with every reason' },
-      429: { description: "the trigger's rate limit is reached; nothing recorded" },
-    },
+    responses: { 202: { description: 'verified and recorded', schema: hookAccepted }, ...REFUSALS },
     // Served by createHookDoor (app.ts) in the server; this route serves the app's fetch handler alone
     // (tests, and any request target the door leaves to the router), with the same handler.
     handler: async ({ params, request }, ctx) => {

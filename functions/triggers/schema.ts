@@ -4,12 +4,11 @@
 // its field.
 import * as z from 'zod';
 import { badRequest } from '../lib/errors.ts';
+import { idParam } from '../lib/project-routes.ts';
 import { model, profile, skill } from '../runs/schema.ts';
+import type { TriggerSettings } from '../../protocol/api/triggers.ts';
 import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from '../../protocol/placeholders.ts';
 
-const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
-export const projectParams = z.strictObject({ projectId: id('project') });
-export const triggerParams = z.strictObject({ projectId: id('project'), triggerId: id('trigger') });
 
 export const args = z.array(z.string().max(4096)).max(64);
 const allowedPaths = z
@@ -60,23 +59,12 @@ export const triggerPatch = z.strictObject({
 export const dryRunBody = z.strictObject({ payload: z.unknown().describe('A sample payload: what a caller would POST') });
 export const deliveryQuery = z.strictObject({
   status: z.enum(['refused', 'accepted', 'firing', 'fired', 'skipped', 'failed']).optional(),
-  before: id('delivery').optional().describe('The last id of the previous page (nextBefore)'),
+  before: idParam('delivery').optional().describe('The last id of the previous page (nextBefore)'),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
-/** A trigger's settings once create or edit has been applied. */
-export interface TriggerSettings {
-  name: string;
-  action: 'skill' | 'next_round';
-  skill: string | null;
-  args: string[];
-  profile: string | null;
-  model: string | null;
-  output: 'report' | 'pull_request';
-  allowedPaths: string[];
-  valuePattern: string;
-  enabled: boolean;
-}
+/** A trigger's settings once create or edit has been applied (protocol/api/triggers.ts). */
+export type { TriggerSettings };
 
 /**
  * The rules across fields: a skill action names its skill; skill, args, profile and model are for the

@@ -1,10 +1,11 @@
 // Inbound triggers as stored (spec: Resources → Inbound trigger, Inbound delivery record): the shapes the
-// admin API returns, secrets at rest, and the queries the routes, the hook and the firer share.
+// admin API returns (protocol/api/triggers.ts), secrets at rest, and the queries the routes, the hook and
+// the firer share (the admin API's own statements: queries.ts).
 import { randomBytes } from 'node:crypto';
 import { DecryptError, decryptSecret, encryptSecret, randomToken, sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import type { TriggerSettings } from './schema.ts';
+import type { DeliveryAnswer, PayloadReason, TriggerAnswer, TriggerSettings } from '../../protocol/api/triggers.ts';
 
 /** The previous secret keeps verifying this long after a rotation (spec: Limits). */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
@@ -22,16 +23,12 @@ export function newPublicId(): string {
 export const PUBLIC_ID = /^[A-Za-z0-9_-]{24}$/;
 export const publicIdHash = (publicId: string) => sha256Hex(`trigger:${publicId}`);
 
-export interface TriggerRow {
+/** The settings a row stores under the API's own names (all but allowed_paths and value_pattern). */
+const SAME_NAMED = ['name', 'action', 'skill', 'args', 'profile', 'model', 'output'] as const;
+
+export interface TriggerRow extends Pick<TriggerSettings, (typeof SAME_NAMED)[number] | 'enabled'> {
   id: string;
   project_id: string;
-  name: string;
-  action: 'skill' | 'next_round';
-  skill: string | null;
-  args: string[];
-  profile: string | null;
-  model: string | null;
-  output: 'report' | 'pull_request';
   allowed_paths: string[];
   value_pattern: string;
   public_id: string;
@@ -39,7 +36,6 @@ export interface TriggerRow {
   secret_ciphertext: string;
   previous_secret_ciphertext: string | null;
   previous_secret_expires_at: Date | null;
-  enabled: boolean;
   disabled_reason: string | null;
   created_by: string;
   created_at: Date;
@@ -50,20 +46,14 @@ const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOS
 
 /** What create and edit set (and the audit log shows), as the API names it. */
 export const settingsOf = (r: TriggerRow): TriggerSettings => ({
-  name: r.name,
-  action: r.action,
-  skill: r.skill,
-  args: r.args,
-  profile: r.profile,
-  model: r.model,
-  output: r.output,
+  ...(Object.fromEntries(SAME_NAMED.map((k) => [k, r[k]])) as Pick<TriggerSettings, (typeof SAME_NAMED)[number]>),
   allowedPaths: r.allowed_paths,
   valuePattern: r.value_pattern,
   enabled: r.enabled,
 });
 
-/** The API's view of a trigger: never a secret; `url` is where callers POST. */
-export function toTrigger(r: TriggerRow, base: string, key: Buffer | null, nowMs: number) {
+/** The API's view of a trigger (protocol/api/triggers.ts): never a secret; `url` is where callers POST. */
+export function toTrigger(r: TriggerRow, base: string, key: Buffer | null, nowMs: number): TriggerAnswer {
   let secretProblem: string | null = null;
   try {
     decryptSecret(key, r.secret_ciphertext, secretAad(r.id));
@@ -86,7 +76,6 @@ export function toTrigger(r: TriggerRow, base: string, key: Buffer | null, nowMs
     updatedAt: iso(r.updated_at),
   };
 }
-export type Trigger = ReturnType<typeof toTrigger>;
 
 export async function triggerRow(q: Queryable, projectId: string, triggerId: string, lock = false): Promise<TriggerRow | null> {
   const [row] = await q.query<TriggerRow>(sql`
@@ -110,9 +99,9 @@ export interface DeliveryRow {
   id: string;
   trigger_id: string;
   delivery_id: string;
-  status: string;
+  status: DeliveryAnswer['status'];
   reason: string | null;
-  reasons: unknown[];
+  reasons: PayloadReason[];
   args: string[] | null;
   run_id: string | null;
   detail: string | null;
@@ -122,7 +111,7 @@ export interface DeliveryRow {
 }
 
 /** A delivery log row: the caller's delivery id, the state with its reason(s), and the run it started. */
-export const toDelivery = (r: DeliveryRow) => ({
+export const toDelivery = (r: DeliveryRow): DeliveryAnswer => ({
   id: r.id,
   triggerId: r.trigger_id,
   deliveryId: r.delivery_id,

@@ -4,18 +4,28 @@
 // the signing secret answers 409 encryption_key_missing without APP_ENCRYPTION_KEY.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
+import {
+  allowlistAnswer,
+  catalogueAnswer,
+  deliveryAnswer,
+  deliveryDetail,
+  deliveryList,
+  testDelivery,
+  webhookAnswer,
+  webhookList,
+  webhookWithSecret,
+} from '../../protocol/api/webhooks.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
-import type { AppContext, Route } from '../lib/context.ts';
+import type { AppContext, Route, RouteDef } from '../lib/context.ts';
 import { publish } from '../live/publish.ts';
-import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, json, notFound } from '../lib/errors.ts';
+import { idParam } from '../lib/project-routes.ts';
 import { empty } from '../lib/respond.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
 import { CATALOGUE, EVENT_TYPES, SUBSCRIBABLE_TYPES } from './catalogue.ts';
-import { CHANNEL } from './capture.ts';
 import { compileAllowlist, parseAllowlist, staticRefusal } from './guard.ts';
 import {
   createTestDelivery,
@@ -31,11 +41,31 @@ import {
   wake,
   webhookRow,
 } from './webhooks.ts';
-import type { AttemptRow, DeliveryRow, WebhookRow } from './webhooks.ts';
+import type { WebhookRow } from './webhooks.ts';
+import {
+  allowlistRow,
+  deleteWebhook,
+  deliveryAttempts,
+  deliveryExists,
+  deliveryRow,
+  existingProjects,
+  insertWebhook,
+  listDeliveries,
+  listWebhooks,
+  rotateWebhookSecret,
+  saveAllowlist,
+  updateWebhook,
+} from './queries.ts';
 
-const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
-const webhookParams = z.strictObject({ webhookId: id('webhook') });
-const deliveryParams = z.strictObject({ webhookId: id('webhook'), deliveryId: id('delivery') });
+const webhookParams = z.strictObject({ webhookId: idParam('webhook') });
+const deliveryParams = z.strictObject({ webhookId: idParam('webhook'), deliveryId: idParam('delivery') });
+
+/** A route of this API: instance admins only, under the webhooks tag. */
+function adminRoute<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
+  def: Omit<RouteDef<P, Q, B>, 'tag' | 'access'>,
+): Route {
+  return route({ ...def, tag: 'webhooks', access: 'instanceAdmin' } as RouteDef<P, Q, B>);
+}
 
 export const webhookUrl = z
   .string()
@@ -58,7 +88,7 @@ const events = z
   .max(SUBSCRIBABLE_TYPES.length)
   .transform((list) => SUBSCRIBABLE_TYPES.filter((t) => list.includes(t)));
 const projects = z
-  .array(id('project'))
+  .array(idParam('project'))
   .max(500)
   .transform((list) => [...new Set(list)].sort());
 
@@ -87,6 +117,13 @@ async function getWebhookRow(q: Queryable, webhookId: string): Promise<WebhookRo
   return row;
 }
 
+/** A new signing secret for this webhook and its ciphertext; 409 encryption_key_missing without APP_ENCRYPTION_KEY. */
+function signingSecret(ctx: AppContext, webhookId: string): { key: Buffer; secret: string; ciphertext: string } {
+  const key = requireEncryptionKey(ctx);
+  const secret = newSecret();
+  return { key, secret, ciphertext: encryptWebhookSecret(key, webhookId, secret) };
+}
+
 /** Queue only what can be signed: 409 secret_unavailable when the stored secret does not decrypt with `key`. */
 function requireUsableSecret(row: WebhookRow, key: Buffer): void {
   try {
@@ -99,57 +136,48 @@ function requireUsableSecret(row: WebhookRow, key: Buffer): void {
 
 async function requireProjects(q: Queryable, ids: string[]): Promise<void> {
   if (!ids.length) return;
-  const found = new Set((await q.query<{ id: string }>(sql`select id from projects where id = any(${ids})`)).map((r) => r.id));
+  const found = await existingProjects(q, ids);
   const fields = Object.fromEntries(ids.flatMap((p, i) => (found.has(p) ? [] : [[`projects.${i}`, 'no such project']])));
   if (Object.keys(fields).length) throw badRequest('invalid_body', `invalid fields: ${Object.keys(fields).join(', ')}`, fields);
 }
 
 const allowlistView = async (ctx: AppContext) => {
-  const [row] = await ctx.db.query<{ entries: string[]; updated_at: Date }>(sql`select entries, updated_at from webhook_allowlist where id = 1`);
+  const row = await allowlistRow(ctx.db);
   return { allowlist: row.entries.join('\n'), entries: row.entries, updatedAt: new Date(row.updated_at).toISOString() };
 };
 
 const deliveryRoutes: Route[] = [
-  route({
+  adminRoute({
     method: 'GET',
     path: '/api/webhooks/:webhookId/deliveries',
     summary: 'Delivery log of a webhook, newest first (kept 30 days): event, status, attempts, next attempt, response code and body',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'deliveries, newest first', schema: deliveryList } },
     params: webhookParams,
     query: deliveryQuery,
     async handler({ params, query }, ctx) {
       await getWebhookRow(ctx.db, params.webhookId);
-      const rows = await ctx.db.query<DeliveryRow>(sql`
-        select * from outbound_deliveries
-         where webhook_id = ${params.webhookId} and created_at >= now() - interval '30 days'
-           and (${query.status ?? null}::text is null or status = ${query.status ?? null})
-           and (${query.before ?? null}::timestamptz is null or created_at < ${query.before ?? null}::timestamptz)
-         order by created_at desc, id desc limit ${query.limit}`);
+      const rows = await listDeliveries(ctx.db, params.webhookId, query);
       return json({ deliveries: rows.map(toDelivery) });
     },
   }),
-  route({
+  adminRoute({
     method: 'GET',
     path: '/api/webhooks/:webhookId/deliveries/:deliveryId',
     summary: 'One delivery with the envelope sent and every attempt',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the delivery', schema: deliveryDetail } },
     params: deliveryParams,
     async handler({ params }, ctx) {
-      const [row] = await ctx.db.query<DeliveryRow & { body: string | null }>(sql`
-        select * from outbound_deliveries where id = ${params.deliveryId} and webhook_id = ${params.webhookId}`);
+      const row = await deliveryRow(ctx.db, params.webhookId, params.deliveryId);
       if (!row) throw notFound('no such delivery');
-      const attempts = await ctx.db.query<AttemptRow>(sql`select * from outbound_attempts where delivery_id = ${row.id} order by attempt`);
+      const attempts = await deliveryAttempts(ctx.db, row.id);
       return json({ ...toDelivery(row), envelope: row.body ? JSON.parse(row.body) : null, attemptLog: attempts.map(toAttempt) });
     },
   }),
-  route({
+  adminRoute({
     method: 'POST',
     path: '/api/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
     summary: 'Redeliver a failed delivery: it is pending again with one more attempt',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 202: { description: 'the delivery, pending again', schema: deliveryAnswer } },
     status: 202,
     params: deliveryParams,
     async handler({ principal, params, requestId }, ctx) {
@@ -159,8 +187,7 @@ const deliveryRoutes: Route[] = [
         async (tx) => {
           const updated = await redeliver(tx, params.webhookId, params.deliveryId, new Date());
           if (updated) return updated;
-          const [exists] = await tx.query(sql`select 1 from outbound_deliveries where id = ${params.deliveryId} and webhook_id = ${params.webhookId}`);
-          throw exists ? conflict('not_failed', 'only a failed delivery can be redelivered') : notFound('no such delivery');
+          throw (await deliveryExists(tx, params.webhookId, params.deliveryId)) ? conflict('not_failed', 'only a failed delivery can be redelivered') : notFound('no such delivery');
         },
       );
       await wake(ctx.db);
@@ -170,28 +197,25 @@ const deliveryRoutes: Route[] = [
 ];
 
 const allowlistRoutes: Route[] = [
-  route({
+  adminRoute({
     method: 'GET',
     path: '/api/webhooks/allowlist',
     summary: 'Hosts and CIDRs the outbound address guard allows (one per line)',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the allowlist', schema: allowlistAnswer } },
     handler: async (_input, ctx) => json(await allowlistView(ctx)),
   }),
-  route({
+  adminRoute({
     method: 'PUT',
     path: '/api/webhooks/allowlist',
     summary: 'Replace the address allowlist: host names, CIDRs or IP addresses, one per line',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the allowlist as saved', schema: allowlistAnswer } },
     body: z.strictObject({ allowlist: z.string().max(64 * 1024) }),
     async handler({ principal, body, requestId }, ctx) {
       const { entries, errors } = parseAllowlist(body.allowlist);
       if (Object.keys(errors).length) throw badRequest('invalid_body', `invalid allowlist: ${Object.keys(errors).join(', ')}`, errors);
       await audited(ctx.db, (before: string[]) => ({ actor: principal!, action: 'webhook.allowlist.update', target: { type: 'webhook_allowlist' }, diff: { before, after: entries }, requestId }), async (tx) => {
         const before = await loadAllowlist(tx);
-        await tx.query(sql`update webhook_allowlist set entries = ${sql.json(entries)}, updated_by = ${principal!.user.id}, updated_at = now() where id = 1`);
-        await tx.query(sql`select pg_notify(${CHANNEL}, 'allowlist')`);
+        await saveAllowlist(tx, entries, principal!.user.id);
         return before;
       });
       return json(await allowlistView(ctx));
@@ -200,72 +224,63 @@ const allowlistRoutes: Route[] = [
 ];
 
 export const routes: Route[] = [
-  route({
+  adminRoute({
     method: 'GET',
     path: '/api/webhooks/catalogue',
     summary: 'The closed event catalogue: every event type a webhook can receive, with its data keys',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the catalogue', schema: catalogueAnswer } },
     handler: () =>
       json({
         events: EVENT_TYPES.map((type) => ({ type, description: CATALOGUE[type].description, subscribable: type !== 'webhook.test', data: Object.keys(CATALOGUE[type].data) })),
       }),
   }),
   ...allowlistRoutes,
-  route({
+  adminRoute({
     method: 'GET',
     path: '/api/webhooks',
     summary: 'Outbound webhooks with their circuit state (never their secrets)',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the webhooks', schema: webhookList } },
     async handler(_input, ctx) {
-      const rows = await ctx.db.query<WebhookRow>(sql`select * from webhooks where kind = 'webhook' order by created_at, id`);
+      const rows = await listWebhooks(ctx.db);
       return json({ webhooks: rows.map((r) => toWebhook(r, ctx.keys.encryption)) });
     },
   }),
-  route({
+  adminRoute({
     method: 'POST',
     path: '/api/webhooks',
     summary: 'Create a webhook; its signing secret is in this answer only',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 201: { description: 'the new webhook and its signing secret', schema: webhookWithSecret } },
     status: 201,
     body: webhookCreate,
     async handler({ principal, body, requestId }, ctx) {
-      const key = requireEncryptionKey(ctx);
       const webhookId = randomUUID();
-      const secret = newSecret();
+      const { key, secret, ciphertext } = signingSecret(ctx, webhookId);
       const row = await audited(
         ctx.db,
         (r: WebhookRow) => ({ actor: principal!, action: 'webhook.create', target: { type: 'webhook', id: r.id }, diff: { after: { url: r.url, events: r.events, projects: r.projects } }, requestId }),
         async (tx) => {
           await requireProjects(tx, body.projects);
           await requireAllowedUrl(tx, body.url);
-          await tx.query(sql`
-            insert into webhooks (id, url, events, projects, secret_ciphertext, created_by)
-            values (${webhookId}, ${body.url}, ${sql.json(body.events)}, ${sql.json(body.projects)},
-                    ${encryptWebhookSecret(key, webhookId, secret)}, ${principal!.user.id})`);
+          await insertWebhook(tx, { ...body, id: webhookId, secretCiphertext: ciphertext, createdBy: principal!.user.id });
           return getWebhookRow(tx, webhookId);
         },
       );
       return json({ ...toWebhook(row, key), secret }, { status: 201 });
     },
   }),
-  route({
+  adminRoute({
     method: 'GET',
     path: '/api/webhooks/:webhookId',
     summary: 'One webhook with its circuit state',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the webhook', schema: webhookAnswer } },
     params: webhookParams,
     handler: async ({ params }, ctx) => json(toWebhook(await getWebhookRow(ctx.db, params.webhookId), ctx.keys.encryption)),
   }),
-  route({
+  adminRoute({
     method: 'PATCH',
     path: '/api/webhooks/:webhookId',
     summary: 'Change the URL, events or projects of a webhook',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the webhook as saved', schema: webhookAnswer } },
     params: webhookParams,
     body: webhookPatch,
     async handler({ principal, params, body, requestId }, ctx) {
@@ -277,59 +292,46 @@ export const routes: Route[] = [
           const before = await getWebhookRow(tx, params.webhookId);
           if (body.projects) await requireProjects(tx, body.projects);
           if (body.url) await requireAllowedUrl(tx, body.url);
-          await tx.query(sql`
-            update webhooks set url = ${body.url ?? before.url}, events = ${sql.json(body.events ?? before.events)},
-                   projects = ${sql.json(body.projects ?? before.projects)}, updated_at = now()
-             where id = ${params.webhookId}`);
+          await updateWebhook(tx, params.webhookId, { url: body.url ?? before.url, events: body.events ?? before.events, projects: body.projects ?? before.projects });
           return { before, after: await getWebhookRow(tx, params.webhookId) };
         },
       );
       return json(toWebhook(after, ctx.keys.encryption));
     },
   }),
-  route({
+  adminRoute({
     method: 'DELETE',
     path: '/api/webhooks/:webhookId',
     summary: 'Delete a webhook and its delivery log',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
     status: 204,
     params: webhookParams,
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, { actor: principal!, action: 'webhook.delete', target: { type: 'webhook', id: params.webhookId }, requestId }, async (tx) => {
-        const [gone] = await tx.query(sql`delete from webhooks where id = ${params.webhookId} and kind = 'webhook' returning 1`);
-        if (!gone) throw notFound('no such webhook');
-        await tx.query(sql`delete from outbound_deliveries where webhook_id = ${params.webhookId}`);
+        if (!(await deleteWebhook(tx, params.webhookId))) throw notFound('no such webhook');
       });
       return empty(204);
     },
   }),
-  route({
+  adminRoute({
     method: 'POST',
     path: '/api/webhooks/:webhookId/rotate',
     summary: 'Rotate the signing secret: the next attempt is signed with the new one (shown in this answer only)',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the webhook and its new signing secret', schema: webhookWithSecret } },
     params: webhookParams,
     async handler({ principal, params, requestId }, ctx) {
-      const key = requireEncryptionKey(ctx);
-      const secret = newSecret();
+      const { key, secret, ciphertext } = signingSecret(ctx, params.webhookId);
       const row = await audited(ctx.db, { actor: principal!, action: 'webhook.rotate', target: { type: 'webhook', id: params.webhookId }, requestId }, async (tx) => {
-        const [updated] = await tx.query(sql`
-          update webhooks set secret_ciphertext = ${encryptWebhookSecret(key, params.webhookId, secret)}, updated_at = now()
-           where id = ${params.webhookId} and kind = 'webhook' returning id`);
-        if (!updated) throw notFound('no such webhook');
+        if (!(await rotateWebhookSecret(tx, params.webhookId, ciphertext))) throw notFound('no such webhook');
         return getWebhookRow(tx, params.webhookId);
       });
       return json({ ...toWebhook(row, key), secret });
     },
   }),
-  route({
+  adminRoute({
     method: 'POST',
     path: '/api/webhooks/:webhookId/test',
     summary: "Send test: one webhook.test delivery (envelope id test_<delivery id>, project null); 409 secret_unavailable when the stored secret does not decrypt with the current key (rotate first)",
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 202: { description: 'the test delivery queued', schema: testDelivery } },
     status: 202,
     params: webhookParams,
     async handler({ principal, params, requestId }, ctx) {
@@ -345,12 +347,11 @@ export const routes: Route[] = [
       return json(made, { status: 202 });
     },
   }),
-  route({
+  adminRoute({
     method: 'POST',
     path: '/api/webhooks/:webhookId/resume',
     summary: 'Resume deliveries: close the circuit by hand',
-    tag: 'webhooks',
-    access: 'instanceAdmin',
+    responses: { 200: { description: 'the webhook, its circuit closed', schema: webhookAnswer } },
     params: webhookParams,
     async handler({ principal, params, requestId }, ctx) {
       await audited(

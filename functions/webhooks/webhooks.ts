@@ -1,9 +1,11 @@
 // Outbound webhooks as stored (spec: Resources → Outbound webhook, Outbound delivery record): the
-// shapes the admin API returns and the few queries the routes and the worker share.
+// shapes the admin API returns (protocol/api/webhooks.ts) and the few queries the routes and the worker
+// share (the admin API's own statements: queries.ts).
 import { randomUUID } from 'node:crypto';
 import { DecryptError, decryptSecret, encryptSecret, randomToken } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
+import type { AttemptAnswer, DeliveryAnswer, WebhookAnswer } from '../../protocol/api/webhooks.ts';
 import { CHANNEL } from './capture.ts';
 import { CIRCUIT_LABEL, CIRCUIT_PAUSE_MS } from './circuit.ts';
 import type { CircuitState } from './circuit.ts';
@@ -31,7 +33,8 @@ export interface WebhookRow {
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
-export function toWebhook(r: WebhookRow, key: Buffer | null) {
+/** The API's view of a webhook (protocol/api/webhooks.ts). */
+export function toWebhook(r: WebhookRow, key: Buffer | null): WebhookAnswer {
   let secretProblem: string | null = null;
   try {
     decryptSecret(key, r.secret_ciphertext, secretAad(r.id));
@@ -53,7 +56,6 @@ export function toWebhook(r: WebhookRow, key: Buffer | null) {
     updatedAt: iso(r.updated_at),
   };
 }
-export type Webhook = ReturnType<typeof toWebhook>;
 
 export async function webhookRow(q: Queryable, id: string): Promise<WebhookRow | null> {
   const [row] = await q.query<WebhookRow>(sql`select * from webhooks where id = ${id} and kind = 'webhook'`);
@@ -70,7 +72,7 @@ export interface DeliveryRow {
   webhook_id: string;
   event_id: string | null;
   event_type: string;
-  status: string;
+  status: DeliveryAnswer['status'];
   attempts: number;
   attempts_allowed: number;
   next_attempt_at: Date | null;
@@ -83,7 +85,7 @@ export interface DeliveryRow {
 }
 
 /** A delivery log row (spec: event, status, attempts, next attempt, response code, response body). */
-export const toDelivery = (r: DeliveryRow) => ({
+export const toDelivery = (r: DeliveryRow): DeliveryAnswer => ({
   id: r.id,
   webhookId: r.webhook_id,
   event: r.event_type,
@@ -115,7 +117,7 @@ export interface AttemptRow {
   trial: boolean;
 }
 
-export const toAttempt = (a: AttemptRow) => ({
+export const toAttempt = (a: AttemptRow): AttemptAnswer => ({
   attempt: a.attempt,
   startedAt: iso(a.started_at),
   finishedAt: iso(a.finished_at),

@@ -6,46 +6,21 @@
 // follows the live `webhook` notices; Resume deliveries is offered while it is not closed.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, errorText, when } from '../api.ts';
+import { actions, api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { Triggers } from './triggers.ts';
 import type { Me } from '../session.ts';
+import type { AllowlistAnswer, CatalogueAnswer, DeliveryAnswer as Delivery, DeliveryList, WebhookAnswer as Webhook, WebhookList, WebhookWithSecret } from '../../protocol/api/webhooks.ts';
 
-interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  projects: string[];
-  circuit: 'closed' | 'open' | 'half-open';
-  circuitLabel: string;
-  consecutiveFailures: number;
-  pausedUntil: string | null;
-  secretProblem: string | null;
-}
-interface Delivery {
-  id: string;
-  event: string;
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  nextAttemptAt: string | null;
-  responseCode: number | null;
-  responseBody: string | null;
-  lastError: string | null;
-  createdAt: string;
-}
-interface CatalogueEntry {
-  type: string;
-  description: string;
-  subscribable: boolean;
-}
+type CatalogueEntry = CatalogueAnswer['events'][number];
 
 const message = errorText;
 
 function Deliveries({ hook, onError }: { hook: Webhook; onError: (m: string) => void }) {
   const [rows, setRows] = useState<Delivery[] | null>(null);
   const load = () =>
-    api<{ deliveries: Delivery[] }>(`/api/webhooks/${hook.id}/deliveries?limit=50`)
+    api<DeliveryList>(`/api/webhooks/${hook.id}/deliveries?limit=50`)
       .then((r) => setRows(r.deliveries))
       .catch((e) => onError(message(e)));
   useEffect(() => {
@@ -81,7 +56,7 @@ function Allowlist({ onError }: { onError: (m: string | null) => void }) {
   const [text, setText] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   useEffect(() => {
-    api<{ allowlist: string }>('/api/webhooks/allowlist')
+    api<AllowlistAnswer>('/api/webhooks/allowlist')
       .then((r) => setText(r.allowlist))
       .catch((e) => onError(message(e)));
   }, []);
@@ -89,7 +64,7 @@ function Allowlist({ onError }: { onError: (m: string | null) => void }) {
     ev.preventDefault();
     setSaved(false);
     try {
-      const r = await api<{ allowlist: string }>('/api/webhooks/allowlist', { method: 'PUT', body: { allowlist: text ?? '' } });
+      const r = await api<AllowlistAnswer>('/api/webhooks/allowlist', { method: 'PUT', body: { allowlist: text ?? '' } });
       setText(r.allowlist);
       setSaved(true);
       onError(null); // an older banner is stale once a save succeeded
@@ -114,42 +89,33 @@ export function Integrations({ me }: { me?: Me }) {
   const [open, setOpen] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const load = () =>
-    api<{ webhooks: Webhook[] }>('/api/webhooks')
+    api<WebhookList>('/api/webhooks')
       .then((r) => setHooks(r.webhooks))
       .catch((e) => setError(message(e)));
   useEffect(() => {
     void load();
-    api<{ events: CatalogueEntry[] }>('/api/webhooks/catalogue')
+    api<CatalogueAnswer>('/api/webhooks/catalogue')
       .then((r) => setCatalogue(r.events.filter((e) => e.subscribable)))
       .catch((e) => setError(message(e)));
   }, []);
   // A circuit opening, trying the receiver again or closing (any replica's worker, or Resume) is a notice.
   useLiveRefetch('webhook', load);
 
-  const act = async (fn: () => Promise<unknown>) => {
-    setError(null);
-    setNotice(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(message(e));
-    }
-    await load();
-  };
+  const act = actions(setError, load, () => setNotice(null));
   const add = (ev: Event) =>
     act(async () => {
       ev.preventDefault();
       const form = ev.target as HTMLFormElement;
       const data = new FormData(form);
       const events = data.getAll('events').map(String);
-      const made = await api<Webhook & { secret: string }>('/api/webhooks', { method: 'POST', body: { url: String(data.get('url')).trim(), events } });
+      const made = await api<WebhookWithSecret>('/api/webhooks', { method: 'POST', body: { url: String(data.get('url')).trim(), events } });
       setSecret({ url: made.url, secret: made.secret });
       form.reset();
     });
   const rotate = (h: Webhook) =>
     act(async () => {
       if (!confirm(`Rotate the secret of ${h.url}? Signing switches to the new secret at once.`)) return;
-      const r = await api<{ secret: string }>(`/api/webhooks/${h.id}/rotate`, { method: 'POST' });
+      const r = await api<WebhookWithSecret>(`/api/webhooks/${h.id}/rotate`, { method: 'POST' });
       setSecret({ url: h.url, secret: r.secret });
     });
   const sendTest = (h: Webhook) =>

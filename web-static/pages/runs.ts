@@ -9,46 +9,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { useLiveRefetch } from '../live.ts';
 import { RichText } from '../components.ts';
+import type { FailedStart, FailedStartList, RunDetail, RunList, RunSummary } from '../../protocol/api/runs.ts';
 
-interface Run {
-  id: string;
-  projectId: string;
-  skill: string;
-  args: string[];
-  output: 'report' | 'pull_request';
-  state: string;
-  error: string | null;
-  branch: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  finishedAt: string | null;
-  costUsd: number | null;
-  lastProgress: string | null;
-}
-interface RunDetail extends Run {
-  report: string | null;
-  reportTruncated: boolean;
-  progress: { seq: number; text: string }[];
-  patch: string | null;
-  patchBytes: number | null;
-  patchTruncated: boolean;
-  /** Output "Pull request": the pull request the run opened, or why it could not. */
-  pullRequest: { url?: string; number?: number; openError?: string } | null;
-}
-
-interface FailedStart {
-  id: string;
-  projectId: string;
-  source: 'trigger' | 'schedule';
-  sourceName: string;
-  action: 'skill' | 'next_round';
-  skill: string | null;
-  reason: string;
-  words: string;
-  remedy: string | null;
-  detail: string | null;
-  createdAt: string;
-}
+type Run = RunSummary;
 
 /** The newest runs that did not start; nothing when there are none. */
 function FailedStarts({ rows }: { rows: FailedStart[] }) {
@@ -114,8 +77,8 @@ export function Runs() {
   });
   const load = () =>
     Promise.all([
-      api<{ runs: Run[] }>('/api/runs?limit=100').then((r) => setRuns(r.runs)),
-      api<{ failedStarts: FailedStart[] }>('/api/failed-starts?limit=20').then((r) => setFailed(r.failedStarts)),
+      api<RunList>('/api/runs?limit=100').then((r) => setRuns(r.runs)),
+      api<FailedStartList>('/api/failed-starts?limit=20').then((r) => setFailed(r.failedStarts)),
     ]).catch((e) => setError(message(e)));
   useEffect(() => {
     void load();

@@ -11,6 +11,7 @@ import { api } from '../api.ts';
 import { NO_RUNTIME_REMEDY } from '../../protocol/start-reasons.ts';
 import { Alert, Badge, CopyBlock, PairingCommands, RichText, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
+import type { WebhookList } from '../../protocol/api/webhooks.ts';
 import { ProjectForm } from './projects.ts';
 import type { Project } from './projects.ts';
 
@@ -37,7 +38,7 @@ async function readState(): Promise<State> {
   const [r, p, w] = await Promise.all([
     api<{ runners: Runner[] }>('/api/runners'),
     api<{ projects: Project[] }>('/api/projects'),
-    api<{ webhooks: unknown[] }>('/api/webhooks'),
+    api<WebhookList>('/api/webhooks'),
   ]);
   const per = await Promise.all(
     p.projects.map((x) =>

@@ -8,58 +8,18 @@ import { failedStartReason, startReasonWords } from '../../protocol/start-reason
 import { ApiError, api, errorText, when } from '../api.ts';
 import { FieldError, RichText } from '../components.ts';
 import { samplePayload } from '../trigger-snippets.ts';
+import type { DeliveryAnswer, DeliveryList, DryRunAnswer, PayloadReason, TriggerAnswer, TriggerSettings } from '../../protocol/api/triggers.ts';
 
-export interface Reason {
-  field: string;
-  code: string;
-  path?: string;
-  message: string;
-}
-export interface Delivery {
-  id: string;
-  deliveryId: string;
-  status: 'refused' | 'accepted' | 'firing' | 'fired' | 'skipped' | 'failed';
-  reason: string | null;
-  reasons: Reason[];
-  args: string[] | null;
-  detail: string | null;
-  runId: string | null;
-  createdAt: string;
-}
-export interface Trigger {
-  id: string;
-  projectId: string;
-  name: string;
-  action: 'skill' | 'next_round';
-  skill: string | null;
-  args: string[];
-  profile: string | null;
-  model: string | null;
-  output: 'report' | 'pull_request';
-  allowedPaths: string[];
-  valuePattern: string;
-  url: string;
-  enabled: boolean;
-  disabledReason: string | null;
-  previousSecretValidUntil: string | null;
-  secretProblem: string | null;
-  lastDelivery?: Delivery | null;
-}
+export type Reason = PayloadReason;
+export type Delivery = DeliveryAnswer;
+/** A trigger as one answer, or as listed with its last delivery. */
+export type Trigger = TriggerAnswer & { lastDelivery?: DeliveryAnswer | null };
 
 export const statusClass = (s: Delivery['status']) => (s === 'fired' || s === 'accepted' ? 'ok' : s === 'failed' || s === 'refused' ? 'failed' : s === 'firing' ? 'running' : 'muted');
 
-interface Draft {
-  name: string;
-  action: Trigger['action'];
-  skill: string;
-  args: string;
-  profile: string;
-  model: string;
-  output: Trigger['output'];
-  allowedPaths: string;
-  valuePattern: string;
-  enabled: boolean;
-}
+/** The form's fields: the settings as typed (text, one item a line), the choices as they are. */
+type Draft = Record<Exclude<keyof TriggerSettings, Choice>, string> & Pick<TriggerSettings, Choice>;
+type Choice = 'action' | 'output' | 'enabled';
 const BLANK: Draft = { name: '', action: 'skill', skill: '', args: '', profile: '', model: '', output: 'report', allowedPaths: '', valuePattern: DEFAULT_VALUE_PATTERN, enabled: true };
 const draftOf = (t: Trigger): Draft => ({
   name: t.name,
@@ -173,8 +133,8 @@ export function DryRun({ base, trigger }: { base: string; trigger: Trigger }) {
       return setVerdict({ kind: 'error', message: `Not valid JSON: ${(e as Error).message}` });
     }
     try {
-      const r = await api<{ verdict: 'would_fire' | 'would_fail'; args: string[]; notes: string[]; reason?: string; message?: string; remedy?: string | null }>(`${base}/${trigger.id}/dry-run`, { method: 'POST', body: { payload } });
-      if (r.verdict === 'would_fail') setVerdict({ kind: 'fail', args: r.args, notes: r.notes, reason: r.reason ?? '', message: r.message ?? '', remedy: r.remedy ?? null });
+      const r = await api<DryRunAnswer>(`${base}/${trigger.id}/dry-run`, { method: 'POST', body: { payload } });
+      if (r.verdict === 'would_fail') setVerdict({ kind: 'fail', args: r.args, notes: r.notes, reason: r.reason, message: r.message, remedy: r.remedy });
       else setVerdict({ kind: 'fire', args: r.args, notes: r.notes });
     } catch (e) {
       const reasons = e instanceof ApiError && e.status === 422 ? (e.body as { reasons?: Reason[] })?.reasons : undefined;
@@ -216,12 +176,12 @@ function Outcome({ d }: { d: Delivery }) {
 /** The delivery log, newest first, PAGE rows at a time; refreshes while open. */
 export function TriggerLog({ base, trigger, onError }: { base: string; trigger: Trigger; onError: (m: string) => void }) {
   const [cursors, setCursors] = useState<string[]>([]); // the `before` of each page opened: empty = the newest page
-  const [page, setPage] = useState<{ deliveries: Delivery[]; nextBefore: string | null } | null>(null);
+  const [page, setPage] = useState<DeliveryList | null>(null);
   const before = cursors[cursors.length - 1];
   useEffect(() => {
     let live = true;
     const load = () =>
-      api<{ deliveries: Delivery[]; nextBefore: string | null }>(`${base}/${trigger.id}/deliveries?limit=${PAGE}${before ? `&before=${encodeURIComponent(before)}` : ''}`)
+      api<DeliveryList>(`${base}/${trigger.id}/deliveries?limit=${PAGE}${before ? `&before=${encodeURIComponent(before)}` : ''}`)
         .then((r) => live && setPage(r))
         .catch((e) => live && onError(errorText(e)));
     void load();

@@ -5,12 +5,13 @@
 // the old one keeps working 24 h), delete, dry run and the delivery log. The list refreshes every 5 s.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, errorText, when } from '../api.ts';
+import { actions, api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
 import { curlScript, nodeSender, samplePayload } from '../trigger-snippets.ts';
 import { DryRun, TriggerForm, TriggerLog, outcomeWords, statusClass } from './trigger-panels.ts';
 import type { Trigger } from './trigger-panels.ts';
 import type { Me } from '../session.ts';
+import type { TriggerList, TriggerWithSecret } from '../../protocol/api/triggers.ts';
 
 interface Project {
   id: string;
@@ -70,7 +71,7 @@ export function Triggers({ me }: { me?: Me }) {
   }, []);
   const load = () =>
     projectId
-      ? api<{ triggers: Trigger[] }>(base)
+      ? api<TriggerList>(base)
           .then((r) => setTriggers(r.triggers))
           .catch((e) => setError(errorText(e)))
       : Promise.resolve();
@@ -83,17 +84,9 @@ export function Triggers({ me }: { me?: Me }) {
   }, [projectId]);
 
   /** Run one action: an older banner goes once it succeeded; the list is reloaded either way. */
-  const act = async (fn: () => Promise<unknown>) => {
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(errorText(e));
-    }
-    await load();
-  };
+  const act = actions(setError, load);
   const create = async (body: Record<string, unknown>) => {
-    const r = await api<{ trigger: Trigger; secret: string }>(base, { method: 'POST', body });
+    const r = await api<TriggerWithSecret>(base, { method: 'POST', body });
     setError(null);
     setShown({ trigger: r.trigger, secret: r.secret, rotated: false });
     await load();
@@ -108,7 +101,7 @@ export function Triggers({ me }: { me?: Me }) {
   const rotate = (t: Trigger) =>
     act(async () => {
       if (!confirm(`Rotate the secret of ${t.name}? The old secret keeps working for 24 hours, then never.`)) return;
-      const r = await api<{ trigger: Trigger; secret: string }>(`${base}/${t.id}/rotate`, { method: 'POST' });
+      const r = await api<TriggerWithSecret>(`${base}/${t.id}/rotate`, { method: 'POST' });
       setShown({ trigger: r.trigger, secret: r.secret, rotated: true });
     });
   const remove = (t: Trigger) =>
