@@ -1,7 +1,8 @@
 // Background jobs = croner timers over SQL row leases (DESIGN §2). Every replica arms the same timers;
 // at a tick each tries to insert the (job, scheduled_for) row, and only the one whose insert wins runs
 // the job. While it runs it renews its lease; a replica that dies leaves a running row whose lease
-// expires, and the sweeper of any live replica takes it over. Jobs must therefore be idempotent.
+// expires, and the sweeper (a lease loop, lib/lease-loop.ts) of any live replica takes it over. Jobs must
+// therefore be idempotent.
 import { randomUUID } from 'node:crypto';
 import { Cron } from 'croner';
 import { sql } from '../lib/db/index.ts';
