@@ -1,11 +1,15 @@
 // Background jobs = croner timers over SQL row leases (DESIGN §2). Every replica arms the same timers;
 // at a tick each tries to insert the (job, scheduled_for) row, and only the one whose insert wins runs
 // the job. While it runs it renews its lease; a replica that dies leaves a running row whose lease
-// expires, and the sweeper of any live replica takes it over. Jobs must therefore be idempotent.
+// expires, and the sweeper (a lease loop, lib/lease-loop.ts) of any live replica takes it over. Jobs must
+// therefore be idempotent.
 import { randomUUID } from 'node:crypto';
 import { Cron } from 'croner';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
+import { systemTimers } from '../lib/clock.ts';
+import type { Timers } from '../lib/clock.ts';
+import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 
 export interface JobContext {
@@ -23,21 +27,7 @@ export interface JobDefinition {
   run(ctx: JobContext): Promise<Record<string, unknown>>;
 }
 
-export interface Timers {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const realTimers: Timers = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    t.unref?.();
-    return t;
-  },
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
+export type { Timers } from '../lib/clock.ts';
 
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's ceiling; longer waits re-arm
 /** A run whose lease expired this many times is marked failed instead of being retried again. */
@@ -54,7 +44,8 @@ export class Scheduler {
   readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
   private readonly jobs = new Map<string, { def: JobDefinition; cron: Cron; timer?: unknown }>();
   private readonly running = new Set<Running>();
-  private sweepTimer?: unknown;
+  /** The sweeper (lib/lease-loop.ts): a pass a few times per lease period, the first one period after start(). */
+  private sweeper?: LeaseLoop;
   private stopped = true;
   /** Claims (and take-overs) under way: stop() waits for them, so none starts a run after it. */
   private readonly claiming = new Set<Promise<unknown>>();
@@ -65,7 +56,7 @@ export class Scheduler {
     private readonly db: Db,
     private readonly log: Logger,
     private readonly leaseSeconds = 60,
-    private readonly timers: Timers = realTimers,
+    private readonly timers: Timers = systemTimers,
   ) {}
 
   register(def: JobDefinition): void {
@@ -106,11 +97,16 @@ export class Scheduler {
   private armSweeper(): void {
     // Check for expired leases a few times per lease period, with jitter so replicas spread out.
     const every = (this.leaseSeconds * 1000) / 2;
-    this.sweepTimer = this.timers.setTimeout(async () => {
-      if (this.stopped) return;
-      await this.sweep().catch((err) => this.log.error('lease sweep failed', { error: err }));
-      this.armSweeper();
-    }, every * (0.8 + Math.random() * 0.4));
+    this.sweeper = new LeaseLoop({
+      log: this.log,
+      failed: 'lease sweep failed',
+      errorFields: (err) => ({ error: err }),
+      everyMs: () => every * (0.8 + Math.random() * 0.4),
+      passAtStart: false,
+      timers: this.timers,
+      pass: async () => void (await this.sweep()),
+    });
+    void this.sweeper.start();
   }
 
   /** A cron tick: claim the (job, scheduledFor) row; only the replica whose insert wins runs it. */
@@ -288,7 +284,7 @@ export class Scheduler {
     this.stopped = true;
     this.halted = true;
     for (const job of this.jobs.values()) this.timers.clearTimeout(job.timer);
-    this.timers.clearTimeout(this.sweepTimer);
+    await this.sweeper?.stop();
     await Promise.allSettled([...this.claiming]);
     const pending = [...this.running];
     if (pending.length === 0) return;

@@ -8,6 +8,23 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
+/** The clock and its timers, injected where a test drives the timers by hand (jobs/scheduler.ts, lib/lease-loop.ts). */
+export interface Timers extends Clock {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** Real timers; none of them keeps the process alive. */
+export const systemTimers: Timers = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return t;
+  },
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
 /** The server's clock: the system clock, shifted by TEST_CLOCK_OFFSET_SECONDS in a test run only. */
 export function serverClock(offsetSeconds: number, nodeEnv = process.env.NODE_ENV): Clock {
   if (!offsetSeconds || nodeEnv !== 'test') return systemClock;

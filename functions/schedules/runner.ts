@@ -26,6 +26,7 @@ import type { Scheduler } from '../jobs/scheduler.ts';
 import type { Clock } from '../lib/clock.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
+import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
 import { creatorAuthorized, sendSkillRun } from '../runs/launch.ts';
@@ -51,39 +52,24 @@ export interface ScheduleRunnerOptions {
 }
 
 export class ScheduleRunner {
-  private timer?: NodeJS.Timeout;
-  private checking: Promise<void> | null = null;
-  private again = false;
-  private stopped = true;
+  /** A check every pollMs, and at once after an API change; kicks count only once started (JOBS_ENABLED). */
+  private readonly loop: LeaseLoop;
 
-  constructor(private readonly opts: ScheduleRunnerOptions) {}
+  constructor(private readonly opts: ScheduleRunnerOptions) {
+    this.loop = new LeaseLoop({ log: opts.log, failed: 'schedule check failed', everyMs: opts.pollMs ?? 1000, pass: () => this.check() });
+  }
 
   /** Check for due schedules every pollMs (only on replicas with JOBS_ENABLED). */
   start(): void {
-    this.stopped = false;
-    this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 1000);
-    this.timer.unref();
-    this.kick();
+    void this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.checking?.catch(() => {});
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   kick(): void {
-    if (this.stopped) return;
-    if (this.checking) {
-      this.again = true;
-      return;
-    }
-    this.checking = (async () => {
-      do {
-        this.again = false;
-        await this.check().catch((err) => this.opts.log.error('schedule check failed', { error: err instanceof Error ? err.message : String(err) }));
-      } while (this.again && !this.stopped);
-    })().finally(() => (this.checking = null));
+    this.loop.kick();
   }
 
   /** One pass: interrupted runs, outcomes of started runs, then due schedules. */

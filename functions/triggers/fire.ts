@@ -17,7 +17,7 @@
 //           | command_timeout | interrupted (the database went away while it was sent: recorded once it is back).
 //           A delivery that did not start a run (failed, or skipped budget_exceeded) is also a run that did
 //           not start (runs/start-failures.ts: a row, activity, admins told once per cause)
-// Wake-ups: kick() after each 202 in this process, and a poll, so a delivery accepted by a process that
+// Wake-ups (lib/lease-loop.ts): kick() after each 202 in this process, and a poll, so a delivery accepted by a process that
 // died before firing it is fired by another. A process that dies while sending leaves a `firing` row
 // whose lease expires: it is marked failed `interrupted`, never sent again — at most once per delivery.
 import { randomUUID } from 'node:crypto';
@@ -27,6 +27,7 @@ import type { Clock } from '../lib/clock.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import { isDatabaseUnavailable, whenReachable } from '../lib/db/unavailable.ts';
+import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
@@ -125,19 +126,16 @@ export class TriggerFirer {
   readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly concurrency: number;
-  private pumping: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
-  private timer?: NodeJS.Timeout;
+  /** Wake-ups: the poll, and kick() from the start (an accepted call fires before the background loops start). */
+  private readonly loop: LeaseLoop;
 
   constructor(private readonly opts: FirerOptions) {
     this.concurrency = opts.concurrency ?? 8;
+    this.loop = new LeaseLoop({ log: opts.log, failed: 'trigger firer failed', everyMs: opts.pollMs ?? 2000, kickBeforeStart: true, pass: () => this.pass() });
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), this.opts.pollMs ?? 2000);
-    this.timer.unref();
-    this.kick();
+    void this.loop.start();
   }
 
   /**
@@ -145,10 +143,8 @@ export class TriggerFirer {
    * finish, for up to `graceMs` in all (their leases cover the rest).
    */
   async stop(graceMs: number): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
     const settled = (async () => {
-      await this.pumping?.catch(() => {});
+      await this.loop.stop();
       await Promise.all(this.inFlight);
     })();
     let timer: NodeJS.Timeout | undefined;
@@ -157,34 +153,25 @@ export class TriggerFirer {
   }
 
   kick(): void {
-    if (this.stopped) return;
-    void this.pump().catch((err) => this.opts.log.error('trigger firer failed', { error: err instanceof Error ? err.message : String(err) }));
+    this.loop.kick();
   }
 
-  private pump(): Promise<void> {
-    if (this.pumping) return Promise.resolve(void (this.again = true));
-    this.pumping = this.drain().finally(() => (this.pumping = null));
-    return this.pumping;
-  }
-
-  private async drain(): Promise<void> {
-    do {
-      this.again = false;
-      await this.expireLeases();
-      while (!this.stopped && this.inFlight.size < this.concurrency) {
-        const claimed = await this.claim(this.concurrency - this.inFlight.size);
-        if (claimed === null) break;
-        for (const c of claimed) {
-          const p: Promise<void> = this.send(c)
-            .catch((err) => this.opts.log.error('trigger firing failed', { deliveryId: c.id, error: err instanceof Error ? err.message : String(err) }))
-            .finally(() => {
-              this.inFlight.delete(p);
-              this.kick();
-            });
-          this.inFlight.add(p);
-        }
+  /** Expire the leases of dead processes, then claim and send while there is room. */
+  private async pass(): Promise<void> {
+    await this.expireLeases();
+    while (!this.loop.stopped && this.inFlight.size < this.concurrency) {
+      const claimed = await this.claim(this.concurrency - this.inFlight.size);
+      if (claimed === null) break;
+      for (const c of claimed) {
+        const p: Promise<void> = this.send(c)
+          .catch((err) => this.opts.log.error('trigger firing failed', { deliveryId: c.id, error: err instanceof Error ? err.message : String(err) }))
+          .finally(() => {
+            this.inFlight.delete(p);
+            this.kick();
+          });
+        this.inFlight.add(p);
       }
-    } while (this.again && !this.stopped);
+    }
   }
 
   /** A process died while sending: the command may or may not have left, so it is never sent again. */

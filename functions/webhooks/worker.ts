@@ -1,9 +1,9 @@
-// The outbound dispatcher and delivery worker (spec: Delivery behaviour; DESIGN §2: rows claimed with
-// SQL leases). Every process with WEBHOOKS_WORKER_ENABLED runs one; they share the work through the
-// database and never attempt one delivery twice at once:
-//   dispatch  webhook_outbox rows → one pending delivery per matching webhook (rows taken with SKIP LOCKED)
+// The outbound delivery worker (spec: Delivery behaviour; DESIGN §2: rows claimed with SQL leases).
+// Every process with WEBHOOKS_WORKER_ENABLED runs one; they share the work through the database and
+// never attempt one delivery twice at once. Its pass (lib/lease-loop.ts):
+//   dispatch  webhook_outbox rows → one pending delivery per matching webhook (dispatch.ts)
 //   trials    open circuits whose 15-minute pause passed → half-open with one trial delivery
-//   claim     due deliveries → this process, with a lease; `attempts` counts the attempt as it starts
+//   claim     due deliveries → this process, with a lease; `attempts` counts the attempt as it starts (claim.ts)
 //   attempt   guard → sign → POST (send.ts) → record the outcome, the next attempt and the circuit
 // Chat channels (Slack, Telegram: functions/webhooks/chat.ts) are rows of `webhooks` too: their
 // pushes are deliveries made by notify(), attempted here exactly like a webhook's, only unsigned and
@@ -20,11 +20,14 @@ import type { Keys } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
+import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import { runContained } from '../lib/safety-net.ts';
 import { CHAT_HEADERS, chatUrl } from './chat.ts';
 import type { ChannelKind } from './chat.ts';
 import { CHANNEL } from './capture.ts';
+import { claimBatch } from './claim.ts';
+import { dispatch } from './dispatch.ts';
 import { publish } from '../live/publish.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
 import type { Circuit, CircuitState } from './circuit.ts';
@@ -32,7 +35,7 @@ import { checkTarget, compileAllowlist, systemResolver } from './guard.ts';
 import type { Allowlist, Resolver } from './guard.ts';
 import { ATTEMPT_TIMEOUT_MS, send } from './send.ts';
 import { deliveryHeaders } from './signature.ts';
-import { loadAllowlist, secretAad, wake } from './webhooks.ts';
+import { loadAllowlist, secretAad } from './webhooks.ts';
 
 export type { Clock } from '../lib/clock.ts';
 
@@ -92,15 +95,20 @@ export class WebhookWorker {
   private readonly leaseMs: number;
   private readonly concurrency: number;
   private readonly inFlight = new Map<string, { done: Promise<void>; controller: AbortController }>();
-  private pumping = false;
-  private again = false;
   private outboxDirty = true;
   private sweepDue = true;
   private allowlist: { list: Allowlist; loadedAt: number } | null = null;
-  private started = false;
-  private stopped = false;
-  private timer?: NodeJS.Timeout;
-  private unlisten?: () => Promise<void>;
+  /**
+   * Wake-ups (lib/lease-loop.ts): NOTIFY on new work (an `allowlist` notice drops the cached list), a
+   * LISTEN made again (a notice may have been missed: both), an attempt that ended, and the poll, which
+   * also looks for due retries and paused circuits. Not contained: the pass only talks to our database,
+   * like the scheduler. Each attempt it launches, which talks to a receiver, is (launch below);
+   * containing the pass too, which runs every second, would keep the safety net's tracking on for good
+   * (lib/safety-net.ts).
+   */
+  private readonly loop: LeaseLoop;
+  /** Deliveries claimed by this worker so far (tick() runs until a pass claims none). */
+  private claimed = 0;
 
   constructor(private readonly opts: WorkerOptions) {
     this.db = opts.db;
@@ -110,38 +118,30 @@ export class WebhookWorker {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
     if (this.leaseMs <= this.timeoutMs) throw new Error('the delivery lease must be longer than the attempt timeout');
+    const listen = {
+      db: this.db,
+      channel: CHANNEL,
+      onNotice: (payload: string) => {
+        if (payload === 'outbox') this.outboxDirty = true;
+        if (payload === 'allowlist') this.allowlist = null;
+      },
+      onRelisten: () => {
+        this.outboxDirty = true;
+        this.allowlist = null;
+      },
+    };
+    const onTimer = () => (this.outboxDirty = this.sweepDue = true);
+    this.loop = new LeaseLoop({ log: this.log, failed: 'webhook worker failed', everyMs: opts.pollMs ?? 1000, listen, onTimer, pass: () => this.pass() });
   }
 
   async start(): Promise<void> {
-    this.started = true;
-    this.unlisten = await this.db.listen(
-      CHANNEL,
-      (payload) => {
-        if (payload === 'outbox') this.outboxDirty = true;
-        if (payload === 'allowlist') this.allowlist = null;
-        this.kick();
-      },
-      // Listening again (the database came back): any notice may have been missed meanwhile.
-      () => {
-        this.outboxDirty = true;
-        this.allowlist = null;
-        this.kick();
-      },
-    );
-    this.timer = setInterval(() => {
-      this.outboxDirty = this.sweepDue = true;
-      this.kick();
-    }, this.opts.pollMs ?? 1000);
-    this.timer.unref();
+    await this.loop.start();
     this.log.info('webhook worker started', { owner: this.owner, concurrency: this.concurrency });
-    this.kick();
   }
 
   /** Stop claiming; give attempts in flight `graceMs`, then abort them and release their leases. */
   async stop(graceMs: number): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.unlisten?.().catch(() => {});
+    await this.loop.stop();
     const pending = () => [...this.inFlight.values()].map((f) => f.done);
     if (this.inFlight.size) await Promise.race([Promise.all(pending()), new Promise((r) => setTimeout(r, graceMs))]);
     for (const f of this.inFlight.values()) f.controller.abort();
@@ -153,50 +153,30 @@ export class WebhookWorker {
     this.outboxDirty = this.sweepDue = true;
     this.allowlist = null;
     for (;;) {
-      const claimed = await this.pump();
+      const before = this.claimed;
+      await this.loop.run();
       await Promise.all([...this.inFlight.values()].map((f) => f.done));
-      if (claimed === 0) return;
+      if (this.claimed === before) return;
     }
   }
 
-  private kick(): void {
-    if (this.stopped) return;
-    // Not contained: the pump only talks to our database, like the scheduler. Each attempt it launches,
-    // which talks to a receiver, is (launch below); containing the pump too, which runs every second,
-    // would keep the safety net's tracking on for good (lib/safety-net.ts).
-    void this.pump().catch((err) => this.log.error('webhook worker failed', { error: err instanceof Error ? err.message : String(err) }));
-  }
-
-  private async pump(): Promise<number> {
-    if (this.pumping) {
-      this.again = true;
-      return 0;
+  /** Dispatch and sweep when due, then claim one batch; more is waiting when it was taken and room is left. */
+  private async pass(): Promise<boolean> {
+    if (this.outboxDirty) {
+      this.outboxDirty = false;
+      await this.dispatch();
     }
-    this.pumping = true;
-    let claimed = 0;
-    try {
-      do {
-        this.again = false;
-        if (this.outboxDirty) {
-          this.outboxDirty = false;
-          await this.dispatch();
-        }
-        if (this.sweepDue) {
-          this.sweepDue = false;
-          await this.sweep();
-        }
-        while (!this.stopped && this.inFlight.size < this.concurrency) {
-          const batch = await this.claim(this.concurrency - this.inFlight.size);
-          if (batch.length === 0) break;
-          const allowlist = await this.currentAllowlist();
-          for (const d of batch) this.launch(d, allowlist);
-          claimed += batch.length;
-        }
-      } while (this.again && !this.stopped);
-    } finally {
-      this.pumping = false;
+    if (this.sweepDue) {
+      this.sweepDue = false;
+      await this.sweep();
     }
-    return claimed;
+    if (this.loop.stopped || this.inFlight.size >= this.concurrency) return false;
+    const batch = await this.claim(this.concurrency - this.inFlight.size);
+    if (batch.length === 0) return false;
+    const allowlist = await this.currentAllowlist();
+    for (const d of batch) this.launch(d, allowlist);
+    this.claimed += batch.length;
+    return this.inFlight.size < this.concurrency;
   }
 
   /** The allowlist, re-read when an admin changes it (NOTIFY) and at least every 5 seconds. */
@@ -207,17 +187,9 @@ export class WebhookWorker {
     return this.allowlist.list;
   }
 
-  /** Outbox → deliveries, one per webhook that wants the event's type and project. */
-  async dispatch(): Promise<number> {
-    const now = new Date(this.clock.now());
-    for (let total = 0; ; ) {
-      const [r] = await this.db.query<{ events: number; deliveries: number }>(dispatchBatch(now));
-      total += r.deliveries;
-      if (r.events < DISPATCH_BATCH) {
-        if (total) await wake(this.db); // the other processes share the new deliveries at once
-        return total;
-      }
-    }
+  /** Outbox → deliveries, one per webhook that wants the event's type and project (dispatch.ts). */
+  dispatch(): Promise<number> {
+    return dispatch(this.db, new Date(this.clock.now()));
   }
 
   /**
@@ -281,7 +253,7 @@ export class WebhookWorker {
         this.log.error('webhook attempt could not be recorded; its lease will expire', { deliveryId: d.id, error: err instanceof Error ? err.message : String(err) });
       } finally {
         this.inFlight.delete(d.id);
-        if (this.started) this.kick();
+        this.loop.kick(); // counts once started
       }
     });
     this.inFlight.set(d.id, { done, controller });
@@ -396,81 +368,6 @@ export class WebhookWorker {
     });
   }
 }
-
-/** Outbox rows moved to deliveries per statement. */
-export const DISPATCH_BATCH = 500;
-
-/**
- * One dispatch statement: up to DISPATCH_BATCH outbox events, oldest first, deleted and turned into
- * deliveries; answers how many events it took and how many deliveries it made. Exported for the test
- * that reads its plan (test/webhooks/dispatch.test.ts).
- */
-export const dispatchBatch = (now: Date) => sql`
-  with picked as (
-    -- any(array(…)): the batch is selected once (an init plan). As an IN (…) subquery or a join, the
-    -- planner may rescan it for each outbox row, and with statistics taken while the outbox was empty,
-    -- as it nearly always is, it did: 2,000 queued events took 1.6 s of PostgreSQL per batch of 500.
-    delete from webhook_outbox
-     where id = any(array(select id from webhook_outbox order by created_at limit ${DISPATCH_BATCH} for update skip locked))
-    returning id, type, project_id, body, created_at
-  ), made as (
-    insert into outbound_deliveries (id, webhook_id, event_id, event_type, body, status, next_attempt_at)
-    select gen_random_uuid()::text, w.id, p.id, p.type, p.body, 'pending', ${now}
-      from picked p
-      join webhooks w on w.events @> jsonb_build_array(p.type)
-                     and (w.projects = '[]'::jsonb or w.projects @> jsonb_build_array(p.project_id))
-                     and w.created_at <= p.created_at
-    on conflict (webhook_id, event_id) do nothing
-    returning id
-  )
-  select (select count(*)::int from picked) as events, (select count(*)::int from made) as deliveries`;
-
-/** A delivery `d` a worker may attempt at `now`: pending, due, not leased, attempts left. */
-const claimable = (now: Date) => sql`d.status = 'pending' and d.next_attempt_at <= ${now}
-  and (d.lease_expires_at is null or d.lease_expires_at <= ${now}) and d.attempts < d.attempts_allowed`;
-
-/**
- * One claim: up to `n` due deliveries, oldest first, leased to `owner` until `leaseUntil`, each attempt
- * counted and recorded as started. Exported for the test that reads its plan
- * (test/webhooks/claim.test.ts).
- */
-export const claimBatch = (now: Date, n: number, owner: string, leaseUntil: Date) => sql`
-  with due as (
-    -- Candidates per webhook whose circuit lets it through (closed; half-open: its trial only), from
-    -- sql/0021's index; the backlog of an open circuit is never read. Then the oldest n of them,
-    -- locked; the conditions again, for a row another process claimed meanwhile.
-    select d.id from outbound_deliveries d
-     where d.id = any(array(
-             select c.id from webhooks w
-              cross join lateral (
-                select d.id from outbound_deliveries d
-                 where d.webhook_id = w.id and ${claimable(now)}
-                   and (w.circuit_state = 'closed' or d.id = w.trial_delivery_id)
-                 order by d.next_attempt_at
-                 limit ${n}) c
-              where w.circuit_state in ('closed', 'half-open')))
-       and ${claimable(now)}
-     order by d.next_attempt_at
-     limit ${n}
-     for update of d skip locked
-  ), claimed as (
-    update outbound_deliveries d
-       set attempts = d.attempts + 1, lease_owner = ${owner}, lease_expires_at = ${leaseUntil}, updated_at = now()
-      from due where d.id = due.id
-    returning d.id, d.webhook_id, d.event_type, d.body, d.attempts, d.attempts_allowed
-  ), abandoned as (
-    update outbound_attempts a
-       set outcome = 'failure', error = 'lease_expired', detail = 'the process making the attempt stopped before it finished', finished_at = ${now}
-      from claimed c where c.attempts > 1 and a.delivery_id = c.id and a.outcome is null -- a first attempt has none before it
-    returning a.delivery_id
-  ), started as (
-    insert into outbound_attempts (delivery_id, attempt, owner, started_at, trial)
-    select c.id, c.attempts, ${owner}, ${now}, w.circuit_state = 'half-open'
-      from claimed c join webhooks w on w.id = c.webhook_id
-    returning delivery_id
-  )
-  select c.*, w.url, w.secret_ciphertext, w.kind, w.circuit_state = 'half-open' as trial
-    from claimed c join webhooks w on w.id = c.webhook_id`;
 
 interface CircuitRow {
   circuit_state: CircuitState;

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
-import { claimBatch } from '../../functions/webhooks/worker.ts';
+import { claimBatch } from '../../functions/webhooks/claim.ts';
 import { explainAnalyze, rowsTouched } from '../helpers/explain.ts';
 import { addWebhook, migratedDb } from './_harness.ts';
 

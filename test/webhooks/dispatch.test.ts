@@ -9,7 +9,7 @@ import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
 import { buildEnvelope, eventId } from '../../functions/webhooks/envelope.ts';
 import { enqueue } from '../../functions/webhooks/capture.ts';
-import { DISPATCH_BATCH, dispatchBatch } from '../../functions/webhooks/worker.ts';
+import { DISPATCH_BATCH, dispatchBatch } from '../../functions/webhooks/dispatch.ts';
 import { explainAnalyze, planNodes } from '../helpers/explain.ts';
 import { addProject, addWebhook, migratedDb, worker } from './_harness.ts';
 
