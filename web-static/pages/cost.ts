@@ -14,6 +14,7 @@ import type { Bar } from '../components.ts';
 import { Budgets, Prices, UnknownModels } from './cost-settings.ts';
 import { HowSessionsArrive, TZ, costText } from './sessions.ts';
 import type { Project, Totals } from './sessions.ts';
+import type { ProjectList } from '../../protocol/api/projects.ts';
 
 interface Group extends Totals {
   key: string | null;
@@ -215,7 +216,7 @@ export function Cost() {
   const [error, setError] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
   useEffect(() => {
-    Promise.all([api<{ user: { instanceAdmin: boolean } }>('/api/me'), api<{ projects: Project[] }>('/api/projects')])
+    Promise.all([api<{ user: { instanceAdmin: boolean } }>('/api/me'), api<ProjectList>('/api/projects')])
       .then(([me, p]) => setCtx({ admin: me.user.instanceAdmin, projects: p.projects }))
       .catch((e) => setError(errorText(e)));
   }, []);

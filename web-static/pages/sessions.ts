@@ -11,6 +11,7 @@ import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { count, hashOf, hashQuery, usd } from '../components.ts';
+import type { ProjectList } from '../../protocol/api/projects.ts';
 
 export interface Project {
   id: string;
@@ -236,7 +237,7 @@ export function Sessions() {
   const [projects, setProjects] = useState<Project[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    api<{ projects: Project[] }>('/api/projects')
+    api<ProjectList>('/api/projects')
       .then((r) => setProjects(r.projects))
       .catch((e) => setError(errorText(e)));
   }, []);

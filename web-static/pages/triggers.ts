@@ -11,6 +11,7 @@ import { curlScript, nodeSender, samplePayload } from '../trigger-snippets.ts';
 import { DryRun, TriggerForm, TriggerLog, outcomeWords, statusClass } from './trigger-panels.ts';
 import type { Trigger } from './trigger-panels.ts';
 import type { Me } from '../session.ts';
+import type { ProjectList } from '../../protocol/api/projects.ts';
 
 interface Project {
   id: string;
@@ -60,7 +61,7 @@ export function Triggers({ me }: { me?: Me }) {
   const base = `/api/projects/${encodeURIComponent(projectId)}/triggers`;
 
   useEffect(() => {
-    api<{ projects: Project[] }>('/api/projects')
+    api<ProjectList>('/api/projects')
       .then((r) => {
         const mine = r.projects.filter((p) => p.role === 'admin');
         setProjects(mine);
