@@ -1,7 +1,7 @@
 // Projects and per-project roles (viewer < operator < admin). Every check goes through
-// requireProjectRole (functions/auth/auth.ts) via the route's `access`. Which runner serves a project
-// and its root path on that machine are the instance admins' choice (docs/security.md, "Runners and
-// project roots"): project admins keep every other field.
+// requireProjectRole (functions/auth/auth.ts) via the route's `access`, which projectRoute writes.
+// Which runner serves a project and its root path on that machine are the instance admins' choice
+// (docs/security.md, "Runners and project roots"): project admins keep every other field.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
 import { memberAdded, memberList, memberRole, projectAnswer, projectFleet, projectList } from '../../protocol/api/projects.ts';
