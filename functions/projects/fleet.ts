@@ -2,6 +2,7 @@
 // works on, its latest checkpoint, its pull request and that PR's checks, and whether it stopped; and the
 // orchestrator's last start or stop. The live state of the tmux sessions comes from the runner itself
 // (orchestrator.status); this is what the server has recorded, so it is there when the runner is not.
+import type { FleetView, SlotView } from '../../protocol/api/projects.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 
@@ -9,28 +10,6 @@ const KINDS = ['orchestrator.started', 'orchestrator.stopped', 'slot.dispatched'
 /** How far back the fleet view reads (events of older rounds no longer describe a slot). */
 const WINDOW_DAYS = 14;
 const EVENTS_MAX = 2000;
-
-interface Pr {
-  number: number;
-  url?: string;
-  title?: string;
-  state: 'open' | 'merged' | 'closed';
-}
-export interface SlotView {
-  slot: string;
-  issue: number | null;
-  title: string | null;
-  branch: string | null;
-  checkpoint: { name: string; summary: string | null; at: string } | null;
-  pr: Pr | null;
-  checks: { state: string; summary: string | null; at: string } | null;
-  stopped: { reason: string | null; at: string } | null;
-  lastEventAt: string;
-}
-export interface FleetView {
-  orchestrator: { state: 'started' | 'stopped'; at: string; reason: string | null } | null;
-  slots: SlotView[];
-}
 
 const str = (v: unknown) => (typeof v === 'string' ? v : null);
 const prOf = (v: unknown): { number: number; url?: string } | null => {

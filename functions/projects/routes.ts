@@ -1,25 +1,43 @@
 // Projects and per-project roles (viewer < operator < admin). Every check goes through
-// requireProjectRole (functions/auth/auth.ts) via the route's `access`. Which runner serves a project
-// and its root path on that machine are the instance admins' choice (docs/security.md, "Runners and
-// project roots"): project admins keep every other field.
+// requireProjectRole (functions/auth/auth.ts) via the route's `access`, which projectRoute writes.
+// Which runner serves a project and its root path on that machine are the instance admins' choice
+// (docs/security.md, "Runners and project roots"): project admins keep every other field.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
+import { memberAdded, memberList, memberRole, projectAnswer, projectFleet, projectList } from '../../protocol/api/projects.ts';
+import type { ProjectAnswer } from '../../protocol/api/projects.ts';
 import { audited } from '../audit/audit.ts';
 import { requireInstanceAdmin } from '../auth/auth.ts';
 import { publish } from '../live/publish.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { ROLES } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { HttpError, badRequest, conflict, notFound, json } from '../lib/errors.ts';
+import { idParam, projectRoute } from '../lib/project-routes.ts';
 import { empty } from '../lib/respond.ts';
 import { fleetView } from './fleet.ts';
+import {
+  deleteProject,
+  insertProject,
+  listMembers,
+  listProjects,
+  memberIds,
+  nameTaken,
+  otherRoots,
+  placementRunner,
+  projectRow,
+  removeMember,
+  setMember,
+  toProject,
+  updateProject,
+  userByEmail,
+  userExists,
+} from './queries.ts';
 import { checkRoot, recordRootCheck, rootRefused } from './root-check.ts';
 import type { RootCheck } from './root-check.ts';
 
-const projectId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a project id' });
-const userId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a user id' });
+const member = { userId: idParam('user') };
 const fields = {
   name: z.string().trim().min(1).max(100),
   repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }),
@@ -48,39 +66,10 @@ export const projectPatch = z.strictObject({
   budgetUsd: fields.budgetUsd.optional(),
   budgetAction: fields.budgetAction.optional(),
 });
-/** Whether the runner confirmed the root is a git repository (functions/projects/root-check.ts); null without runner or root. */
-interface RootCheckView {
-  state: 'ok' | 'unchecked' | 'failed';
-  message: string | null;
-  checkedAt: string | null;
-}
-type Project = z.output<typeof projectCreate> & { id: string; rootCheck: RootCheckView | null };
-
-interface ProjectRow {
-  id: string;
-  name: string;
-  repo: string;
-  runner_id: string | null;
-  root_path: string | null;
-  budget_usd: string | null;
-  budget_action: 'warn' | 'stop';
-  root_check: RootCheckView['state'] | null;
-  root_check_message: string | null;
-  root_checked_at: Date | null;
-}
-const toProject = (r: ProjectRow): Project => ({
-  id: r.id,
-  name: r.name,
-  repo: r.repo,
-  runnerId: r.runner_id,
-  rootPath: r.root_path,
-  budgetUsd: r.budget_usd === null ? null : Number(r.budget_usd),
-  budgetAction: r.budget_action,
-  rootCheck: r.root_check === null ? null : { state: r.root_check, message: r.root_check_message, checkedAt: r.root_checked_at ? new Date(r.root_checked_at).toISOString() : null },
-});
+type Project = ProjectAnswer;
 
 async function getProject(db: Queryable, id: string): Promise<Project> {
-  const [row] = await db.query<ProjectRow>(sql`select * from projects where id = ${id}`);
+  const row = await projectRow(db, id);
   if (!row) throw notFound('no such project');
   return toProject(row);
 }
@@ -99,12 +88,11 @@ export function rootsOverlap(a: string, b: string): boolean {
  */
 async function checkPlacement(db: Queryable, runnerId: string | null, rootPath: string | null, except = '') {
   if (runnerId === null) return;
-  const [runner] = await db.query<{ revoked_at: Date | null }>(sql`select revoked_at from runners where id = ${runnerId} and removed_at is null`);
+  const runner = await placementRunner(db, runnerId);
   if (!runner) throw badRequest('invalid_body', 'invalid fields: runnerId', { runnerId: 'no such runner' });
   if (runner.revoked_at) throw badRequest('invalid_body', 'invalid fields: runnerId', { runnerId: 'this runner is revoked; pair it again first' });
   if (rootPath === null) return;
-  const others = await db.query<{ name: string; root_path: string }>(sql`
-    select name, root_path from projects where runner_id = ${runnerId} and root_path is not null and id <> ${except}`);
+  const others = await otherRoots(db, runnerId, except);
   const clash = others.find((o) => rootsOverlap(o.root_path, rootPath));
   if (clash) {
     const message = `${rootPath} overlaps ${clash.root_path}, the root of project ${clash.name} on this runner: give each project its own repository`;
@@ -125,8 +113,7 @@ async function inspectRoot(db: Queryable, hub: Parameters<typeof checkRoot>[1], 
 }
 
 async function nameFree(db: Queryable, name: string, except = '') {
-  const [taken] = await db.query(sql`select 1 from projects where lower(name) = lower(${name}) and id <> ${except}`);
-  if (taken) throw conflict('name_taken', `a project named ${name} exists already`);
+  if (await nameTaken(db, name, except)) throw conflict('name_taken', `a project named ${name} exists already`);
 }
 
 export const routes: Route[] = [
@@ -136,11 +123,9 @@ export const routes: Route[] = [
     summary: 'Projects you can see (all of them for instance admins), with your role',
     tag: 'projects',
     access: 'user',
+    responses: { 200: { description: 'the projects with your role', schema: projectList } },
     async handler({ principal }, ctx) {
-      const rows = await ctx.db.query<ProjectRow & { role: string }>(sql`
-        select p.*, case when ${principal!.user.instanceAdmin} then 'admin' else m.role end as role
-          from projects p left join project_members m on m.project_id = p.id and m.user_id = ${principal!.user.id}
-         where ${principal!.user.instanceAdmin} or m.user_id is not null order by lower(p.name)`);
+      const rows = await listProjects(ctx.db, principal!.user);
       return json({ projects: rows.map((r) => ({ ...toProject(r), role: r.role })) });
     },
   }),
@@ -151,6 +136,7 @@ export const routes: Route[] = [
     tag: 'projects',
     access: 'instanceAdmin',
     status: 201,
+    responses: { 201: { description: 'the new project', schema: projectAnswer } },
     body: projectCreate,
     async handler({ principal, body, requestId }, ctx) {
       // The cheap checks first, so a bad request does not wait for the runner; again in the transaction.
@@ -164,9 +150,7 @@ export const routes: Route[] = [
           await nameFree(tx, body.name);
           await checkPlacement(tx, body.runnerId, body.rootPath);
           const id = randomUUID();
-          await tx.query(sql`
-            insert into projects (id, name, repo, runner_id, root_path, budget_usd, budget_action)
-            values (${id}, ${body.name}, ${body.repo}, ${body.runnerId}, ${body.rootPath}, ${body.budgetUsd}, ${body.budgetAction})`);
+          await insertProject(tx, id, body);
           await recordRootCheck(tx, id, check);
           await publish(tx, { type: 'project', projectId: id, change: 'created' }, { projectId: id });
           return getProject(tx, id);
@@ -176,24 +160,22 @@ export const routes: Route[] = [
       return json(project, { status: 201 });
     },
   }),
-  route({
+  projectRoute('viewer', {
     method: 'GET',
-    path: '/api/projects/:projectId',
+    path: '',
     summary: 'One project',
     tag: 'projects',
-    access: { projectRole: 'viewer', param: 'projectId' },
-    params: z.strictObject({ projectId }),
+    responses: { 200: { description: 'the project', schema: projectAnswer } },
     async handler({ params }, ctx) {
       return json(await getProject(ctx.db, params.projectId));
     },
   }),
-  route({
+  projectRoute('admin', {
     method: 'PATCH',
-    path: '/api/projects/:projectId',
+    path: '',
     summary: 'Change a project (name, repository, budget; runner and root path: instance admins only)',
     tag: 'projects',
-    access: { projectRole: 'admin', param: 'projectId' },
-    params: z.strictObject({ projectId }),
+    responses: { 200: { description: 'the project as saved', schema: projectAnswer } },
     body: projectPatch,
     async handler({ principal, params, body, requestId }, ctx) {
       const current = await getProject(ctx.db, params.projectId);
@@ -219,10 +201,7 @@ export const routes: Route[] = [
             await checkPlacement(tx, next.runnerId, next.rootPath, params.projectId);
           }
           if (body.name) await nameFree(tx, body.name, params.projectId);
-          await tx.query(sql`
-            update projects set name = ${next.name}, repo = ${next.repo}, runner_id = ${next.runnerId}, root_path = ${next.rootPath},
-                   budget_usd = ${next.budgetUsd}, budget_action = ${next.budgetAction}, updated_at = now()
-             where id = ${params.projectId}`);
+          await updateProject(tx, params.projectId, next);
           if (moved) await recordRootCheck(tx, params.projectId, check);
           await publish(tx, { type: 'project', projectId: params.projectId, change: 'updated' }, { projectId: params.projectId });
           return { before, after: await getProject(tx, params.projectId) }; // as stored (numeric rounding)
@@ -233,6 +212,7 @@ export const routes: Route[] = [
       return json(out.after);
     },
   }),
+  // Instance admins only (not a project role), so not projectRoute.
   route({
     method: 'DELETE',
     path: '/api/projects/:projectId',
@@ -240,7 +220,7 @@ export const routes: Route[] = [
     tag: 'projects',
     access: 'instanceAdmin',
     status: 204,
-    params: z.strictObject({ projectId }),
+    params: z.strictObject({ projectId: idParam('project') }),
     async handler({ principal, params, requestId }, ctx) {
       await audited(
         ctx.db,
@@ -248,39 +228,34 @@ export const routes: Route[] = [
         async (tx) => {
           const before = await getProject(tx, params.projectId);
           // Its members by name: once the rows are gone the live fan-out no longer knows who they were.
-          const members = await tx.query<{ user_id: string }>(sql`select user_id from project_members where project_id = ${params.projectId}`);
+          const members = await memberIds(tx, params.projectId);
           const notice = { type: 'project', projectId: params.projectId, change: 'deleted' } as const;
-          for (const m of members) await publish(tx, notice, { userId: m.user_id });
+          for (const userId of members) await publish(tx, notice, { userId });
           await publish(tx, notice, { admins: true });
-          await tx.query(sql`delete from projects where id = ${params.projectId}`);
+          await deleteProject(tx, params.projectId);
           return before;
         },
       ).then((before) => ctx.hub.projectsChanged(before.runnerId));
       return empty(204);
     },
   }),
-  route({
+  projectRoute('viewer', {
     method: 'GET',
-    path: '/api/projects/:projectId/members',
+    path: '/members',
     summary: 'Members of a project and their roles',
     tag: 'projects',
-    access: { projectRole: 'viewer', param: 'projectId' },
-    params: z.strictObject({ projectId }),
+    responses: { 200: { description: 'the members', schema: memberList } },
     async handler({ params }, ctx) {
-      const members = await ctx.db.query(sql`
-        select u.id as "userId", u.email, u.name, m.role from project_members m join users u on u.id = m.user_id
-         where m.project_id = ${params.projectId} order by lower(u.email)`);
-      return json({ members });
+      return json({ members: await listMembers(ctx.db, params.projectId) });
     },
   }),
-  route({
+  projectRoute('admin', {
     method: 'POST',
-    path: '/api/projects/:projectId/members',
+    path: '/members',
     summary: 'Add a user to a project by e-mail with a role (project admins do not list users, so they name them by e-mail)',
     tag: 'projects',
-    access: { projectRole: 'admin', param: 'projectId' },
     status: 201,
-    params: z.strictObject({ projectId }),
+    responses: { 201: { description: 'the member and their role', schema: memberAdded } },
     body: z.strictObject({ email: z.email({ message: 'must be an e-mail address' }).max(254), role: z.enum(ROLES) }),
     async handler({ principal, params, body, requestId }, ctx) {
       const member = await audited(
@@ -293,28 +268,24 @@ export const routes: Route[] = [
           requestId,
         }),
         async (tx) => {
-          const [user] = await tx.query<{ id: string; email: string; name: string; active: boolean }>(sql`
-            select id, email, name, active from users where lower(email) = lower(${body.email})`);
+          const user = await userByEmail(tx, body.email);
           // The same answer for an unknown and an inactive user: a project admin learns nothing about accounts.
           if (!user || !user.active) throw badRequest('invalid_body', 'invalid fields: email', { email: 'no active user has this e-mail; an instance admin invites people on Settings' });
-          const [prev] = await tx.query<{ role: string }>(sql`select role from project_members where project_id = ${params.projectId} and user_id = ${user.id}`);
-          await tx.query(sql`
-            insert into project_members (project_id, user_id, role) values (${params.projectId}, ${user.id}, ${body.role})
-            on conflict (project_id, user_id) do update set role = excluded.role`);
+          const before = await setMember(tx, params.projectId, user.id, body.role);
           await publish(tx, { type: 'project', projectId: params.projectId, change: 'members' }, { projectId: params.projectId });
-          return { userId: user.id, email: user.email, name: user.name, before: prev?.role ?? null };
+          return { userId: user.id, email: user.email, name: user.name, before };
         },
       );
       return json({ projectId: params.projectId, userId: member.userId, email: member.email, name: member.name, role: body.role }, { status: 201 });
     },
   }),
-  route({
+  projectRoute('admin', {
     method: 'PUT',
-    path: '/api/projects/:projectId/members/:userId',
+    path: '/members/:userId',
     summary: 'Give a user a role on a project (viewer, operator or admin)',
     tag: 'projects',
-    access: { projectRole: 'admin', param: 'projectId' },
-    params: z.strictObject({ projectId, userId }),
+    responses: { 200: { description: 'the role given', schema: memberRole } },
+    params: member,
     body: z.strictObject({ role: z.enum(ROLES) }),
     async handler({ principal, params, body, requestId }, ctx) {
       await audited(
@@ -327,34 +298,28 @@ export const routes: Route[] = [
           requestId,
         }),
         async (tx) => {
-          const [user] = await tx.query(sql`select 1 from users where id = ${params.userId}`);
-          if (!user) throw notFound('no such user');
-          const [prev] = await tx.query<{ role: string }>(sql`select role from project_members where project_id = ${params.projectId} and user_id = ${params.userId}`);
-          await tx.query(sql`
-            insert into project_members (project_id, user_id, role) values (${params.projectId}, ${params.userId}, ${body.role})
-            on conflict (project_id, user_id) do update set role = excluded.role`);
+          if (!(await userExists(tx, params.userId))) throw notFound('no such user');
+          const before = await setMember(tx, params.projectId, params.userId, body.role);
           await publish(tx, { type: 'project', projectId: params.projectId, change: 'members' }, { projectId: params.projectId });
-          return prev?.role ?? null;
+          return before;
         },
       );
       return json({ projectId: params.projectId, userId: params.userId, role: body.role });
     },
   }),
-  route({
+  projectRoute('admin', {
     method: 'DELETE',
-    path: '/api/projects/:projectId/members/:userId',
+    path: '/members/:userId',
     summary: 'Remove a user from a project',
     tag: 'projects',
-    access: { projectRole: 'admin', param: 'projectId' },
     status: 204,
-    params: z.strictObject({ projectId, userId }),
+    params: member,
     async handler({ principal, params, requestId }, ctx) {
       await audited(
         ctx.db,
         { actor: principal!, action: 'project.member_remove', target: { type: 'project', id: params.projectId }, diff: { userId: params.userId }, requestId },
         async (tx) => {
-          const [gone] = await tx.query(sql`delete from project_members where project_id = ${params.projectId} and user_id = ${params.userId} returning 1`);
-          if (!gone) throw notFound('that user is not a member');
+          if (!(await removeMember(tx, params.projectId, params.userId))) throw notFound('that user is not a member');
           const notice = { type: 'project', projectId: params.projectId, change: 'members' } as const;
           await publish(tx, notice, { projectId: params.projectId });
           await publish(tx, notice, { userId: params.userId }); // no longer a member: told by name
@@ -363,13 +328,12 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  route({
+  projectRoute('viewer', {
     method: 'GET',
-    path: '/api/projects/:projectId/fleet',
+    path: '/fleet',
     summary: "The project's fleet as its runner's events recorded it: per slot the issue, latest checkpoint, pull request and checks; the orchestrator's last start or stop",
     tag: 'projects',
-    access: { projectRole: 'viewer', param: 'projectId' },
-    params: z.strictObject({ projectId }),
+    responses: { 200: { description: "the project's recorded fleet", schema: projectFleet } },
     async handler({ params }, ctx) {
       const project = await getProject(ctx.db, params.projectId);
       return json({ projectId: project.id, runnerId: project.runnerId, ...(await fleetView(ctx.db, project.runnerId, project.id)) });

@@ -18,6 +18,7 @@ import type { Db } from '../lib/db/index.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { ONLINE_WITHIN_SECONDS } from './presence.ts';
+import { parseNotice } from '../lib/notice.ts';
 
 const CHANNEL = 'svc_replicas';
 const ANNOUNCE_MS = 5_000;
@@ -88,12 +89,8 @@ export class Rebalancer {
   }
 
   private onNotice(payload: string): void {
-    let n: Notice;
-    try {
-      n = JSON.parse(payload) as Notice;
-    } catch {
-      return;
-    }
+    const n = parseNotice<Notice>(payload);
+    if (n === undefined) return;
     if (typeof n.i !== 'string' || n.i === this.opts.instance) return;
     if (n.e === 'leave') return void this.peers.delete(n.i);
     const known = this.peers.has(n.i) && this.now - this.peers.get(n.i)! < PEER_TTL_MS;

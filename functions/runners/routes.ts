@@ -1,6 +1,8 @@
 // Runner management, pairing and commands over HTTP.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
+import { commandDone, commandFailed, pairAnswer, pairingCode, runnerCreated, runnerDetail, runnerList, runnerSelf } from '../../protocol/api/runners.ts';
+import type { RunnerView } from '../../protocol/api/runners.ts';
 import { COMMANDS, COMMAND_NAMES, isCommandName } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
 import { CLOSE, pairRequest } from '../../protocol/frames.ts';
@@ -10,46 +12,57 @@ import { forbidden, requireProjectRole } from '../auth/auth.ts';
 import { budgetExceeded } from '../cost/budget.ts';
 import { checkSignInAllowed, recordSignInFailure } from '../auth/ratelimit.ts';
 import { route } from '../lib/context.ts';
-import type { AppContext, Principal, Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
+import type { AppContext, Principal, Route, RouteDef } from '../lib/context.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { HttpError, badRequest, conflict, json, notFound } from '../lib/errors.ts';
+import { idParam, projectRoute } from '../lib/project-routes.ts';
 import { empty } from '../lib/respond.ts';
 import { parseWith } from '../lib/http.ts';
 import { servedRunnerVersion } from './install.ts';
 import { createPairingCode, redeemPairingCode } from './pairing.ts';
-import { onlineSql, remedy } from './presence.ts';
+import { remedy } from './presence.ts';
 import { runtimeState, storedProfiles } from './profiles.ts';
-import { runnerDetail } from './schema.ts';
+import {
+  insertRunner,
+  lastEvents,
+  listRunners,
+  memberOnRunner,
+  projectRunner,
+  removeRunner,
+  revokeRunner,
+  runProject,
+  runnerByToken,
+  runnerExists,
+  runnerProjects,
+  runnerRow,
+  sameNameCount,
+} from './queries.ts';
+import type { RunnerRow } from './queries.ts';
 
-const runnerId = z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be a runner id' });
-const projectId = runnerId;
+const TAG = 'runners';
+const projectId = idParam('project');
+const one = z.strictObject({ runnerId: idParam('runner') });
 const commandBody = z.strictObject({
   name: z.string().refine(isCommandName, { message: `must be one of the allowlist: ${COMMAND_NAMES.join(', ')}` }),
   args: z.record(z.string(), z.unknown()).default({}),
 });
+/** What a command answers: 200 with the runner's data, 502 with the runner's error. */
+const commandResponses = {
+  200: { description: "the runner's answer", schema: commandDone },
+  502: { description: 'the runner refused or failed the command', schema: commandFailed },
+};
 
-interface RunnerRow {
-  id: string;
-  name: string;
-  hostname: string;
-  version: string;
-  target: string;
-  capabilities: string[];
-  paired_at: Date | null;
-  revoked_at: Date | null;
-  last_seen_at: Date | null;
-  online: boolean;
-  profiles: unknown;
-  profiles_reported_at: Date | null;
-}
+/** A route of one runner (/api/runners/:runnerId…), for instance admins. */
+const adminRunnerRoute = <B extends z.ZodType | undefined = undefined>(def: Omit<RouteDef<typeof one, undefined, B>, 'tag' | 'access' | 'params'>): Route =>
+  route<typeof one, undefined, B>({ ...def, tag: TAG, access: 'instanceAdmin', params: one });
+
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 /**
  * A runner row as the API shows it. `updateAvailable`: the server serves a newer runner bundle than the
  * version the runner reported (in its hello, or its version header at connect); unknown versions never.
  */
-const toRunner = (r: RunnerRow, bundleVersion: string | null) => {
+const toRunner = (r: RunnerRow, bundleVersion: string | null): RunnerView => {
   const base = {
     id: r.id,
     name: r.name,
@@ -67,10 +80,9 @@ const toRunner = (r: RunnerRow, bundleVersion: string | null) => {
   const reported = { profiles, agentRuntime: runtimeState(profiles), profilesReportedAt: iso(r.profiles_reported_at) };
   return { ...base, remedy: base.status === 'online' ? null : remedy({ paired: Boolean(r.paired_at), revoked: Boolean(r.revoked_at), lastSeenAt: base.lastSeenAt }), ...reported };
 };
-const selectRunners = sql`select r.*, ${onlineSql} as online from runners r`;
 
-async function getRunner(db: AppContext['db'], id: string): Promise<RunnerRow> {
-  const [row] = await db.query<RunnerRow>(sql`${selectRunners} where r.id = ${id} and r.removed_at is null`);
+async function getRunner(db: Queryable, id: string): Promise<RunnerRow> {
+  const row = await runnerRow(db, id);
   if (!row) throw notFound('no such runner');
   return row;
 }
@@ -78,9 +90,8 @@ async function getRunner(db: AppContext['db'], id: string): Promise<RunnerRow> {
 /** Other runners with the same name (case-insensitive): a warning, since the name is how people tell them apart. */
 async function duplicateNameWarnings(db: Queryable, name: string, except: string): Promise<string[]> {
   if (!name) return [];
-  const [dup] = await db.query<{ n: number }>(sql`
-    select count(*)::int as n from runners where lower(name) = lower(${name}) and id <> ${except} and removed_at is null`);
-  return dup.n ? [`${dup.n} other runner(s) are also named ${name}: give each machine its own name to tell them apart`] : [];
+  const n = await sameNameCount(db, name, except);
+  return n ? [`${n} other runner(s) are also named ${name}: give each machine its own name to tell them apart`] : [];
 }
 
 /**
@@ -96,22 +107,17 @@ async function authorizeCommand(ctx: AppContext, principal: Principal, runner: s
   if (spec.project) {
     const pid = parseWith(z.object({ projectId }), args, 'invalid_args').projectId;
     await requireProjectRole(ctx.db, principal, pid, spec.minRole);
-    const [p] = await ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${pid}`);
-    if (p.runner_id !== runner) throw badRequest('project_not_on_runner', `project ${pid} is not served by this runner`);
+    if ((await projectRunner(ctx.db, pid)) !== runner) throw badRequest('project_not_on_runner', `project ${pid} is not served by this runner`);
     if (name === 'skill.cancel' && typeof args.runId === 'string') {
-      const [run] = await ctx.db.query<{ project_id: string }>(sql`select project_id from skill_runs where id = ${args.runId}`);
-      if (run && run.project_id !== pid) throw notFound('no such run in this project');
+      const runOf = await runProject(ctx.db, args.runId);
+      if (runOf !== undefined && runOf !== pid) throw notFound('no such run in this project');
     }
     return;
   }
   if (principal.user.instanceAdmin) return;
-  const [member] = await ctx.db.query(sql`
-    select 1 from project_members m join projects p on p.id = m.project_id
-     where p.runner_id = ${runner} and m.user_id = ${principal.user.id} limit 1`);
-  if (!member) throw new HttpError(404, 'not_found', 'no such runner');
+  if (!(await memberOnRunner(ctx.db, runner, principal.user.id))) throw new HttpError(404, 'not_found', 'no such runner');
   throw forbidden(`${name} acts on the whole runner, not one project: it needs an instance admin`);
 }
-
 async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<Response> {
   await authorizeCommand(ctx, principal, runner, name, rawArgs);
   const args = parseWith(COMMANDS[name].args, rawArgs, 'invalid_args');
@@ -139,10 +145,11 @@ export const routes: Route[] = [
     summary:
       'Runners with their status (online, offline, unpaired, revoked), last seen, a remedy when not online, and updateAvailable when ' +
       'the runner bundle this server serves (bundleVersion; null when it serves none) is newer than the version the runner reported',
-    tag: 'runners',
+    tag: TAG,
     access: 'instanceAdmin',
+    responses: { 200: { description: 'the runners and the bundle version served', schema: runnerList } },
     async handler(_input, ctx) {
-      const rows = await ctx.db.query<RunnerRow>(sql`${selectRunners} where r.removed_at is null order by lower(r.name), r.created_at`);
+      const rows = await listRunners(ctx.db);
       const bundleVersion = await servedRunnerVersion(ctx.config);
       return json({ runners: rows.map((r) => toRunner(r, bundleVersion)), bundleVersion });
     },
@@ -151,9 +158,10 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/api/runners',
     summary: 'Add a runner: answers a one-time pairing code (15 minutes) for `svc-runner pair`; without a name it takes the hostname when it pairs',
-    tag: 'runners',
+    tag: TAG,
     access: 'instanceAdmin',
     status: 201,
+    responses: { 201: { description: 'the new runner and its pairing code', schema: runnerCreated } },
     body: z.strictObject({ name: z.string().trim().max(100).default('') }),
     async handler({ principal, body, requestId }, ctx) {
       const out = await audited(
@@ -161,7 +169,7 @@ export const routes: Route[] = [
         (r: { runner: { id: string } }) => ({ actor: principal!, action: 'runner.create', target: { type: 'runner', id: r.runner.id }, diff: { after: body }, requestId }),
         async (tx) => {
           const id = randomUUID();
-          await tx.query(sql`insert into runners (id, name) values (${id}, ${body.name})`);
+          await insertRunner(tx, id, body.name);
           const code = await createPairingCode(tx, id, principal!.user.id);
           return { runner: { id, name: body.name }, code: code.code, expiresAt: code.expiresAt.toISOString(), warnings: await duplicateNameWarnings(tx, body.name, id) };
         },
@@ -169,37 +177,29 @@ export const routes: Route[] = [
       return json(out, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
+  adminRunnerRoute({
     method: 'POST',
     path: '/api/runners/:runnerId/pairing-code',
     summary: 'A new pairing code for an existing runner (re-pairing replaces its token; its old socket closes with 4409)',
-    tag: 'runners',
-    access: 'instanceAdmin',
     status: 201,
-    params: z.strictObject({ runnerId }),
+    responses: { 201: { description: 'the pairing code', schema: pairingCode } },
     async handler({ principal, params, requestId }, ctx) {
       const code = await audited(ctx.db, { actor: principal!, action: 'runner.pairing_code', target: { type: 'runner', id: params.runnerId }, requestId }, async (tx) => {
-        const [r] = await tx.query(sql`select 1 from runners where id = ${params.runnerId} and removed_at is null`);
-        if (!r) throw notFound('no such runner');
+        if (!(await runnerExists(tx, params.runnerId))) throw notFound('no such runner');
         return createPairingCode(tx, params.runnerId, principal!.user.id);
       });
       return json({ code: code.code, expiresAt: code.expiresAt.toISOString() }, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
+  adminRunnerRoute({
     method: 'GET',
     path: '/api/runners/:runnerId',
     summary: 'One runner: status, version, capabilities, the agent runtimes it reported (profiles), the projects it serves and its last 20 events (kind and time)',
-    tag: 'runners',
-    access: 'instanceAdmin',
-    params: z.strictObject({ runnerId }),
     responses: { 200: { description: 'the runner', schema: runnerDetail } },
     async handler({ params }, ctx) {
       const r = await getRunner(ctx.db, params.runnerId);
-      const projects = await ctx.db.query<{ id: string; name: string; root_path: string | null }>(sql`
-        select id, name, root_path from projects where runner_id = ${r.id} order by lower(name)`);
-      const events = await ctx.db.query<{ kind: string; source: string; ts: Date; received_at: Date }>(sql`
-        select kind, source, ts, received_at from runner_events where runner_id = ${r.id} order by received_at desc, event_id desc limit 20`);
+      const projects = await runnerProjects(ctx.db, r.id);
+      const events = await lastEvents(ctx.db, r.id, 20);
       const bundleVersion = await servedRunnerVersion(ctx.config);
       return json({
         ...toRunner(r, bundleVersion),
@@ -209,31 +209,25 @@ export const routes: Route[] = [
       });
     },
   }),
-  route({
+  adminRunnerRoute({
     method: 'DELETE',
     path: '/api/runners/:runnerId',
     summary: 'Revoke a paired runner (its token stops working, its socket closes with 4401); an unpaired or revoked one is removed from the list instead',
-    tag: 'runners',
-    access: 'instanceAdmin',
     status: 204,
-    params: z.strictObject({ runnerId }),
     async handler({ principal, params, requestId }, ctx) {
       const before = await getRunner(ctx.db, params.runnerId);
       if (before.paired_at && !before.revoked_at) {
         await audited(ctx.db, { actor: principal!, action: 'runner.revoke', target: { type: 'runner', id: params.runnerId }, requestId }, async (tx) => {
           // The token's hash is kept (the hub refuses it, revoked_at being set) so the machine can be told it was revoked.
-          const [r] = await tx.query(sql`update runners set revoked_at = now() where id = ${params.runnerId} and revoked_at is null returning 1`);
-          if (!r) throw notFound('no such runner');
+          if (!(await revokeRunner(tx, params.runnerId))) throw notFound('no such runner');
         });
         await ctx.hub.disconnect(params.runnerId, CLOSE.unauthorized);
         return empty(204);
       }
       await audited(ctx.db, { actor: principal!, action: 'runner.remove', target: { type: 'runner', id: params.runnerId }, diff: { name: before.name }, requestId }, async (tx) => {
-        const bound = await tx.query<{ name: string }>(sql`select name from projects where runner_id = ${params.runnerId} order by lower(name)`);
+        const bound = await runnerProjects(tx, params.runnerId);
         if (bound.length) throw conflict('runner_in_use', `projects ${bound.map((p) => p.name).join(', ')} still use this runner: move them to another runner first`);
-        await tx.query(sql`update pairing_codes set used_at = coalesce(used_at, now()) where runner_id = ${params.runnerId}`);
-        const [r] = await tx.query(sql`update runners set removed_at = now(), token_hash = null where id = ${params.runnerId} and removed_at is null and (paired_at is null or revoked_at is not null) returning 1`);
-        if (!r) throw conflict('runner_changed', 'the runner was paired meanwhile: reload and try again');
+        if (!(await removeRunner(tx, params.runnerId))) throw conflict('runner_changed', 'the runner was paired meanwhile: reload and try again');
       });
       return empty(204);
     },
@@ -242,8 +236,9 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/runners/pair',
     summary: 'Runner pairing: trade a one-time code for the runner id and token (spec: Runner pairing)',
-    tag: 'runners',
+    tag: TAG,
     access: 'public',
+    responses: { 200: { description: "the runner's id and token", schema: pairAnswer } },
     body: pairRequest,
     bodyLimit: 16 * 1024,
     async handler({ body, clientAddress, requestId }, ctx) {
@@ -268,11 +263,12 @@ export const routes: Route[] = [
     method: 'GET',
     path: '/runners/self',
     summary: "A runner asks whether its token is still accepted (`svc-runner status`): 200, or 401 runner_revoked / invalid_token",
-    tag: 'runners',
+    tag: TAG,
     access: 'public',
+    responses: { 200: { description: 'the token is accepted', schema: runnerSelf } },
     async handler({ request }, ctx) {
       const m = /^Bearer\s+(svc_rt_[A-Za-z0-9_-]{16,200})$/.exec(request.headers.get('authorization') ?? '');
-      const [runner] = m ? await ctx.db.query<{ id: string; name: string; revoked_at: Date | null }>(sql`select id, name, revoked_at from runners where token_hash = ${sha256Hex(m[1])}`) : [];
+      const runner = m ? await runnerByToken(ctx.db, sha256Hex(m[1])) : null;
       if (!runner) throw new HttpError(401, 'invalid_token', 'this token is not accepted: the runner was paired again elsewhere, or the token is unknown; pair again');
       if (runner.revoked_at) throw new HttpError(401, 'runner_revoked', 'this runner was revoked: pair it again with a new code');
       return json({ runnerId: runner.id, name: runner.name }, { headers: { 'cache-control': 'no-store' } });
@@ -282,32 +278,31 @@ export const routes: Route[] = [
     method: 'POST',
     path: '/api/runners/:runnerId/commands',
     summary: 'Send an allowlisted command to a runner and wait for its answer (504 after the command timeout)',
-    tag: 'runners',
+    tag: TAG,
     access: 'user',
-    params: z.strictObject({ runnerId }),
+    params: one,
+    responses: commandResponses,
     body: commandBody,
     bodyLimit: 256 * 1024,
     async handler({ principal, params, body }, ctx) {
-      const [r] = await ctx.db.query(sql`select 1 from runners where id = ${params.runnerId} and removed_at is null`);
-      if (!r) throw notFound('no such runner');
+      if (!(await runnerExists(ctx.db, params.runnerId))) throw notFound('no such runner');
       return runCommand(ctx, principal!, params.runnerId, body.name as CommandName, body.args);
     },
   }),
-  route({
+  projectRoute('viewer', {
     method: 'POST',
-    path: '/api/projects/:projectId/commands',
+    path: '/commands',
     summary: "Send a project command to the project's runner (projectId is filled in)",
-    tag: 'runners',
-    access: { projectRole: 'viewer', param: 'projectId' },
-    params: z.strictObject({ projectId }),
+    tag: TAG,
+    responses: commandResponses,
     body: commandBody,
     bodyLimit: 256 * 1024,
     async handler({ principal, params, body }, ctx) {
       const name = body.name as CommandName;
       if (!COMMANDS[name].project) throw badRequest('not_a_project_command', `${name} acts on a runner, not a project: use /api/runners/:runnerId/commands`);
-      const [p] = await ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${params.projectId}`);
-      if (!p.runner_id) throw new HttpError(409, 'no_runner', 'this project has no runner yet');
-      return runCommand(ctx, principal!, p.runner_id, name, { ...body.args, projectId: params.projectId });
+      const runnerId = await projectRunner(ctx.db, params.projectId);
+      if (!runnerId) throw new HttpError(409, 'no_runner', 'this project has no runner yet');
+      return runCommand(ctx, principal!, runnerId, name, { ...body.args, projectId: params.projectId });
     },
   }),
 ];

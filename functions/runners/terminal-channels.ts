@@ -9,6 +9,7 @@ import type { ServerFrame } from '../../protocol/frames.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerSockets, TermFrame } from './socket.ts';
 import type { TermInput } from '../lib/context.ts';
+import { parseNotice } from '../lib/notice.ts';
 
 const TERM = 'svc_term';
 /**
@@ -127,12 +128,8 @@ export class TerminalChannels {
 
   /** Every process hears every terminal notice; the one holding the browser (o, x) or the runner (i, z, q) acts on it. */
   private onTermNotice(payload: string): void {
-    let n: TermNotice;
-    try {
-      n = JSON.parse(payload) as TermNotice;
-    } catch {
-      return;
-    }
+    const n = parseNotice<TermNotice>(payload);
+    if (n === undefined) return;
     if (n.d === 'o' || n.d === 'x') {
       const sink = this.terminals.get(n.c);
       if (!sink || sink.runnerId !== n.r) return;

@@ -20,9 +20,9 @@ import { requireProjectRole } from '../auth/auth.ts';
 import { failSocket, upgradeCaller, upgradeThen } from '../auth/upgrade.ts';
 import { tokenBucket } from '../../protocol/bucket.ts';
 import type { AppContext } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
 import { HttpError } from '../lib/errors.ts';
 import { parseWith } from '../lib/http.ts';
+import { projectRunner } from './queries.ts';
 
 const query = z.strictObject({
   projectId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
@@ -75,9 +75,8 @@ export class TerminalRelay {
     const { principal, url } = await upgradeCaller(this.ctx, req, 'terminal');
     const { projectId, session, cols, rows } = parseWith(query, Object.fromEntries(url.searchParams), 'invalid_query');
     await requireProjectRole(this.ctx.db, principal, projectId, COMMANDS['terminal.attach'].minRole);
-    const [project] = await this.ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${projectId}`);
-    if (!project.runner_id) throw new HttpError(409, 'no_runner', 'this project has no runner');
-    const runnerId = project.runner_id;
+    const runnerId = await projectRunner(this.ctx.db, projectId);
+    if (!runnerId) throw new HttpError(409, 'no_runner', 'this project has no runner');
     if (!(await this.ctx.hub.isOnline(runnerId))) return this.fail(ws, 'runner_offline', 'the runner of this project is offline', 4503);
 
     const channel = randomBytes(12).toString('base64url');

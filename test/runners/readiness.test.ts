@@ -10,7 +10,7 @@ import { rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { runnerDetail } from '../../functions/runners/schema.ts';
+import { runnerDetail } from '../../protocol/api/runners.ts';
 import { callAs } from '../helpers/users.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';

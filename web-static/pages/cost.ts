@@ -15,6 +15,7 @@ import { Budgets, Prices, UnknownModels } from './cost-settings.ts';
 import { HowSessionsArrive, TZ, costText } from './sessions.ts';
 import type { Project } from './sessions.ts';
 import type { CostAnswer, CostGroup as Group, Totals } from '../../protocol/api/cost.ts';
+import type { ProjectList } from '../../protocol/api/projects.ts';
 
 interface Range {
   from: string;
@@ -207,7 +208,7 @@ export function Cost() {
   const [error, setError] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
   useEffect(() => {
-    Promise.all([api<{ user: { instanceAdmin: boolean } }>('/api/me'), api<{ projects: Project[] }>('/api/projects')])
+    Promise.all([api<{ user: { instanceAdmin: boolean } }>('/api/me'), api<ProjectList>('/api/projects')])
       .then(([me, p]) => setCtx({ admin: me.user.instanceAdmin, projects: p.projects }))
       .catch((e) => setError(errorText(e)));
   }, []);

@@ -17,6 +17,8 @@ import { Alert, Badge, Dialog, FieldError, hashOf, useAction } from '../componen
 import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
 import type { Me } from '../session.ts';
+import type { ProjectFleet } from '../../protocol/api/projects.ts';
+import type { CommandAnswer } from '../../protocol/api/runners.ts';
 
 interface LiveSession {
   session: string;
@@ -31,22 +33,6 @@ interface Status extends Partial<LiveSession> {
   state: string;
   slots: (LiveSession & { slot: string; issue?: number })[];
 }
-interface Recorded {
-  runnerId: string | null;
-  orchestrator: { state: 'started' | 'stopped'; at: string; reason: string | null } | null;
-  slots: {
-    slot: string;
-    issue: number | null;
-    title: string | null;
-    branch: string | null;
-    checkpoint: { name: string; summary: string | null; at: string } | null;
-    pr: { number: number; url?: string; title?: string; state: string } | null;
-    checks: { state: string; summary: string | null; at: string } | null;
-    stopped: { reason: string | null; at: string } | null;
-    lastEventAt: string;
-  }[];
-}
-
 /** What the orchestrator's state means for the person looking, and what to do next. */
 function nextAction(status: Status | null, canOperate: boolean): string {
   if (!status) return 'The runner did not answer: the live state is unknown. Below is what was recorded.';
@@ -76,7 +62,7 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
   const project = me.projects.find((p) => p.id === projectId);
   const [status, setStatus] = useState<Status | null>(null);
   const [live, setLive] = useState<string | null>(null);
-  const [recorded, setRecorded] = useState<Recorded | null>(null);
+  const [recorded, setRecorded] = useState<ProjectFleet | null>(null);
   const [loaded, setLoaded] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
@@ -86,7 +72,7 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
   const admin = projectId ? can(me, projectId, 'admin') : false;
 
   const command = (name: string, args: Record<string, unknown> = {}) =>
-    api<{ ok: boolean; data: unknown; error?: { message: string } }>(`/api/projects/${projectId}/commands`, { method: 'POST', body: { name, args } });
+    api<CommandAnswer>(`/api/projects/${projectId}/commands`, { method: 'POST', body: { name, args } });
   /** The project's runner as last read: its online/offline notices concern this page too. */
   const runnerId = useRef<string | null>(null);
   /** Reads started: only the newest one's answers are shown (an older one can come back later). */
@@ -94,7 +80,7 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
   const load = async () => {
     if (!projectId || !project) return;
     const read = ++reads.current;
-    const [s, r] = await Promise.allSettled([command('orchestrator.status'), api<Recorded>(`/api/projects/${projectId}/fleet`)]);
+    const [s, r] = await Promise.allSettled([command('orchestrator.status'), api<ProjectFleet>(`/api/projects/${projectId}/fleet`)]);
     if (read !== reads.current) return;
     if (r.status === 'fulfilled') runnerId.current = r.value.runnerId;
     if (s.status === 'fulfilled') (setStatus(s.value.data as Status), setLive(null));

@@ -14,31 +14,12 @@ import { Alert, Badge, Dialog, FieldError, hashOf, hashQuery, usd, useAction } f
 import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
 import type { Me, Role } from '../session.ts';
+import type { ListedProject, MemberAnswer, MemberList, ProjectAnswer, ProjectList } from '../../protocol/api/projects.ts';
+import type { CommandAnswer, CommandDone, RunnerList, RunnerView } from '../../protocol/api/runners.ts';
 
-export interface Project {
-  id: string;
-  name: string;
-  repo: string;
-  runnerId: string | null;
-  rootPath: string | null;
-  budgetUsd: number | null;
-  budgetAction: 'warn' | 'stop';
-  /** Whether the runner found a git repository at the root (functions/projects/root-check.ts). */
-  rootCheck?: { state: 'ok' | 'unchecked' | 'failed'; message: string | null; checkedAt: string | null } | null;
-  role?: Role;
-}
-interface Runner {
-  id: string;
-  name: string;
-  hostname: string;
-  status: string;
-}
-interface Member {
-  userId: string;
-  email: string;
-  name: string;
-  role: Role;
-}
+/** A project as the pages hold it: with the caller's role when it came from the list (GET /api/projects). */
+export type Project = ProjectAnswer & { role?: ListedProject['role'] };
+type Runner = RunnerView;
 interface Inspected {
   root: string;
   remote: { name: string; url: string } | null;
@@ -99,7 +80,7 @@ export function ProjectForm({ me, runners, project, onSaved }: { me: Me; runners
     if (!runnerId) return setExtra({ runnerId: 'choose a runner first' });
     setChecking(true);
     try {
-      const out = await api<{ ok: boolean; data?: Inspected; error?: { code: string; message: string } }>(`/api/runners/${runnerId}/commands`, {
+      const out = await api<CommandAnswer<Inspected>>(`/api/runners/${runnerId}/commands`, {
         method: 'POST',
         body: { name: 'project.inspect', args: { path: rootPath } },
       });
@@ -170,11 +151,11 @@ export function ProjectForm({ me, runners, project, onSaved }: { me: Me; runners
 }
 
 function Members({ me, project }: { me: Me; project: Project }) {
-  const [members, setMembers] = useState<Member[] | null>(null);
+  const [members, setMembers] = useState<MemberAnswer[] | null>(null);
   const [users, setUsers] = useState<{ email: string }[]>([]);
   const { error, fields, busy, run } = useAction();
   const admin = can(me, project.id, 'admin');
-  const load = () => api<{ members: Member[] }>(`/api/projects/${project.id}/members`).then((m) => setMembers(m.members));
+  const load = () => api<MemberList>(`/api/projects/${project.id}/members`).then((m) => setMembers(m.members));
   useEffect(() => {
     void load().catch(() => setMembers([]));
     if (me.user.instanceAdmin) void api<{ users: { email: string }[] }>('/api/users').then((u) => setUsers(u.users), () => {});
@@ -190,8 +171,8 @@ function Members({ me, project }: { me: Me; project: Project }) {
       await load();
     });
   };
-  const setRole = (m: Member, role: string) => run(async () => (await api(`/api/projects/${project.id}/members/${m.userId}`, { method: 'PUT', body: { role } }), await load()));
-  const remove = (m: Member) => run(async () => (await api(`/api/projects/${project.id}/members/${m.userId}`, { method: 'DELETE' }), await load()));
+  const setRole = (m: MemberAnswer, role: string) => run(async () => (await api(`/api/projects/${project.id}/members/${m.userId}`, { method: 'PUT', body: { role } }), await load()));
+  const remove = (m: MemberAnswer) => run(async () => (await api(`/api/projects/${project.id}/members/${m.userId}`, { method: 'DELETE' }), await load()));
   return html`<section class="card members" aria-labelledby="members-h">
     <h3 id="members-h">Members</h3>
     ${members === null
@@ -223,7 +204,7 @@ function DisabledCommands({ me, project }: { me: Me; project: Project }) {
   useEffect(() => {
     if (!project.runnerId) return setText('This project has no runner yet.');
     if (!me.user.instanceAdmin) return setText('Instance admins see what the runner refuses (runner.describe acts on the whole runner).');
-    api<{ ok: boolean; data: { disabledCommands: string[] } }>(`/api/runners/${project.runnerId}/commands`, { method: 'POST', body: { name: 'runner.describe' } })
+    api<CommandDone<{ disabledCommands: string[] }>>(`/api/runners/${project.runnerId}/commands`, { method: 'POST', body: { name: 'runner.describe' } })
       .then((d) => setText(d.data.disabledCommands))
       .catch((e) => setText(e instanceof ApiError && e.code === 'runner_offline' ? 'Shown while the runner is online.' : `Could not ask the runner: ${e.message}`));
   }, [project.runnerId]);
@@ -280,7 +261,7 @@ export function Projects({ me, reload }: { me: Me; reload: () => void }) {
   const [creating, setCreating] = useState(false);
   const open = hashQuery().get('project');
   const load = () =>
-    Promise.all([api<{ projects: Project[] }>('/api/projects'), me.user.instanceAdmin ? api<{ runners: Runner[] }>('/api/runners') : Promise.resolve({ runners: [] })])
+    Promise.all([api<ProjectList>('/api/projects'), me.user.instanceAdmin ? api<RunnerList>('/api/runners') : Promise.resolve({ runners: [] })])
       .then(([p, r]) => (setProjects(p.projects), setRunners(r.runners), setError(null)))
       .catch((e) => setError(e.message));
   useEffect(() => void load(), []);

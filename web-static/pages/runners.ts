@@ -12,29 +12,9 @@ import { api, errorText, when } from '../api.ts';
 import { NO_RUNTIME_REMEDY } from '../../protocol/start-reasons.ts';
 import { Badge, CopyBlock, PairingCommands, RichText } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
+import type { CommandDone, PairingCode, RunnerCreated, RunnerDetail as Detail, RunnerList, RunnerView } from '../../protocol/api/runners.ts';
 
-interface Runner {
-  id: string;
-  name: string;
-  hostname: string;
-  version: string;
-  status: 'online' | 'offline' | 'unpaired' | 'revoked';
-  /** The server serves a newer runner bundle than this runner reported. */
-  updateAvailable: boolean;
-  lastSeenAt: string | null;
-  remedy: string | null;
-  capabilities: string[];
-  target: string;
-  pairedAt: string | null;
-  /** The usable profiles it reported; null when it does not report them (older runner). */
-  profiles: { name: string; runtime: string; authenticated: boolean }[] | null;
-  agentRuntime: 'ready' | 'none' | 'unknown';
-}
-interface Detail extends Runner {
-  bundleVersion: string | null;
-  projects: { id: string; name: string; rootPath: string | null }[];
-  lastEvents: { kind: string; source: string; ts: string; receivedAt: string }[];
-}
+type Runner = RunnerView;
 interface CodeHostState {
   state: 'idle' | 'ok' | 'rate_limited' | 'backoff' | 'no_token';
   until: string | null;
@@ -100,7 +80,7 @@ function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
       .then((r) => {
         setD(r);
         if (r.status !== 'online') return setDescribed('Profiles are shown while the runner is online.');
-        api<{ data: Described }>(`/api/runners/${id}/commands`, { method: 'POST', body: { name: 'runner.describe' } })
+        api<CommandDone<Described>>(`/api/runners/${id}/commands`, { method: 'POST', body: { name: 'runner.describe' } })
           .then((x) => setDescribed(x.data))
           .catch((e) => setDescribed(`Could not ask the runner: ${e.message}`));
       })
@@ -153,7 +133,7 @@ export function Runners() {
   const [warnings, setWarnings] = useState<string[]>([]);
   const [open, setOpen] = useState<string | null>(null);
   const load = () =>
-    api<{ runners: Runner[] }>('/api/runners')
+    api<RunnerList>('/api/runners')
       .then((r) => setRunners(r.runners))
       .catch((e) => setError(e.message));
   useEffect(() => {
@@ -177,7 +157,7 @@ export function Runners() {
     const form = e.target as HTMLFormElement;
     const name = String(new FormData(form).get('name')).trim();
     return act(async () => {
-      const made = await api<{ code: string; expiresAt: string; warnings: string[] }>('/api/runners', { method: 'POST', body: { name } });
+      const made = await api<RunnerCreated>('/api/runners', { method: 'POST', body: { name } });
       setPairing({ name: name || 'a new runner', code: made.code, expiresAt: made.expiresAt });
       setWarnings(made.warnings);
       form.reset();
@@ -185,7 +165,7 @@ export function Runners() {
   };
   const pairAgain = (r: Runner) =>
     act(async () => {
-      const made = await api<{ code: string; expiresAt: string }>(`/api/runners/${r.id}/pairing-code`, { method: 'POST' });
+      const made = await api<PairingCode>(`/api/runners/${r.id}/pairing-code`, { method: 'POST' });
       setPairing({ name: r.name, code: made.code, expiresAt: made.expiresAt });
     });
   const revoke = (r: Runner) => {

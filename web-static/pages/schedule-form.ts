@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Alert, FieldError, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
+import type { ProjectList } from '../../protocol/api/projects.ts';
 
 /** Arguments typed on one line, split on white space (the API takes a list of strings). */
 export const splitArgs = (text: string): string[] => text.split(/\s+/).filter(Boolean);
@@ -15,7 +16,7 @@ export function ScheduleForm({ me, onCreated }: { me: Me; onCreated: (message: s
   const [projects, setProjects] = useState<{ id: string; name: string }[] | null>(null);
   useEffect(() => {
     // The API's list gives an instance admin every project with role admin.
-    api<{ projects: { id: string; name: string; role: string }[] }>('/api/projects').then((r) => setProjects(r.projects.filter((p) => p.role === 'admin')), () => setProjects([]));
+    api<ProjectList>('/api/projects').then((r) => setProjects(r.projects.filter((p) => p.role === 'admin')), () => setProjects([]));
   }, []);
   if (projects === null) return null;
   if (projects.length === 0) {

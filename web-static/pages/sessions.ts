@@ -13,6 +13,7 @@ import { api, errorText, when } from '../api.ts';
 import { count, hashOf, hashQuery, usd } from '../components.ts';
 import type { Totals } from '../../protocol/api/cost.ts';
 import type { SessionAnswer, SessionDetail, SessionList } from '../../protocol/api/sessions.ts';
+import type { ProjectList } from '../../protocol/api/projects.ts';
 
 export interface Project {
   id: string;
@@ -186,7 +187,7 @@ export function Sessions() {
   const [projects, setProjects] = useState<Project[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    api<{ projects: Project[] }>('/api/projects')
+    api<ProjectList>('/api/projects')
       .then((r) => setProjects(r.projects))
       .catch((e) => setError(errorText(e)));
   }, []);

@@ -14,14 +14,10 @@ import type { Me } from '../session.ts';
 import type { WebhookList } from '../../protocol/api/webhooks.ts';
 import { ProjectForm } from './projects.ts';
 import type { Project } from './projects.ts';
+import type { MemberList, ProjectList } from '../../protocol/api/projects.ts';
+import type { RunnerCreated, RunnerList, RunnerView } from '../../protocol/api/runners.ts';
 
-interface Runner {
-  id: string;
-  name: string;
-  hostname: string;
-  status: 'online' | 'offline' | 'unpaired' | 'revoked';
-  agentRuntime: 'ready' | 'none' | 'unknown';
-}
+type Runner = RunnerView;
 
 const isPaired = (r: Runner) => r.status === 'online' || r.status === 'offline';
 /** A paired runner that can run an agent (or does not say: an older runner). */
@@ -36,14 +32,14 @@ interface State {
 
 async function readState(): Promise<State> {
   const [r, p, w] = await Promise.all([
-    api<{ runners: Runner[] }>('/api/runners'),
-    api<{ projects: Project[] }>('/api/projects'),
+    api<RunnerList>('/api/runners'),
+    api<ProjectList>('/api/projects'),
     api<WebhookList>('/api/webhooks'),
   ]);
   const per = await Promise.all(
     p.projects.map((x) =>
       Promise.all([
-        api<{ members: unknown[] }>(`/api/projects/${x.id}/members`).then((m) => m.members.length),
+        api<MemberList>(`/api/projects/${x.id}/members`).then((m) => m.members.length),
         api<{ triggers: unknown[] }>(`/api/projects/${x.id}/triggers`).then((t) => t.triggers.length),
       ]),
     ),
@@ -74,7 +70,7 @@ function PairStep({ runners, onChange }: { runners: Runner[]; onChange: () => vo
     e.preventDefault();
     const name = String(new FormData(e.target as HTMLFormElement).get('name') ?? '').trim();
     return run(async () => {
-      const made = await api<{ code: string; expiresAt: string }>('/api/runners', { method: 'POST', body: { name } });
+      const made = await api<RunnerCreated>('/api/runners', { method: 'POST', body: { name } });
       setPairing({ name: name || 'a new runner', code: made.code, expiresAt: made.expiresAt });
       onChange();
     });

@@ -7,16 +7,11 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api } from '../api.ts';
 import { hashQuery } from '../components.ts';
 import type { Mounted } from '../terminal-view.ts';
-
-interface Project {
-  id: string;
-  name: string;
-  runnerId: string | null;
-  role?: string;
-}
+import type { ListedProject, ProjectList } from '../../protocol/api/projects.ts';
+import type { CommandDone, RunnerList } from '../../protocol/api/runners.ts';
 
 export function TerminalPage() {
-  const [projects, setProjects] = useState<Project[]>([]);
+  const [projects, setProjects] = useState<ListedProject[]>([]);
   const [loaded, setLoaded] = useState(false);
   const [projectId, setProjectId] = useState('');
   const [session, setSession] = useState('');
@@ -30,7 +25,7 @@ export function TerminalPage() {
   const box = useRef<HTMLDivElement>(null);
   const mounted = useRef<Mounted | null>(null);
   useEffect(() => {
-    api<{ projects: Project[] }>('/api/projects')
+    api<ProjectList>('/api/projects')
       .then((r) => {
         // terminal.attach needs the admin role on the project (instance admins have it everywhere).
         const mine = r.projects.filter((p) => p.runnerId && p.role === 'admin');
@@ -45,7 +40,7 @@ export function TerminalPage() {
         }
       })
       .catch((e) => setStatus(e.message));
-    api<{ runners: { id: string; capabilities: string[] }[] }>('/api/runners')
+    api<RunnerList>('/api/runners')
       .then((r) => setCapabilities(new Map(r.runners.map((x) => [x.id, x.capabilities]))))
       .catch(() => {}); // not an instance admin: the runner answers `disabled` if it is off
     return () => mounted.current?.detach();
@@ -76,7 +71,7 @@ export function TerminalPage() {
   useEffect(() => {
     if (!projectId) return;
     setRunning(null);
-    api<{ data: { present: boolean; session: string; slots: { session: string; state: string }[] } }>(`/api/projects/${encodeURIComponent(projectId)}/commands`, {
+    api<CommandDone<{ present: boolean; session: string; slots: { session: string; state: string }[] }>>(`/api/projects/${encodeURIComponent(projectId)}/commands`, {
       method: 'POST',
       body: { name: 'orchestrator.status' },
     })

@@ -12,6 +12,7 @@ import { DryRun, TriggerForm, TriggerLog, outcomeWords, statusClass } from './tr
 import type { Trigger } from './trigger-panels.ts';
 import type { Me } from '../session.ts';
 import type { TriggerList, TriggerWithSecret } from '../../protocol/api/triggers.ts';
+import type { ProjectList } from '../../protocol/api/projects.ts';
 
 interface Project {
   id: string;
@@ -61,7 +62,7 @@ export function Triggers({ me }: { me?: Me }) {
   const base = `/api/projects/${encodeURIComponent(projectId)}/triggers`;
 
   useEffect(() => {
-    api<{ projects: Project[] }>('/api/projects')
+    api<ProjectList>('/api/projects')
       .then((r) => {
         const mine = r.projects.filter((p) => p.role === 'admin');
         setProjects(mine);
