@@ -2,6 +2,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api } from '../api.ts';
+import type { SetupState } from '../../protocol/api/auth.ts';
 
 function useSubmit(action: (form: FormData) => Promise<void>) {
   const [error, setError] = useState<string | null>(null);
@@ -25,7 +26,7 @@ function useSubmit(action: (form: FormData) => Promise<void>) {
 function useSetupNeeded(): boolean | null {
   const [needed, setNeeded] = useState<boolean | null>(null);
   useEffect(() => {
-    api<{ needed: boolean }>('/api/setup').then((s) => setNeeded(s.needed), () => {});
+    api<SetupState>('/api/setup').then((s) => setNeeded(s.needed), () => {});
   }, []);
   return needed;
 }
