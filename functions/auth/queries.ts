@@ -6,8 +6,7 @@ import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { conflict } from '../lib/errors.ts';
-import type { User } from '../lib/context.ts';
-import type { Role } from '../lib/context.ts';
+import type { Role, User } from '../lib/context.ts';
 
 const LINK_HOURS = 24;
 

@@ -27,7 +27,6 @@ export const SETUP_REMINDER_MS = 10 * 60_000;
 /** pg_advisory_xact_lock key serializing first-admin setups (migrations use 4_242_001). */
 const SETUP_LOCK_KEY = 4_242_034;
 
-
 /** The hash of the live (unexpired) setup token that equals `token`, compared in constant time; null if none. */
 async function matchingToken(db: Queryable, token: string): Promise<string | null> {
   const wanted = sha256Hex(token);
