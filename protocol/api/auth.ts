@@ -26,6 +26,7 @@ export type MeAnswer = z.output<typeof meAnswer>;
 
 /** POST /api/password: whose password the link set. */
 export const passwordSetAnswer = z.object({ userId: z.string(), passwordSet: z.literal(true) });
+export type PasswordSetAnswer = z.output<typeof passwordSetAnswer>;
 
 /** A personal API token (never the token itself); expiresAt null = never expires. */
 export const tokenAnswer = z.object({
@@ -76,3 +77,4 @@ export type SetupState = z.output<typeof setupState>;
 
 /** POST /api/setup: the first instance admin. */
 export const setupDone = z.object({ user: userAnswer });
+export type SetupDone = z.output<typeof setupDone>;
