@@ -3,7 +3,7 @@
 // socket when the server holds the embedded database (functions/admin-socket.ts).
 import * as z from 'zod';
 import { audited } from './audit/audit.ts';
-import { createPasswordLink, createUser } from './auth/routes.ts';
+import { createPasswordLink, createUser } from './auth/queries.ts';
 import { sql } from './lib/db/index.ts';
 import type { Db } from './lib/db/index.ts';
 

@@ -1,11 +1,9 @@
 // Who is signed in (GET /api/me), handed to every page by app.ts: pages decide from it which buttons
 // to show (a viewer sees no button it cannot use; the API checks every request again).
-export type Role = 'viewer' | 'operator' | 'admin';
-export interface Me {
-  user: { id: string; email: string; name: string; instanceAdmin: boolean };
-  csrfToken: string | null;
-  projects: { id: string; name: string; role: Role }[];
-}
+import type { MeAnswer } from '../protocol/api/auth.ts';
+
+export type Role = MeAnswer['projects'][number]['role'];
+export type Me = MeAnswer;
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 

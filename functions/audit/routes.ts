@@ -3,8 +3,10 @@ import { json } from '../lib/errors.ts';
 import * as z from 'zod';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
+import { auditPage, verificationState } from '../../protocol/api/audit.ts';
+import type { VerificationState } from '../../protocol/api/audit.ts';
 import { toRecord } from './audit.ts';
+import { checkpointHead, latestVerification, listAuditRecords } from './queries.ts';
 
 const isoTime = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 time' });
 
@@ -27,17 +29,9 @@ export const routes: Route[] = [
     tag: 'audit',
     access: 'instanceAdmin',
     query: auditQuery,
+    responses: { 200: { description: 'a page of records, newest first', schema: auditPage } },
     async handler({ query: q }, ctx) {
-      const where = [sql`true`];
-      if (q.actor) where.push(sql`actor_id = ${q.actor}`);
-      if (q.action) where.push(sql`action = ${q.action}`);
-      if (q.targetType) where.push(sql`target_type = ${q.targetType}`);
-      if (q.targetId) where.push(sql`target_id = ${q.targetId}`);
-      if (q.since) where.push(sql`at >= ${q.since}`);
-      if (q.until) where.push(sql`at < ${q.until}`);
-      if (q.cursor) where.push(sql`seq < ${Number(q.cursor)}`);
-      const rows = await ctx.db.query<Parameters<typeof toRecord>[0]>(sql`
-        select * from audit_records where ${sql.join(where, ' and ')} order by seq desc limit ${q.limit + 1}`);
+      const rows = await listAuditRecords(ctx.db, q, q.limit + 1);
       const page = rows.slice(0, q.limit).map(toRecord);
       return json({ records: page, nextCursor: rows.length > q.limit ? String(page[page.length - 1].seq) : null });
     },
@@ -48,21 +42,18 @@ export const routes: Route[] = [
     summary: 'The latest audit chain verification (whole chain, or since the last checkpoint): ok, or what is wrong (reason chain_broken, or other_instance: the anchor file is another database\'s), and when',
     tag: 'audit',
     access: 'instanceAdmin',
+    responses: { 200: { description: 'the latest verification and the next scheduled one', schema: verificationState } },
     async handler(_input, ctx) {
-      const [v] = await ctx.db.query<{ started_at: Date; finished_at: Date; ok: boolean; records_checked: number; first_broken_seq: number | null; problem: string | null; scope: string; reason: string | null }>(
-        sql`select * from audit_verifications order by started_at desc, id desc limit 1`,
-      );
+      const v = await latestVerification(ctx.db);
       // How far the chain is verified: the checkpoint a successful run wrote (a since-checkpoint run checks
       // only the records after the previous one, so recordsChecked alone undersells it).
-      const [head] = v?.ok
-        ? await ctx.db.query<{ seq: string | null }>(sql`select max(seq)::text as seq from audit_checkpoints where at <= ${v.finished_at}`)
-        : [];
-      return json({
+      const verifiedThroughSeq = v?.ok ? await checkpointHead(ctx.db, v.finished_at) : null;
+      const answer: VerificationState = {
         verification: v
           ? {
               ok: v.ok,
               recordsChecked: Number(v.records_checked),
-              verifiedThroughSeq: head?.seq ? Number(head.seq) : null,
+              verifiedThroughSeq,
               firstBrokenSeq: v.first_broken_seq === null ? null : Number(v.first_broken_seq),
               problem: v.problem,
               // Rows of earlier releases have no reason: every failure then was a chain check's.
@@ -73,7 +64,8 @@ export const routes: Route[] = [
             }
           : null,
         nextRunAt: ctx.scheduler.nextRun('audit.verify')?.toISOString() ?? null,
-      });
+      };
+      return json(answer);
     },
   }),
 ];

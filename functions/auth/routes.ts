@@ -1,17 +1,42 @@
 // Sign-in, sign-out, the current user, password links, personal API tokens, and user administration.
-import { randomUUID } from 'node:crypto';
+// Statements in queries.ts; answers declared in protocol/api/auth.ts.
 import * as z from 'zod';
+import {
+  meAnswer,
+  passwordLinkAnswer,
+  passwordSetAnswer,
+  sessionAnswer,
+  tokenCreated,
+  tokenList,
+  userInvited,
+  userList,
+  userUpdated,
+} from '../../protocol/api/auth.ts';
+import type { MeAnswer } from '../../protocol/api/auth.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Principal, Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
-import type { Queryable } from '../lib/db/index.ts';
-import { randomToken, sha256Hex } from '../lib/crypto.ts';
-import { HttpError, badRequest, conflict, notFound, json } from '../lib/errors.ts';
+import { HttpError, badRequest, notFound, json } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { createApiToken, createSession, sessionCookie, sessionCsrf, toUser } from './auth.ts';
 import { PASSWORD_MAX, PASSWORD_MIN, hashPassword, verifyPassword } from './passwords.ts';
+import {
+  createPasswordLink,
+  createUser,
+  listTokens,
+  listUsers,
+  lockUserState,
+  revokeSession,
+  revokeToken,
+  revokeUserSessions,
+  setPasswordHash,
+  signInRow,
+  updateUser,
+  usePasswordLink,
+  userExists,
+  visibleProjects,
+} from './queries.ts';
 import { checkSignInAllowed, clearAccountFailures, recordSignInFailure } from './ratelimit.ts';
 
 export const email = z.email({ message: 'must be an e-mail address' }).max(254).transform((e) => e.toLowerCase());
@@ -26,35 +51,9 @@ const tokenExpiry = z.iso
   .optional()
   .describe('When the token stops working (ISO 8601 with a time zone, in the future); absent or null = never');
 
-export const userSchema = z.object({ id: z.string(), email: z.string(), name: z.string(), instanceAdmin: z.boolean(), active: z.boolean().optional() });
 
-const LINK_HOURS = 24;
-
-/** A one-time password-set link (first admin, invitation, reset) under `base` (see lib/urls.ts); only its hash is stored. */
-export async function createPasswordLink(db: Queryable, base: string, userId: string): Promise<{ url: string; token: string; expiresAt: Date }> {
-  const token = randomToken(32);
-  const expiresAt = new Date(Date.now() + LINK_HOURS * 3600_000);
-  await db.query(sql`insert into password_links (token_hash, user_id, expires_at) values (${sha256Hex(token)}, ${userId}, ${expiresAt})`);
-  return { url: `${base.replace(/\/+$/, '')}/#/set-password?token=${token}`, token, expiresAt };
-}
-
-export async function createUser(
-  db: Queryable,
-  input: { email: string; name: string; instanceAdmin: boolean },
-): Promise<{ id: string; email: string; name: string; instanceAdmin: boolean }> {
-  const [exists] = await db.query(sql`select 1 from users where lower(email) = lower(${input.email})`);
-  if (exists) throw conflict('email_taken', `a user with e-mail ${input.email} exists already`);
-  const userId = randomUUID();
-  await db.query(sql`insert into users (id, email, name, instance_admin) values (${userId}, ${input.email}, ${input.name}, ${input.instanceAdmin})`);
-  return { id: userId, ...input };
-}
-
-const meResponse = async (ctx: AppContext, principal: Principal, request: Request) => {
-  const projects = await ctx.db.query<{ id: string; name: string; role: string }>(sql`
-    select p.id, p.name, case when ${principal.user.instanceAdmin} then 'admin' else m.role end as role
-      from projects p left join project_members m on m.project_id = p.id and m.user_id = ${principal.user.id}
-     where ${principal.user.instanceAdmin} or m.user_id is not null
-     order by p.name`);
+const meResponse = async (ctx: AppContext, principal: Principal, request: Request): Promise<MeAnswer> => {
+  const projects = await visibleProjects(ctx.db, principal.user);
   return {
     user: principal.user,
     via: principal.via,
@@ -70,13 +69,12 @@ export const routes: Route[] = [
     summary: 'Sign in with e-mail and password; sets the session cookie and returns the CSRF token',
     tag: 'auth',
     access: 'public',
+    responses: { 200: { description: 'the signed-in user and the CSRF token of the new session', schema: sessionAnswer } },
     body: z.strictObject({ email, password: z.string().max(PASSWORD_MAX) }),
     bodyLimit: 16 * 1024,
     async handler({ body, request, clientAddress }, ctx) {
       await checkSignInAllowed(ctx.db, body.email, clientAddress);
-      const [row] = await ctx.db.query<{ id: string; email: string; name: string; active: boolean; instance_admin: boolean; password_hash: string | null }>(
-        sql`select id, email, name, active, instance_admin, password_hash from users where lower(email) = ${body.email}`,
-      );
+      const row = await signInRow(ctx.db, body.email);
       // Same work and the same answer for an unknown e-mail, a wrong password and an inactive user.
       const ok = await verifyPassword(body.password, row?.password_hash ?? null);
       if (!ok || !row?.active) {
@@ -100,7 +98,7 @@ export const routes: Route[] = [
     access: 'user',
     status: 204,
     async handler({ principal, request }, ctx) {
-      if (principal!.sessionId) await ctx.db.query(sql`update sessions set revoked_at = now() where id = ${principal!.sessionId}`);
+      if (principal!.sessionId) await revokeSession(ctx.db, principal!.sessionId);
       return empty(204, { 'set-cookie': sessionCookie(ctx, request, null) });
     },
   }),
@@ -110,6 +108,7 @@ export const routes: Route[] = [
     summary: 'The signed-in user, the CSRF token of this session, and the projects they can see',
     tag: 'auth',
     access: 'user',
+    responses: { 200: { description: 'the signed-in user, the CSRF token and their projects', schema: meAnswer } },
     async handler({ principal, request }, ctx) {
       return json(await meResponse(ctx, principal!, request), { headers: { 'cache-control': 'no-store' } });
     },
@@ -120,6 +119,7 @@ export const routes: Route[] = [
     summary: 'Set a password with a one-time link token (first admin, invitation, reset)',
     tag: 'auth',
     access: 'public',
+    responses: { 200: { description: 'whose password was set', schema: passwordSetAnswer } },
     body: z.strictObject({ token: z.string().min(10).max(200), password }),
     bodyLimit: 16 * 1024,
     async handler({ body, requestId }, ctx) {
@@ -128,14 +128,11 @@ export const routes: Route[] = [
         ctx.db,
         (userId: string) => ({ actor: { label: 'password-link' }, action: 'user.password_set', target: { type: 'user', id: userId }, requestId }),
         async (tx) => {
-          const [link] = await tx.query<{ user_id: string }>(sql`
-            update password_links set used_at = now()
-             where token_hash = ${sha256Hex(body.token)} and used_at is null and expires_at > now()
-            returning user_id`);
-          if (!link) throw new HttpError(400, 'invalid_link', 'this link is unknown, used or expired; ask an admin for a new one');
-          await tx.query(sql`update users set password_hash = ${hash}, updated_at = now() where id = ${link.user_id}`);
-          await tx.query(sql`update sessions set revoked_at = now() where user_id = ${link.user_id} and revoked_at is null`);
-          return link.user_id;
+          const userId = await usePasswordLink(tx, body.token);
+          if (!userId) throw new HttpError(400, 'invalid_link', 'this link is unknown, used or expired; ask an admin for a new one');
+          await setPasswordHash(tx, userId, hash);
+          await revokeUserSessions(tx, userId);
+          return userId;
         },
       );
       return json({ userId: done, passwordSet: true });
@@ -147,11 +144,9 @@ export const routes: Route[] = [
     summary: 'Your personal API tokens (never the token itself); expiresAt null = never expires',
     tag: 'auth',
     access: 'user',
+    responses: { 200: { description: 'your tokens', schema: tokenList } },
     async handler({ principal }, ctx) {
-      const tokens = await ctx.db.query(sql`
-        select id, name, prefix, created_at as "createdAt", last_used_at as "lastUsedAt", revoked_at as "revokedAt", expires_at as "expiresAt"
-          from api_tokens where user_id = ${principal!.user.id} order by created_at`);
-      return json({ tokens });
+      return json({ tokens: await listTokens(ctx.db, principal!.user.id) });
     },
   }),
   route({
@@ -160,6 +155,7 @@ export const routes: Route[] = [
     summary: 'Create a personal API token, optionally expiring at expiresAt; the token is shown only in this answer',
     tag: 'auth',
     access: 'user',
+    responses: { 201: { description: 'the new token (shown only here)', schema: tokenCreated } },
     status: 201,
     body: z.strictObject({ name, expiresAt: tokenExpiry }),
     async handler({ principal, body, requestId }, ctx) {
@@ -183,10 +179,7 @@ export const routes: Route[] = [
     params: z.strictObject({ tokenId: id }),
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, { actor: principal!, action: 'token.revoke', target: { type: 'api_token', id: params.tokenId }, requestId }, async (tx) => {
-        const [row] = await tx.query(sql`
-          update api_tokens set revoked_at = coalesce(revoked_at, now())
-           where id = ${params.tokenId} and user_id = ${principal!.user.id} returning id`);
-        if (!row) throw notFound('no such token');
+        if (!(await revokeToken(tx, principal!.user.id, params.tokenId))) throw notFound('no such token');
       });
       return empty(204);
     },
@@ -197,11 +190,9 @@ export const routes: Route[] = [
     summary: 'All users',
     tag: 'users',
     access: 'instanceAdmin',
+    responses: { 200: { description: 'all users', schema: userList } },
     async handler(_input, ctx) {
-      const users = await ctx.db.query(sql`
-        select id, email, name, active, instance_admin as "instanceAdmin", password_hash is not null as "passwordSet", created_at as "createdAt"
-          from users order by lower(email)`);
-      return json({ users });
+      return json({ users: await listUsers(ctx.db) });
     },
   }),
   route({
@@ -210,6 +201,7 @@ export const routes: Route[] = [
     summary: 'Invite a user; answers a one-time password-set link (24 h)',
     tag: 'users',
     access: 'instanceAdmin',
+    responses: { 201: { description: 'the invited user and their password-set link', schema: userInvited } },
     status: 201,
     body: z.strictObject({ email, name, instanceAdmin: z.boolean().default(false) }),
     async handler({ principal, body, requestId, request }, ctx) {
@@ -231,6 +223,7 @@ export const routes: Route[] = [
     summary: 'Rename, (de)activate or change instance-admin; deactivation ends sessions and tokens at once',
     tag: 'users',
     access: 'instanceAdmin',
+    responses: { 200: { description: 'the user as saved', schema: userUpdated } },
     params: z.strictObject({ userId: id }),
     body: z.strictObject({ name: name.optional(), active: z.boolean().optional(), instanceAdmin: z.boolean().optional() }),
     async handler({ principal, params, body, requestId }, ctx) {
@@ -241,13 +234,10 @@ export const routes: Route[] = [
         ctx.db,
         (u: { before: unknown }) => ({ actor: principal!, action: 'user.update', target: { type: 'user', id: params.userId }, diff: { before: u.before, after: body }, requestId }),
         async (tx) => {
-          const [before] = await tx.query<{ name: string; active: boolean; instance_admin: boolean }>(sql`select name, active, instance_admin from users where id = ${params.userId} for update`);
+          const before = await lockUserState(tx, params.userId);
           if (!before) throw notFound('no such user');
-          const [row] = await tx.query<{ id: string; email: string; name: string; active: boolean; instance_admin: boolean }>(sql`
-            update users set name = ${body.name ?? before.name}, active = ${body.active ?? before.active},
-                   instance_admin = ${body.instanceAdmin ?? before.instance_admin}, updated_at = now()
-             where id = ${params.userId} returning id, email, name, active, instance_admin`);
-          if (body.active === false) await tx.query(sql`update sessions set revoked_at = now() where user_id = ${params.userId} and revoked_at is null`);
+          const row = await updateUser(tx, params.userId, { name: body.name ?? before.name, active: body.active ?? before.active, instance_admin: body.instanceAdmin ?? before.instance_admin });
+          if (body.active === false) await revokeUserSessions(tx, params.userId);
           return { before: { name: before.name, active: before.active, instanceAdmin: before.instance_admin }, row };
         },
       );
@@ -260,12 +250,12 @@ export const routes: Route[] = [
     summary: 'A new one-time password-set link for a user (reset)',
     tag: 'users',
     access: 'instanceAdmin',
+    responses: { 201: { description: 'the new password-set link', schema: passwordLinkAnswer } },
     status: 201,
     params: z.strictObject({ userId: id }),
     async handler({ principal, params, requestId, request }, ctx) {
       const link = await audited(ctx.db, { actor: principal!, action: 'user.password_link', target: { type: 'user', id: params.userId }, requestId }, async (tx) => {
-        const [u] = await tx.query(sql`select 1 from users where id = ${params.userId}`);
-        if (!u) throw notFound('no such user');
+        if (!(await userExists(tx, params.userId))) throw notFound('no such user');
         return createPasswordLink(tx, publicBase(ctx.config, request), params.userId);
       });
       return json({ passwordSetUrl: link.url, linkExpiresAt: link.expiresAt.toISOString() }, { status: 201, headers: { 'cache-control': 'no-store' } });

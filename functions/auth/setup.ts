@@ -9,30 +9,28 @@
 // in constant time; the creation runs in one transaction under an advisory lock, so two setups at once
 // make exactly one admin (the other gets 409).
 import * as z from 'zod';
+import { setupDone, setupState } from '../../protocol/api/auth.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { constantTimeEqual, randomToken, sha256Hex } from '../lib/crypto.ts';
-import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import { HttpError, conflict, json } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';
 import { hashPassword } from './passwords.ts';
 import { checkAddressAllowed, recordAddressFailure } from './ratelimit.ts';
-import { createUser, email, name, password, userSchema } from './routes.ts';
+import { adminExists, advisoryXactLock, createUser, finishSetup, liveSetupTokenHashes, storeSetupToken } from './queries.ts';
+import { email, name, password } from './routes.ts';
 
 export const SETUP_TOKEN_MS = 3600_000;
 export const SETUP_REMINDER_MS = 10 * 60_000;
 /** pg_advisory_xact_lock key serializing first-admin setups (migrations use 4_242_001). */
 const SETUP_LOCK_KEY = 4_242_034;
 
-export const adminExists = async (db: Queryable): Promise<boolean> =>
-  (await db.query<{ e: boolean }>(sql`select exists (select 1 from users) as e`))[0].e;
-
 /** The hash of the live (unexpired) setup token that equals `token`, compared in constant time; null if none. */
 async function matchingToken(db: Queryable, token: string): Promise<string | null> {
   const wanted = sha256Hex(token);
-  const live = await db.query<{ token_hash: string }>(sql`select token_hash from setup_tokens where expires_at > now()`);
+  const live = await liveSetupTokenHashes(db);
   let found: string | null = null;
   for (const { token_hash } of live) if (constantTimeEqual(token_hash, wanted)) found = token_hash;
   return found;
@@ -53,8 +51,7 @@ export function announceSetup(opts: { db: Db; log: Logger; base: string; now?: (
     if (!current || current.expiresAt - now() < reminderMs) {
       const token = randomToken(32);
       const expiresAt = now() + SETUP_TOKEN_MS;
-      await opts.db.query(sql`delete from setup_tokens where expires_at < now()`);
-      await opts.db.query(sql`insert into setup_tokens (token_hash, expires_at) values (${sha256Hex(token)}, ${new Date(expiresAt)})`);
+      await storeSetupToken(opts.db, token, new Date(expiresAt));
       current = { token, expiresAt };
     }
     // The one line that holds the token: the link is in the message, so it copies as it is.
@@ -87,7 +84,6 @@ const setupBody = z.strictObject({
   email,
   password,
 });
-const setupState = z.object({ needed: z.boolean().describe('true while no user exists: the setup link in the server\'s log makes the first admin') });
 
 export const routes: Route[] = [
   route({
@@ -109,7 +105,7 @@ export const routes: Route[] = [
     access: 'public',
     status: 201,
     body: setupBody,
-    responses: { 201: { description: 'The first instance admin; sign in with the e-mail and password', schema: z.object({ user: userSchema }) } },
+    responses: { 201: { description: 'The first instance admin; sign in with the e-mail and password', schema: setupDone } },
     bodyLimit: 16 * 1024,
     async handler({ body, requestId, clientAddress }, ctx) {
       await checkAddressAllowed(ctx.db, clientAddress);
@@ -124,13 +120,12 @@ export const routes: Route[] = [
         ctx.db,
         (u: { id: string }) => ({ actor: { label: 'setup-link' }, action: 'user.create', target: { type: 'user', id: u.id }, diff: { after: { email: body.email, name: body.name, instanceAdmin: true } }, requestId }),
         async (tx) => {
-          await tx.query(sql`select pg_advisory_xact_lock(${SETUP_LOCK_KEY})`);
+          await advisoryXactLock(tx, SETUP_LOCK_KEY);
           if (await adminExists(tx)) throw alreadySetUp();
           const hash = await matchingToken(tx, body.token);
           if (!hash) throw wrongToken();
           const made = await createUser(tx, { email: body.email, name: body.name, instanceAdmin: true });
-          await tx.query(sql`update users set password_hash = ${passwordHash} where id = ${made.id}`);
-          await tx.query(sql`delete from setup_tokens`); // every replica's link is spent now
+          await finishSetup(tx, made.id, passwordHash);
           return made;
         },
       );

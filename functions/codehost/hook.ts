@@ -14,6 +14,7 @@
 //   6. 202 `accepted`; right after the answer, collector.poll goes to each matched project's runner
 //      (polls.ts), and its answers are recorded on the delivery.
 import * as z from 'zod';
+import { hookAccepted, hookDuplicate } from '../../protocol/api/codehost.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Route } from '../lib/context.ts';
 import { randomUUID } from 'node:crypto';
@@ -24,6 +25,7 @@ import { PUBLIC_ID, publicIdHash, webhookSecretOf } from './apps.ts';
 import type { AppRow } from './apps.ts';
 import { pollProjects } from './polls.ts';
 import type { Target } from './polls.ts';
+import { hookParams } from './schema.ts';
 import { GITHUB_HEADERS, verifyGithubSignature } from './verify.ts';
 import { empty as respondEmpty } from '../lib/respond.ts';
 
@@ -138,11 +140,11 @@ export const routes: Route[] = [
     access: 'public',
     rawBody: true,
     // Never refused here: a malformed id is hashed and looked up like any other, and answers 404 below.
-    params: z.strictObject({ appPublicId: z.string().describe("The app's 24-character public id (appPublicId)") }),
+    params: hookParams,
     status: 202,
     responses: {
-      200: { description: 'a delivery id this app already sent: ignored', schema: z.object({ deliveryId: z.string(), status: z.literal('duplicate') }) },
-      202: { description: 'verified and recorded; collector.poll goes out right after', schema: z.object({ deliveryId: z.string(), status: z.literal('accepted'), projects: z.number().int() }) },
+      200: { description: 'a delivery id this app already sent: ignored', schema: hookDuplicate },
+      202: { description: 'verified and recorded; collector.poll goes out right after', schema: hookAccepted },
       400: { description: 'X-GitHub-Delivery or X-GitHub-Event missing (nothing recorded: invalid_headers), or a body that is not a JSON object (recorded: invalid_payload)' },
       401: { description: 'signature missing or wrong; empty body, nothing recorded' },
       404: { description: 'unknown app; empty body' },

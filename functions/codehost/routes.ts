@@ -4,18 +4,20 @@
 // anything that stores a secret answers 409 encryption_key_missing without APP_ENCRYPTION_KEY. The
 // endpoint GitHub calls, POST /hooks/github/<appPublicId>, is in hook.ts.
 import { randomUUID } from 'node:crypto';
+import { deliveryList, githubAppAnswer, githubAppCreated, githubAppList, githubAppRotated } from '../../protocol/api/codehost.ts';
+import type { GithubAppAnswer } from '../../protocol/api/codehost.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
 import { appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
-import type { AppRow, DeliveryRow } from './apps.ts';
+import type { AppRow } from './apps.ts';
 import { routes as hookRoutes } from './hook.ts';
+import { deleteApp, insertApp, listApps, listDeliveries, setWebhookSecret, updateApp } from './queries.ts';
 import { appCreate, appParams, appPatch, deliveryQuery } from './schema.ts';
 
 const TAG = 'codehost';
@@ -28,7 +30,7 @@ async function getRow(q: Queryable, appId: string, lock = false): Promise<AppRow
   return row;
 }
 
-const view = (ctx: AppContext, request: Request) => (r: AppRow) => toApp(r, publicBase(ctx.config, request), ctx.keys.encryption);
+const view = (ctx: AppContext, request: Request) => (r: AppRow): GithubAppAnswer => toApp(r, publicBase(ctx.config, request), ctx.keys.encryption);
 
 export const routes: Route[] = [
   route({
@@ -37,9 +39,9 @@ export const routes: Route[] = [
     summary: 'Registered GitHub Apps with their webhook URL (never their secrets)',
     tag: TAG,
     access: ADMIN,
+    responses: { 200: { description: 'the apps', schema: githubAppList } },
     async handler({ request }, ctx) {
-      const rows = await ctx.db.query<AppRow>(sql`select * from codehost_apps order by created_at, id`);
-      return json({ apps: rows.map(view(ctx, request)) });
+      return json({ apps: (await listApps(ctx.db)).map(view(ctx, request)) });
     },
   }),
   route({
@@ -50,6 +52,7 @@ export const routes: Route[] = [
     access: ADMIN,
     status: 201,
     body: appCreate,
+    responses: { 201: { description: 'the new app with its webhook URL and secret (this answer only)', schema: githubAppCreated } },
     async handler({ principal, body, requestId, request }, ctx) {
       const key = requireEncryptionKey(ctx);
       const id = randomUUID();
@@ -59,10 +62,16 @@ export const routes: Route[] = [
         ctx.db,
         (r: AppRow) => ({ actor: principal!, action: 'github_app.create', target: { type: 'github_app', id: r.id }, diff: { after: settingsOf(r) }, requestId }),
         async (tx) => {
-          await tx.query(sql`
-            insert into codehost_apps (id, name, github_app_id, public_id, public_id_hash, webhook_secret_ciphertext, private_key_ciphertext, created_by)
-            values (${id}, ${body.name}, ${body.githubAppId ?? null}, ${publicId}, ${publicIdHash(publicId)}, ${encryptWebhookSecret(key, id, webhookSecret)},
-                    ${body.privateKey ? encryptPrivateKey(key, id, body.privateKey) : null}, ${principal!.user.id})`);
+          await insertApp(tx, {
+            id,
+            name: body.name,
+            githubAppId: body.githubAppId ?? null,
+            publicId,
+            publicIdHash: publicIdHash(publicId),
+            webhookSecretCiphertext: encryptWebhookSecret(key, id, webhookSecret),
+            privateKeyCiphertext: body.privateKey ? encryptPrivateKey(key, id, body.privateKey) : null,
+            createdBy: principal!.user.id,
+          });
           return getRow(tx, id);
         },
       );
@@ -77,6 +86,7 @@ export const routes: Route[] = [
     tag: TAG,
     access: ADMIN,
     params: appParams,
+    responses: { 200: { description: 'the app', schema: githubAppAnswer } },
     handler: async ({ params, request }, ctx) => json(view(ctx, request)(await getRow(ctx.db, params.appId))),
   }),
   route({
@@ -87,6 +97,7 @@ export const routes: Route[] = [
     access: ADMIN,
     params: appParams,
     body: appPatch,
+    responses: { 200: { description: 'the app as saved', schema: githubAppAnswer } },
     async handler({ principal, params, body, requestId, request }, ctx) {
       const key = body.privateKey ? requireEncryptionKey(ctx) : null;
       const { after } = await audited(
@@ -95,11 +106,11 @@ export const routes: Route[] = [
         async (tx) => {
           const before = await getRow(tx, params.appId, true);
           const pem = body.privateKey === undefined ? before.private_key_ciphertext : body.privateKey === null ? null : encryptPrivateKey(key!, params.appId, body.privateKey);
-          await tx.query(sql`
-            update codehost_apps set name = ${body.name ?? before.name},
-                   github_app_id = ${body.githubAppId === undefined ? before.github_app_id : body.githubAppId},
-                   private_key_ciphertext = ${pem}, updated_at = now()
-             where id = ${params.appId}`);
+          await updateApp(tx, params.appId, {
+            name: body.name ?? before.name,
+            githubAppId: body.githubAppId === undefined ? before.github_app_id : body.githubAppId,
+            privateKeyCiphertext: pem,
+          });
           return { before, after: await getRow(tx, params.appId) };
         },
       );
@@ -113,12 +124,13 @@ export const routes: Route[] = [
     tag: TAG,
     access: ADMIN,
     params: appParams,
+    responses: { 200: { description: 'the app and its new webhook secret (this answer only)', schema: githubAppRotated } },
     async handler({ principal, params, requestId, request }, ctx) {
       const key = requireEncryptionKey(ctx);
       const webhookSecret = newWebhookSecret();
       const row = await audited(ctx.db, { actor: principal!, action: 'github_app.rotate', target: { type: 'github_app', id: params.appId }, requestId }, async (tx) => {
         await getRow(tx, params.appId, true);
-        await tx.query(sql`update codehost_apps set webhook_secret_ciphertext = ${encryptWebhookSecret(key, params.appId, webhookSecret)}, updated_at = now() where id = ${params.appId}`);
+        await setWebhookSecret(tx, params.appId, encryptWebhookSecret(key, params.appId, webhookSecret));
         return getRow(tx, params.appId);
       });
       return json({ app: view(ctx, request)(row), webhookSecret }, { headers: NO_STORE });
@@ -135,7 +147,7 @@ export const routes: Route[] = [
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, (r: AppRow) => ({ actor: principal!, action: 'github_app.delete', target: { type: 'github_app', id: params.appId }, diff: { before: settingsOf(r) }, requestId }), async (tx) => {
         const before = await getRow(tx, params.appId, true);
-        await tx.query(sql`delete from codehost_apps where id = ${params.appId}`);
+        await deleteApp(tx, params.appId);
         return before;
       });
       return empty(204);
@@ -149,12 +161,10 @@ export const routes: Route[] = [
     access: ADMIN,
     params: appParams,
     query: deliveryQuery,
+    responses: { 200: { description: 'the deliveries, newest first', schema: deliveryList } },
     async handler({ params, query }, ctx) {
       await getRow(ctx.db, params.appId);
-      const rows = await ctx.db.query<DeliveryRow>(sql`
-        select * from codehost_deliveries where app_id = ${params.appId} and created_at >= now() - interval '14 days'
-         order by created_at desc, id desc limit ${query.limit}`);
-      return json({ deliveries: rows.map(toDelivery) });
+      return json({ deliveries: (await listDeliveries(ctx.db, params.appId, query.limit)).map(toDelivery) });
     },
   }),
   ...hookRoutes,

@@ -3,6 +3,9 @@
 import { createPrivateKey } from 'node:crypto';
 import * as z from 'zod';
 
+/** The hook's path: never refused here (a malformed id is hashed and looked up like any other, and answers 404). */
+export const hookParams = z.strictObject({ appPublicId: z.string().describe("The app's 24-character public id (appPublicId)") });
+
 export const appParams = z.strictObject({ appId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: 'must be an app id' }) });
 
 /** The .pem GitHub gives for an app: it must parse as a private key (never echoed in the error). */

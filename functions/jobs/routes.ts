@@ -1,26 +1,15 @@
 // System jobs next to their next run and last result (spec: the admin Schedules page).
 import * as z from 'zod';
+import { jobRunAccepted } from '../../protocol/api/jobs.ts';
 import { schedulesOverview } from '../../protocol/api/schedules.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
 import { notFound, json } from '../lib/errors.ts';
 import { toSchedule } from '../schedules/schedules.ts';
-import type { ScheduleRow } from '../schedules/schedules.ts';
+import { lastRuns, schedulesOfProjects } from './queries.ts';
 
 const jobParams = z.strictObject({ name: z.string().regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be a job name' }) });
-
-interface LastRun {
-  job: string;
-  scheduled_for: Date;
-  status: string;
-  attempt: number;
-  started_at: Date;
-  finished_at: Date | null;
-  result: unknown;
-  error: string | null;
-}
 
 export const routes: Route[] = [
   route({
@@ -32,17 +21,11 @@ export const routes: Route[] = [
     responses: { 200: { description: 'system jobs and project schedules', schema: schedulesOverview } },
     async handler({ principal }, { db, scheduler }) {
       const user = principal!.user;
-      const projectSchedules = await db.query<ScheduleRow & { project_name: string }>(sql`
-        select s.*, p.name as project_name from project_schedules s join projects p on p.id = s.project_id
-         where ${user.instanceAdmin ? sql`true` : sql`s.project_id in (select m.project_id from project_members m where m.user_id = ${user.id})`}
-         order by p.name, s.created_at, s.id`);
+      const projectSchedules = await schedulesOfProjects(db, user);
       const schedules = projectSchedules.map((r) => ({ ...toSchedule(r), kind: 'project', projectName: r.project_name }));
       if (!user.instanceAdmin) return json({ jobs: [], schedules });
       const defs = scheduler.definitions();
-      const last = await db.query<LastRun>(sql`
-        select distinct on (job) job, scheduled_for, status, attempt, started_at, finished_at, result, error
-          from job_runs where job = any(${defs.map((d) => d.name)})
-         order by job, scheduled_for desc`);
+      const last = await lastRuns(db, defs.map((d) => d.name));
       const byJob = new Map(last.map((r) => [r.job, r]));
       return json({
         jobs: defs.map((d) => {
@@ -78,6 +61,7 @@ export const routes: Route[] = [
     access: 'instanceAdmin',
     status: 202,
     params: jobParams,
+    responses: { 202: { description: 'the run asked for', schema: jobRunAccepted } },
     async handler({ params, principal, requestId }, { db, scheduler }) {
       const { name } = params;
       if (!scheduler.definitions().some((d) => d.name === name)) throw notFound(`no system job named ${name}`);

@@ -5,39 +5,25 @@
 // rather than refused, so the answer does not tell which ids exist; `marked` counts what changed.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
+import { channelAnswer, channelList, notificationList, notificationsMarked } from '../../protocol/api/notifications.ts';
+import type { ChannelAnswer } from '../../protocol/api/notifications.ts';
 import { audited } from '../audit/audit.ts';
-import type { User } from '../lib/context.ts';
+import { auditedDelete } from '../lib/admin-routes.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { encryptSecret } from '../lib/crypto.ts';
 import { publish } from '../live/publish.ts';
-import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, json, notFound } from '../lib/errors.ts';
-import { empty } from '../lib/respond.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
 import { compileAllowlist, staticRefusal } from '../webhooks/guard.ts';
 import { webhookUrl } from '../webhooks/routes.ts';
 import { loadAllowlist, resumeCircuit, secretAad, toWebhook, wake } from '../webhooks/webhooks.ts';
-import type { WebhookRow } from '../webhooks/webhooks.ts';
 import { TELEGRAM_DEFAULT_BASE_URL, slackDisplayUrl } from '../webhooks/chat.ts';
-import type { ChatKind } from '../webhooks/chat.ts';
+import { channelRow as findChannel, deleteChannel, insertChannel, listChannels, listNotifications, markRead, unreadCount } from './queries.ts';
+import type { ChannelRow } from './queries.ts';
 
 const iso = (d: Date | string) => new Date(d).toISOString();
-
-/** The notifications `user` may see (alias `n`). */
-export function visibleTo(user: Pick<User, 'id' | 'instanceAdmin'>) {
-  return user.instanceAdmin
-    ? sql`true`
-    : sql`n.project_id in (select m.project_id from project_members m where m.user_id = ${user.id} and m.role = 'admin')`;
-}
-
-async function unreadCount(q: Queryable, user: Pick<User, 'id' | 'instanceAdmin'>): Promise<number> {
-  const [r] = await q.query<{ n: number }>(sql`
-    select count(*)::int as n from notifications n
-     where ${visibleTo(user)} and not exists (select 1 from notification_reads r where r.notification_id = n.id and r.user_id = ${user.id})`);
-  return Number(r.n);
-}
 
 const notificationId = z.string().regex(/^[1-9][0-9]{0,17}$/, { message: 'must be a notification id' });
 const readBody = z
@@ -78,9 +64,7 @@ const channelCreate = z
     }
   });
 
-type ChannelRow = WebhookRow & { kind: ChatKind; chat_id: string | null; name: string | null };
-
-function toChannel(r: ChannelRow, key: Buffer | null) {
+function toChannel(r: ChannelRow, key: Buffer | null): ChannelAnswer {
   const w = toWebhook(r, key);
   return {
     id: r.id,
@@ -99,7 +83,7 @@ function toChannel(r: ChannelRow, key: Buffer | null) {
 }
 
 async function channelRow(q: Queryable, id: string): Promise<ChannelRow> {
-  const [row] = await q.query<ChannelRow>(sql`select * from webhooks where id = ${id} and kind in ('slack', 'telegram')`);
+  const row = await findChannel(q, id);
   if (!row) throw notFound('no such chat channel');
   return row;
 }
@@ -118,12 +102,10 @@ export const routes: Route[] = [
     tag: 'notifications',
     access: 'user',
     query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
+    responses: { 200: { description: "the notifications and the caller's unread count", schema: notificationList } },
     async handler({ principal, query }, ctx) {
       const user = principal!.user;
-      const rows = await ctx.db.query<{ id: string | number; kind: string; runner_id: string | null; project_id: string | null; data: unknown; created_at: Date; read: boolean }>(sql`
-        select n.id, n.kind, n.runner_id, n.project_id, n.data, n.created_at,
-               exists (select 1 from notification_reads r where r.notification_id = n.id and r.user_id = ${user.id}) as read
-          from notifications n where ${visibleTo(user)} order by n.id desc limit ${query.limit}`);
+      const rows = await listNotifications(ctx.db, user, query.limit);
       return json({
         notifications: rows.map((n) => ({ id: String(n.id), kind: n.kind, runnerId: n.runner_id, projectId: n.project_id, data: n.data, createdAt: iso(n.created_at), read: Boolean(n.read) })),
         unread: await unreadCount(ctx.db, user),
@@ -137,17 +119,13 @@ export const routes: Route[] = [
     tag: 'notifications',
     access: 'user',
     body: readBody,
+    responses: { 200: { description: 'how many were marked, and the unread count', schema: notificationsMarked } },
     async handler({ principal, body }, ctx) {
       const user = principal!.user;
-      const which = body.all ? sql`true` : sql`n.id in (select x::bigint from jsonb_array_elements_text(${sql.json(body.ids ?? [])}) as t(x))`;
-      const marked = await ctx.db.query(sql`
-        insert into notification_reads (notification_id, user_id)
-        select n.id, ${user.id} from notifications n where ${visibleTo(user)} and ${which}
-        on conflict do nothing
-        returning notification_id`);
+      const marked = await markRead(ctx.db, user, body.all ? 'all' : (body.ids ?? []));
       // The caller's other pages update their bell.
-      if (marked.length) await publish(ctx.db, { type: 'notification.read' }, { userId: user.id });
-      return json({ marked: marked.length, unread: await unreadCount(ctx.db, user) });
+      if (marked) await publish(ctx.db, { type: 'notification.read' }, { userId: user.id });
+      return json({ marked, unread: await unreadCount(ctx.db, user) });
     },
   }),
   route({
@@ -156,8 +134,9 @@ export const routes: Route[] = [
     summary: 'Chat channels notifications are pushed to (Slack, Telegram), with their circuit state; never their secrets',
     tag: 'notifications',
     access: 'instanceAdmin',
+    responses: { 200: { description: 'the chat channels', schema: channelList } },
     async handler(_input, ctx) {
-      const rows = await ctx.db.query<ChannelRow>(sql`select * from webhooks where kind in ('slack', 'telegram') order by created_at, id`);
+      const rows = await listChannels(ctx.db);
       return json({ channels: rows.map((r) => toChannel(r, ctx.keys.encryption)) });
     },
   }),
@@ -169,6 +148,7 @@ export const routes: Route[] = [
     access: 'instanceAdmin',
     status: 201,
     body: channelCreate,
+    responses: { 201: { description: 'the new channel', schema: channelAnswer } },
     async handler({ principal, body, requestId }, ctx) {
       const key = requireEncryptionKey(ctx);
       const channelId = randomUUID();
@@ -181,32 +161,31 @@ export const routes: Route[] = [
         (r: ChannelRow) => ({ actor: principal!, action: 'notification_channel.create', target: { type: 'notification_channel', id: r.id }, diff: { after: { type: r.kind, name: r.name, url: r.url, chatId: r.chat_id } }, requestId }),
         async (tx) => {
           await requireAllowed(tx, body.type === 'slack' ? 'webhookUrl' : 'apiBaseUrl', body.type === 'slack' ? secret : url);
-          await tx.query(sql`
-            insert into webhooks (id, kind, name, url, chat_id, events, projects, secret_ciphertext, created_by)
-            values (${channelId}, ${body.type}, ${body.name ?? null}, ${url}, ${chatId}, '[]', '[]',
-                    ${encryptSecret(key, secret, secretAad(channelId))}, ${principal!.user.id})`);
+          await insertChannel(tx, {
+            id: channelId,
+            kind: body.type,
+            name: body.name ?? null,
+            url,
+            chatId,
+            secretCiphertext: encryptSecret(key, secret, secretAad(channelId)),
+            createdBy: principal!.user.id,
+          });
           return channelRow(tx, channelId);
         },
       );
       return json(toChannel(row, key), { status: 201 });
     },
   }),
-  route({
-    method: 'DELETE',
+  auditedDelete({
     path: '/api/notifications/channels/:channelId',
     summary: 'Remove a chat channel and its pending pushes',
     tag: 'notifications',
-    access: 'instanceAdmin',
-    status: 204,
     params: channelParams,
-    async handler({ principal, params, requestId }, ctx) {
-      await audited(ctx.db, { actor: principal!, action: 'notification_channel.delete', target: { type: 'notification_channel', id: params.channelId }, requestId }, async (tx) => {
-        const [gone] = await tx.query(sql`delete from webhooks where id = ${params.channelId} and kind in ('slack', 'telegram') returning 1`);
-        if (!gone) throw notFound('no such chat channel');
-        await tx.query(sql`delete from outbound_deliveries where webhook_id = ${params.channelId}`);
-      });
-      return empty(204);
-    },
+    id: 'channelId',
+    action: 'notification_channel.delete',
+    targetType: 'notification_channel',
+    missing: 'no such chat channel',
+    remove: deleteChannel,
   }),
   route({
     method: 'POST',
@@ -215,6 +194,7 @@ export const routes: Route[] = [
     tag: 'notifications',
     access: 'instanceAdmin',
     params: channelParams,
+    responses: { 200: { description: 'the channel with its circuit closed', schema: channelAnswer } },
     async handler({ principal, params, requestId }, ctx) {
       await audited(
         ctx.db,

@@ -1,14 +1,15 @@
 // Instance settings and instance secrets (admin only, audited).
 import * as z from 'zod';
+import { encryptionKeyStatus, secretList, secretStatus, settingsAnswer } from '../../protocol/api/settings.ts';
 import { audited } from '../audit/audit.ts';
+import { auditedDelete } from '../lib/admin-routes.ts';
 import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
-import { notFound, json } from '../lib/errors.ts';
-import { empty } from '../lib/respond.ts';
+import { json } from '../lib/errors.ts';
 import { BACKUP_NOTE } from '../lib/keyfile.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
-import { INSTANCE_SECRETS, secretStatuses, storeSecret } from './secrets.ts';
+import { listSettings, saveSetting } from './queries.ts';
+import { INSTANCE_SECRETS, deleteSecret, secretStatuses, storeSecret } from './secrets.ts';
 import type { SecretName } from './secrets.ts';
 
 /** Every editable setting with its schema; unknown keys are refused by name. */
@@ -27,9 +28,9 @@ export const routes: Route[] = [
     summary: 'Instance settings',
     tag: 'settings',
     access: 'instanceAdmin',
+    responses: { 200: { description: 'the settings', schema: settingsAnswer } },
     async handler(_input, ctx) {
-      const rows = await ctx.db.query<{ key: string; value: unknown; description: string }>(sql`select key, value, description from settings order by key`);
-      return json({ settings: rows });
+      return json({ settings: await listSettings(ctx.db) });
     },
   }),
   route({
@@ -39,15 +40,13 @@ export const routes: Route[] = [
     tag: 'settings',
     access: 'instanceAdmin',
     body: settingsPatch,
+    responses: { 200: { description: 'the settings as saved', schema: settingsAnswer } },
     async handler({ principal, body, requestId }, ctx) {
       const changes = Object.entries(body).filter(([, v]) => v !== undefined);
       await audited(ctx.db, { actor: principal!, action: 'settings.update', target: { type: 'settings' }, diff: { after: Object.fromEntries(changes) }, requestId }, async (tx) => {
-        for (const [key, value] of changes) {
-          await tx.query(sql`insert into settings (key, value) values (${key}, ${sql.json(value)}) on conflict (key) do update set value = excluded.value, updated_at = now()`);
-        }
+        for (const [key, value] of changes) await saveSetting(tx, key, value);
       });
-      const rows = await ctx.db.query(sql`select key, value, description from settings order by key`);
-      return json({ settings: rows });
+      return json({ settings: await listSettings(ctx.db) });
     },
   }),
   route({
@@ -56,6 +55,7 @@ export const routes: Route[] = [
     summary: 'The encryption key of stored secrets: set or not, where it comes from (environment or generated file), its fingerprint — never the key',
     tag: 'settings',
     access: 'instanceAdmin',
+    responses: { 200: { description: 'the key status', schema: encryptionKeyStatus } },
     handler: (_input, ctx) => {
       const { source, path, fingerprint } = ctx.keys.origin;
       return json({ set: ctx.keys.encryption !== null, source, path, fingerprint, backup: source === 'none' ? null : source === 'file' ? BACKUP_NOTE : 'keep a copy of APP_ENCRYPTION_KEY apart from the database backups' });
@@ -67,6 +67,7 @@ export const routes: Route[] = [
     summary: 'Instance secrets: configured or not, and whether they decrypt with the current APP_ENCRYPTION_KEY (never the value)',
     tag: 'settings',
     access: 'instanceAdmin',
+    responses: { 200: { description: 'the instance secrets', schema: secretList } },
     async handler(_input, ctx) {
       return json({ encryptionKeySet: ctx.keys.encryption !== null, secrets: await secretStatuses(ctx.db, ctx.keys.encryption) });
     },
@@ -79,6 +80,7 @@ export const routes: Route[] = [
     access: 'instanceAdmin',
     params: secretName,
     body: z.strictObject({ value: z.string().min(1).max(16 * 1024) }),
+    responses: { 200: { description: "the secret's status", schema: secretStatus } },
     async handler({ principal, params, body, requestId }, ctx) {
       const key = requireEncryptionKey(ctx);
       await audited(ctx.db, { actor: principal!, action: 'secret.set', target: { type: 'instance_secret', id: params.name }, requestId }, (tx) =>
@@ -88,20 +90,15 @@ export const routes: Route[] = [
       return json(status);
     },
   }),
-  route({
-    method: 'DELETE',
+  auditedDelete({
     path: '/api/secrets/:name',
     summary: 'Remove an instance secret',
     tag: 'settings',
-    access: 'instanceAdmin',
-    status: 204,
     params: secretName,
-    async handler({ principal, params, requestId }, ctx) {
-      await audited(ctx.db, { actor: principal!, action: 'secret.delete', target: { type: 'instance_secret', id: params.name }, requestId }, async (tx) => {
-        const [gone] = await tx.query(sql`delete from instance_secrets where name = ${params.name} returning 1`);
-        if (!gone) throw notFound('that secret is not set');
-      });
-      return empty(204);
-    },
+    id: 'name',
+    action: 'secret.delete',
+    targetType: 'instance_secret',
+    missing: 'that secret is not set',
+    remove: deleteSecret,
   }),
 ];

@@ -21,6 +21,12 @@ export async function storeSecret(tx: Queryable, key: Buffer, name: SecretName, 
     on conflict (name) do update set ciphertext = excluded.ciphertext, updated_at = now(), updated_by = excluded.updated_by`);
 }
 
+/** Removes an instance secret; false when it was not set. */
+export async function deleteSecret(tx: Queryable, name: string): Promise<boolean> {
+  const [gone] = await tx.query(sql`delete from instance_secrets where name = ${name} returning 1`);
+  return Boolean(gone);
+}
+
 /** The plaintext for use by the service, or a DecryptError saying to enter it again. */
 export async function readSecret(db: Queryable, key: Buffer | null, name: SecretName): Promise<string | null> {
   const [row] = await db.query<{ ciphertext: string }>(sql`select ciphertext from instance_secrets where name = ${name}`);

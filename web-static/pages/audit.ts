@@ -9,34 +9,14 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, errorText, when } from '../api.ts';
 import { Alert, FieldError, hashOf, hashQuery } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
+import type { AuditPage, AuditRecordAnswer, VerificationAnswer, VerificationState } from '../../protocol/api/audit.ts';
+import type { UserList } from '../../protocol/api/auth.ts';
 
-interface AuditRecord {
-  seq: number;
-  at: string;
-  actorId: string | null;
-  actorLabel: string | null;
-  action: string;
-  targetType: string | null;
-  targetId: string | null;
-  diff: unknown;
-  requestId: string | null;
-}
+type AuditRecord = AuditRecordAnswer;
 /** Verify now gives up waiting for its result after this long (the job failed: the schedules page says why). */
 const VERIFY_WAIT_MS = 120_000;
 
-interface Verification {
-  ok: boolean;
-  recordsChecked: number;
-  /** The head of the chain this successful run checkpointed (null for a failed run). */
-  verifiedThroughSeq?: number | null;
-  firstBrokenSeq: number | null;
-  problem: string | null;
-  /** other_instance: the anchor file is another database's — not tampering with this one. */
-  reason: 'chain_broken' | 'other_instance' | null;
-  scope: string;
-  startedAt: string;
-  finishedAt: string;
-}
+type Verification = VerificationAnswer;
 
 const FILTERS = ['actor', 'action', 'targetType', 'targetId', 'since', 'until'] as const;
 const PAGE = 50;
@@ -61,7 +41,7 @@ function checkedText(x: Verification): string {
 }
 
 function VerificationBanner({ onRun }: { onRun: () => void }) {
-  type State = { verification: Verification | null; nextRunAt: string | null };
+  type State = VerificationState;
   const [v, setV] = useState<State | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [started, setStarted] = useState(false);
@@ -137,7 +117,7 @@ export function Audit() {
   const [version, setVersion] = useState(0);
   const cursor = q.get('cursor');
   const key = FILTERS.map((f) => q.get(f) ?? '').join('|') + `|${cursor ?? ''}`;
-  useEffect(() => void api<{ users: { id: string; email: string }[] }>('/api/users').then((u) => setUsers(u.users), () => {}), []);
+  useEffect(() => void api<UserList>('/api/users').then((u) => setUsers(u.users), () => {}), []);
   /** The filters and page the shown records belong to. */
   const shown = useRef<string | null>(null);
   useEffect(() => {
@@ -149,7 +129,7 @@ export function Audit() {
     if (shown.current !== key) setRecords(null);
     // An answer that arrives after the filters changed again is dropped, whatever order they come in.
     let current = true;
-    api<{ records: AuditRecord[]; nextCursor: string | null }>(`/api/audit?${params}`)
+    api<AuditPage>(`/api/audit?${params}`)
       .then((r) => {
         if (!current) return;
         shown.current = key;

@@ -6,27 +6,11 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { CopyBlock, FieldError } from '../components.ts';
+import { useManagedList } from '../managed-list.ts';
+import type { DeliveryAnswer, DeliveryList, GithubAppAnswer, GithubAppCreated, GithubAppList, GithubAppRotated } from '../../protocol/api/codehost.ts';
 
-interface GithubApp {
-  id: string;
-  name: string;
-  githubAppId: number | null;
-  privateKeySet: boolean;
-  appPublicId: string;
-  webhookUrl: string;
-  webhookSecretProblem: string | null;
-  privateKeyProblem: string | null;
-  createdAt: string;
-}
-interface Delivery {
-  id: string;
-  deliveryId: string;
-  event: string;
-  action: string | null;
-  repo: string | null;
-  outcome: string;
-  createdAt: string;
-}
+type GithubApp = GithubAppAnswer;
+type Delivery = DeliveryAnswer;
 interface Shown {
   app: GithubApp;
   webhookSecret: string;
@@ -53,7 +37,7 @@ function SecretDialog({ shown, onDone }: { shown: Shown; onDone: () => void }) {
 function Deliveries({ appId }: { appId: string }) {
   const [rows, setRows] = useState<Delivery[] | null>(null);
   useEffect(() => {
-    api<{ deliveries: Delivery[] }>(`/api/github-apps/${appId}/deliveries?limit=10`)
+    api<DeliveryList>(`/api/github-apps/${appId}/deliveries?limit=10`)
       .then((r) => setRows(r.deliveries))
       .catch(() => setRows([]));
   }, [appId]);
@@ -94,36 +78,20 @@ function EditApp({ app, onSaved, onError }: { app: GithubApp; onSaved: () => voi
 }
 
 export function GithubApps() {
-  const [apps, setApps] = useState<GithubApp[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [fields, setFields] = useState<Record<string, string> | null>(null);
+  const { items: apps, error, setError, fields, load, create } = useManagedList('/api/github-apps', (r: GithubAppList) => r.apps);
   const [shown, setShown] = useState<Shown | null>(null);
-  const load = () =>
-    api<{ apps: GithubApp[] }>('/api/github-apps')
-      .then((r) => (setApps(r.apps), setError(null)))
-      .catch((e) => setError(errorText(e)));
-  useEffect(() => void load(), []);
   const add = async (ev: Event) => {
     ev.preventDefault();
     const formEl = ev.target as HTMLFormElement;
     const form = new FormData(formEl);
     const v = (k: string) => String(form.get(k) ?? '').trim();
     const body = { name: v('name'), ...(v('githubAppId') ? { githubAppId: Number(v('githubAppId')) } : {}), ...(v('privateKey') ? { privateKey: `${v('privateKey')}\n` } : {}) };
-    try {
-      const r = await api<{ app: GithubApp; webhookSecret: string }>('/api/github-apps', { method: 'POST', body });
-      formEl.reset();
-      setFields(null);
-      setShown({ app: r.app, webhookSecret: r.webhookSecret, rotated: false });
-      await load();
-    } catch (e) {
-      setFields((e as { fields?: Record<string, string> }).fields ?? null);
-      setError(errorText(e));
-    }
+    await create(formEl, body, (r: GithubAppCreated) => setShown({ app: r.app, webhookSecret: r.webhookSecret, rotated: false }));
   };
   const rotate = async (a: GithubApp) => {
     if (!confirm(`Rotate the webhook secret of ${a.name}? The old one stops working at once.`)) return;
     try {
-      const r = await api<{ app: GithubApp; webhookSecret: string }>(`/api/github-apps/${a.id}/rotate`, { method: 'POST' });
+      const r = await api<GithubAppRotated>(`/api/github-apps/${a.id}/rotate`, { method: 'POST' });
       setShown({ app: r.app, webhookSecret: r.webhookSecret, rotated: true });
       await load();
     } catch (e) {

@@ -8,20 +8,10 @@ import { api, errorText, when } from '../api.ts';
 import { notificationText } from '../../protocol/notification-text.ts';
 import { FieldError } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
+import { useManagedList } from '../managed-list.ts';
+import type { ChannelAnswer, ChannelList, NotificationAnswer, NotificationList } from '../../protocol/api/notifications.ts';
 
-interface Notification {
-  id: string;
-  kind: string;
-  projectId: string | null;
-  runnerId: string | null;
-  data: Record<string, unknown>;
-  createdAt: string;
-  read: boolean;
-}
-interface NotificationList {
-  notifications: Notification[];
-  unread: number;
-}
+type Notification = NotificationAnswer;
 
 /** Fired after marking read, so the bell updates at once. */
 const CHANGED = 'svc-notifications-changed';
@@ -86,28 +76,11 @@ export function Notifications() {
 
 // Chat channels (Settings) -------------------------------------------------------------------------
 
-interface Channel {
-  id: string;
-  type: 'slack' | 'telegram';
-  name: string | null;
-  url: string;
-  chatId: string | null;
-  circuit: string;
-  circuitLabel: string;
-  secretProblem: string | null;
-  createdAt: string;
-}
+type Channel = ChannelAnswer;
 
 export function ChatChannels() {
-  const [channels, setChannels] = useState<Channel[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [fields, setFields] = useState<Record<string, string> | null>(null);
+  const { items: channels, error, setError, fields, load, create } = useManagedList('/api/notifications/channels', (r: ChannelList) => r.channels);
   const [type, setType] = useState<'slack' | 'telegram'>('slack');
-  const load = () =>
-    api<{ channels: Channel[] }>('/api/notifications/channels')
-      .then((r) => (setChannels(r.channels), setError(null)))
-      .catch((e) => setError(errorText(e)));
-  useEffect(() => void load(), []);
   const add = async (ev: Event) => {
     ev.preventDefault();
     const form = new FormData(ev.target as HTMLFormElement);
@@ -116,15 +89,7 @@ export function ChatChannels() {
       type === 'slack'
         ? { type, webhookUrl: v('webhookUrl'), ...(v('name') ? { name: v('name') } : {}) }
         : { type, botToken: v('botToken'), chatId: v('chatId'), ...(v('apiBaseUrl') ? { apiBaseUrl: v('apiBaseUrl') } : {}), ...(v('name') ? { name: v('name') } : {}) };
-    try {
-      await api('/api/notifications/channels', { method: 'POST', body });
-      (ev.target as HTMLFormElement).reset();
-      setFields(null);
-      await load();
-    } catch (e) {
-      setFields((e as { fields?: Record<string, string> }).fields ?? null);
-      setError(errorText(e));
-    }
+    await create(ev.target as HTMLFormElement, body);
   };
   const remove = async (c: Channel) => {
     if (!confirm(`Remove the ${c.type} channel${c.name ? ` ${c.name}` : ''}?`)) return;

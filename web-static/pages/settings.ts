@@ -5,25 +5,13 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
 import type { Me } from '../session.ts';
+import type { EncryptionKeyStatus, SecretList, SecretStatusAnswer } from '../../protocol/api/settings.ts';
 import { GithubApps } from './github-app.ts';
 import { ChatChannels } from './notifications.ts';
 import { Retention, Tokens, Users } from './users.ts';
 
-interface KeyStatus {
-  set: boolean;
-  source: 'environment' | 'file' | 'none';
-  path: string | null;
-  fingerprint: string | null;
-  backup: string | null;
-}
-interface SecretStatus {
-  name: string;
-  description: string;
-  configured: boolean;
-  decryptable: boolean | null;
-  problem: string | null;
-  updatedAt: string | null;
-}
+type KeyStatus = EncryptionKeyStatus;
+type SecretStatus = SecretStatusAnswer;
 
 function EncryptionKey({ k }: { k: KeyStatus }) {
   if (!k.set) {
@@ -51,7 +39,7 @@ function InstanceSettings({ me }: { me: Me }) {
   const [secrets, setSecrets] = useState<SecretStatus[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    Promise.all([api<KeyStatus>('/api/settings/encryption-key'), api<{ secrets: SecretStatus[] }>('/api/secrets')])
+    Promise.all([api<KeyStatus>('/api/settings/encryption-key'), api<SecretList>('/api/secrets')])
       .then(([k, s]) => (setKey(k), setSecrets(s.secrets), setError(null)))
       .catch((e) => setError(errorText(e)));
   }, []);

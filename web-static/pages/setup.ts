@@ -3,6 +3,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
+import type { SessionAnswer, SetupDone } from '../../protocol/api/auth.ts';
 import { Alert, FieldError, useAction } from '../components.ts';
 
 export function Setup({ token, onDone }: { token: string; onDone: () => void }) {
@@ -15,10 +16,10 @@ export function Setup({ token, onDone }: { token: string; onDone: () => void }) 
     setMismatch(password !== f.get('again'));
     if (password !== f.get('again')) return;
     const email = String(f.get('email') ?? '');
-    const made = await run(() => api('/api/setup', { method: 'POST', body: { token, name: f.get('name'), email, password } }));
+    const made = await run(() => api<SetupDone>('/api/setup', { method: 'POST', body: { token, name: f.get('name'), email, password } }));
     if (made === undefined) return;
     // Signed in as usual; should that fail, the sign-in page is where onDone lands anyway.
-    await api('/api/session', { method: 'POST', body: { email, password } }).catch(() => {});
+    await api<SessionAnswer>('/api/session', { method: 'POST', body: { email, password } }).catch(() => {});
     onDone();
   };
   return html`<form class="card narrow setup" onSubmit=${onSubmit}>

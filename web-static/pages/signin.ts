@@ -2,6 +2,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api } from '../api.ts';
+import type { PasswordSetAnswer, SessionAnswer, SetupState } from '../../protocol/api/auth.ts';
 
 function useSubmit(action: (form: FormData) => Promise<void>) {
   const [error, setError] = useState<string | null>(null);
@@ -25,7 +26,7 @@ function useSubmit(action: (form: FormData) => Promise<void>) {
 function useSetupNeeded(): boolean | null {
   const [needed, setNeeded] = useState<boolean | null>(null);
   useEffect(() => {
-    api<{ needed: boolean }>('/api/setup').then((s) => setNeeded(s.needed), () => {});
+    api<SetupState>('/api/setup').then((s) => setNeeded(s.needed), () => {});
   }, []);
   return needed;
 }
@@ -33,7 +34,7 @@ function useSetupNeeded(): boolean | null {
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const setupNeeded = useSetupNeeded();
   const { error, busy, onSubmit } = useSubmit(async (f) => {
-    await api('/api/session', { method: 'POST', body: { email: f.get('email'), password: f.get('password') } });
+    await api<SessionAnswer>('/api/session', { method: 'POST', body: { email: f.get('email'), password: f.get('password') } });
     onSignedIn();
   });
   return html`<form class="card narrow" data-setup-needed=${String(setupNeeded)} onSubmit=${onSubmit}>
@@ -50,7 +51,7 @@ export function SetPassword({ token, onDone }: { token: string; onDone: () => vo
   const [done, setDone] = useState(false);
   const { error, busy, onSubmit } = useSubmit(async (f) => {
     if (f.get('password') !== f.get('again')) throw new Error('the two passwords differ');
-    await api('/api/password', { method: 'POST', body: { token, password: f.get('password') } });
+    await api<PasswordSetAnswer>('/api/password', { method: 'POST', body: { token, password: f.get('password') } });
     setDone(true);
   });
   if (done) {

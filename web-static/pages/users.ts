@@ -6,25 +6,11 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { Alert, Badge, CopyBlock, Dialog, FieldError, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
+import type { PasswordLinkAnswer, TokenAnswer, TokenCreated, TokenList, UserInvited, UserList, UserListEntry } from '../../protocol/api/auth.ts';
+import type { SchedulesOverview } from '../../protocol/api/schedules.ts';
 
-interface User {
-  id: string;
-  email: string;
-  name: string;
-  active: boolean;
-  instanceAdmin: boolean;
-  passwordSet: boolean;
-  createdAt: string;
-}
-interface Token {
-  id: string;
-  name: string;
-  prefix: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  expiresAt: string | null;
-}
+type User = UserListEntry;
+type Token = TokenAnswer;
 
 /** A one-time link, shown once in a dialog with its expiry. */
 function LinkDialog({ link, onClose }: { link: { who: string; url: string; expiresAt: string }; onClose: () => void }) {
@@ -41,14 +27,14 @@ export function Users({ me }: { me: Me }) {
   const invite = useAction();
   const row = useAction();
   const [loadError, setLoadError] = useState<string | null>(null);
-  const load = () => api<{ users: User[] }>('/api/users').then((u) => (setUsers(u.users), setLoadError(null)), (e) => setLoadError(errorText(e)));
+  const load = () => api<UserList>('/api/users').then((u) => (setUsers(u.users), setLoadError(null)), (e) => setLoadError(errorText(e)));
   useEffect(() => void load(), []);
   const submit = (e: Event) => {
     e.preventDefault();
     const form = e.target as HTMLFormElement;
     const f = new FormData(form);
     return invite.run(async () => {
-      const out = await api<{ user: User; passwordSetUrl: string; linkExpiresAt: string }>('/api/users', {
+      const out = await api<UserInvited>('/api/users', {
         method: 'POST',
         body: { email: String(f.get('email') ?? '').trim(), name: String(f.get('name') ?? '').trim(), instanceAdmin: f.get('instanceAdmin') === 'on' },
       });
@@ -60,7 +46,7 @@ export function Users({ me }: { me: Me }) {
   const patch = (u: User, body: Record<string, unknown>) => row.run(async () => (await api(`/api/users/${u.id}`, { method: 'PATCH', body }), await load()));
   const newLink = (u: User) =>
     row.run(async () => {
-      const out = await api<{ passwordSetUrl: string; linkExpiresAt: string }>(`/api/users/${u.id}/password-link`, { method: 'POST' });
+      const out = await api<PasswordLinkAnswer>(`/api/users/${u.id}/password-link`, { method: 'POST' });
       setLink({ who: u.email, url: out.passwordSetUrl, expiresAt: out.linkExpiresAt });
     });
   return html`<section class="card users" aria-labelledby="users-h">
@@ -96,7 +82,7 @@ export function Tokens() {
   const [tokens, setTokens] = useState<Token[] | null>(null);
   const [made, setMade] = useState<{ name: string; token: string } | null>(null);
   const { error, fields, busy, run } = useAction();
-  const load = () => api<{ tokens: Token[] }>('/api/tokens').then((t) => setTokens(t.tokens));
+  const load = () => api<TokenList>('/api/tokens').then((t) => setTokens(t.tokens));
   useEffect(() => void load().catch(() => setTokens([])), []);
   const submit = (e: Event) => {
     e.preventDefault();
@@ -104,7 +90,7 @@ export function Tokens() {
     const f = new FormData(form);
     const expires = String(f.get('expiresAt') ?? '');
     return run(async () => {
-      const out = await api<{ name: string; token: string }>('/api/tokens', { method: 'POST', body: { name: String(f.get('name') ?? '').trim(), ...(expires ? { expiresAt: new Date(`${expires}T23:59:59`).toISOString() } : {}) } });
+      const out = await api<TokenCreated>('/api/tokens', { method: 'POST', body: { name: String(f.get('name') ?? '').trim(), ...(expires ? { expiresAt: new Date(`${expires}T23:59:59`).toISOString() } : {}) } });
       setMade({ name: out.name, token: out.token });
       form.reset();
       await load();
@@ -134,10 +120,10 @@ export function Tokens() {
 }
 
 export function Retention() {
-  const [jobs, setJobs] = useState<{ name: string; description: string; cron: string; nextRunAt: string | null }[] | null>(null);
+  const [jobs, setJobs] = useState<SchedulesOverview['jobs'] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    api<{ jobs: { name: string; description: string; cron: string; nextRunAt: string | null }[] }>('/api/schedules')
+    api<SchedulesOverview>('/api/schedules')
       .then((s) => setJobs(s.jobs.filter((j) => j.name.startsWith('retention.'))))
       .catch((e) => setError(errorText(e)));
   }, []);
