@@ -13,7 +13,7 @@ import { json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
-import { appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
+import { apiUrlFor, appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
 import type { AppRow, DeliveryRow } from './apps.ts';
 import { routes as hookRoutes } from './hook.ts';
 import { appCreate, appParams, appPatch, deliveryQuery } from './schema.ts';
@@ -60,9 +60,9 @@ export const routes: Route[] = [
         (r: AppRow) => ({ actor: principal!, action: 'github_app.create', target: { type: 'github_app', id: r.id }, diff: { after: settingsOf(r) }, requestId }),
         async (tx) => {
           await tx.query(sql`
-            insert into codehost_apps (id, name, github_app_id, public_id, public_id_hash, webhook_secret_ciphertext, private_key_ciphertext, created_by)
+            insert into codehost_apps (id, name, github_app_id, public_id, public_id_hash, webhook_secret_ciphertext, private_key_ciphertext, created_by, api_url)
             values (${id}, ${body.name}, ${body.githubAppId ?? null}, ${publicId}, ${publicIdHash(publicId)}, ${encryptWebhookSecret(key, id, webhookSecret)},
-                    ${body.privateKey ? encryptPrivateKey(key, id, body.privateKey) : null}, ${principal!.user.id})`);
+                    ${body.privateKey ? encryptPrivateKey(key, id, body.privateKey) : null}, ${principal!.user.id}, ${apiUrlFor(body)})`);
           return getRow(tx, id);
         },
       );
@@ -98,7 +98,7 @@ export const routes: Route[] = [
           await tx.query(sql`
             update codehost_apps set name = ${body.name ?? before.name},
                    github_app_id = ${body.githubAppId === undefined ? before.github_app_id : body.githubAppId},
-                   private_key_ciphertext = ${pem}, updated_at = now()
+                   private_key_ciphertext = ${pem}, api_url = ${apiUrlFor(body, before)}, updated_at = now()
              where id = ${params.appId}`);
           return { before, after: await getRow(tx, params.appId) };
         },
