@@ -8,13 +8,14 @@ alter table codehost_apps add column api_url text not null default 'https://api.
 
 -- Installation tokens, cached until 5 minutes before they expire and shared by every replica: one row
 -- per app and repository (owner/name in lower case). The token is AES-256-GCM under APP_ENCRYPTION_KEY,
--- its AAD bound to the app and the repository, like the app's other secrets. `api_url` is the one it was
--- minted at: a token of another API is not used. A new one is minted under an advisory lock keyed by
+-- its AAD bound to the app and the repository, like the app's other secrets. `api_url` and
+-- `github_app_id` are those it was minted with: after either is edited, the cached token is not used. A new one is minted under an advisory lock keyed by
 -- app and repository, so replicas asking at once mint once.
 create table codehost_app_tokens (
   app_id text not null references codehost_apps (id) on delete cascade,
   repo text not null,
   api_url text not null,
+  github_app_id bigint not null,
   installation_id bigint not null,
   token_ciphertext text not null,
   expires_at timestamptz not null,

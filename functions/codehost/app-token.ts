@@ -123,6 +123,7 @@ export async function githubCall(deps: AppDeps, app: AppRow, method: 'GET' | 'PO
 
 interface TokenRow {
   api_url: string;
+  github_app_id: string | number;
   installation_id: string | number;
   token_ciphertext: string;
   expires_at: Date | string;
@@ -130,8 +131,8 @@ interface TokenRow {
 
 /** The shared cached token of app and repository, when it has more than 5 minutes left. */
 async function cachedToken(q: Queryable, deps: AppDeps, app: AppRow, repo: string): Promise<InstallationToken | null> {
-  const [row] = await q.query<TokenRow>(sql`select api_url, installation_id, token_ciphertext, expires_at from codehost_app_tokens where app_id = ${app.id} and repo = ${repo}`);
-  if (!row || row.api_url !== app.api_url) return null;
+  const [row] = await q.query<TokenRow>(sql`select api_url, github_app_id, installation_id, token_ciphertext, expires_at from codehost_app_tokens where app_id = ${app.id} and repo = ${repo}`);
+  if (!row || row.api_url !== app.api_url || Number(row.github_app_id) !== Number(app.github_app_id)) return null; // minted for another API or App
   const expires = new Date(row.expires_at);
   if (expires.getTime() - deps.clock.now() <= REFRESH_BEFORE_MS) return null;
   try {
@@ -164,9 +165,9 @@ async function mint(q: Queryable, deps: AppDeps, app: AppRow, repo: string): Pro
   const expires = new Date(typeof expires_at === 'string' ? expires_at : NaN);
   if (typeof token !== 'string' || !token || Number.isNaN(expires.getTime())) return fail('invalid_answer', `GitHub's answer for an installation token of ${repo} has no token or expiry`);
   await q.query(sql`
-    insert into codehost_app_tokens (app_id, repo, api_url, installation_id, token_ciphertext, expires_at, minted_at)
-    values (${app.id}, ${repo}, ${app.api_url}, ${installationId}, ${encryptSecret(deps.key!, token, tokenAad(app.id, repo))}, ${expires}, now())
-    on conflict (app_id, repo) do update set api_url = excluded.api_url, installation_id = excluded.installation_id,
+    insert into codehost_app_tokens (app_id, repo, api_url, github_app_id, installation_id, token_ciphertext, expires_at, minted_at)
+    values (${app.id}, ${repo}, ${app.api_url}, ${app.github_app_id}, ${installationId}, ${encryptSecret(deps.key!, token, tokenAad(app.id, repo))}, ${expires}, now())
+    on conflict (app_id, repo) do update set api_url = excluded.api_url, github_app_id = excluded.github_app_id, installation_id = excluded.installation_id,
       token_ciphertext = excluded.token_ciphertext, expires_at = excluded.expires_at, minted_at = excluded.minted_at`);
   return ok({ token, expiresAt: expires.toISOString(), installationId, minted: true });
 }

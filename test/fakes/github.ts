@@ -190,7 +190,7 @@ export async function githubFake(): Promise<GitHubFake> {
       };
       const m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(url.pathname);
       if (!m) return send(404, { message: 'Not Found' });
-      const r = repos.get(`${m[1]}/${m[2]}`);
+      const r = repos.get(`${m[1]}/${m[2]}`) ?? [...repos.values()].find((x) => x.name.toLowerCase() === `${m[1]}/${m[2]}`.toLowerCase()); // names are case-insensitive, as on GitHub
       if (!r) return send(404, { message: 'Not Found' });
       if (appToken?.valid && !appToken.repos.some((x) => x.toLowerCase() === r.name.toLowerCase())) return send(404, { message: 'Not Found' });
       const rest = m[3] ?? '';
