@@ -197,7 +197,11 @@ export async function installationToken(deps: AppDeps, app: AppRow, fullName: st
   const k = `${app.id}\n${repo}`;
   let pending = inFlight.get(k);
   if (!pending) {
-    pending = mintShared(deps, app, repo).finally(() => inFlight.delete(k));
+    // The allowlist is read before the lock's transaction: the mint needs no second connection meanwhile.
+    const allowlist = async () => deps.allowlist ?? compileAllowlist(await loadAllowlist(deps.db));
+    pending = allowlist()
+      .then((list) => mintShared({ ...deps, allowlist: list }, app, repo))
+      .finally(() => inFlight.delete(k));
     inFlight.set(k, pending);
   }
   const result = await pending;
