@@ -12,6 +12,7 @@ import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
 import { routes as setupRoutes } from './auth/setup.ts';
+import { routes as appCheckRoutes } from './codehost/app-check.ts';
 import { routes as codehostRoutes } from './codehost/routes.ts';
 import { routes as costRoutes } from './cost/routes.ts';
 import { routes as sessionRoutes } from './cost/sessions.ts';
@@ -54,6 +55,7 @@ export const allRoutes: Route[] = [
   ...notificationRoutes,
   ...triggerRoutes,
   ...codehostRoutes,
+  ...appCheckRoutes,
   ...projectScheduleRoutes,
   ...liveRoutes,
   ...openapiRoutes(() => allRoutes),

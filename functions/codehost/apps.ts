@@ -26,6 +26,8 @@ export interface AppRow {
   public_id_hash: string;
   webhook_secret_ciphertext: string;
   private_key_ciphertext: string | null;
+  /** Where the App's REST API is (GitHub, or GitHub Enterprise Server's `https://<host>/api/v3`). */
+  api_url: string;
   created_by: string | null;
   created_at: Date;
   updated_at: Date;
@@ -45,7 +47,16 @@ function problemOf(key: Buffer | null, ciphertext: string | null, aad: string): 
 }
 
 /** The settings an admin sets (and the audit log shows): never a secret. */
-export const settingsOf = (r: AppRow) => ({ name: r.name, githubAppId: r.github_app_id === null ? null : Number(r.github_app_id), privateKeySet: r.private_key_ciphertext !== null });
+export const settingsOf = (r: AppRow) => ({
+  name: r.name,
+  githubAppId: r.github_app_id === null ? null : Number(r.github_app_id),
+  privateKeySet: r.private_key_ciphertext !== null,
+  apiUrl: r.api_url,
+});
+
+/** The api_url column's value for a create or an edit: the body's, else the stored one, else GitHub's. */
+export const apiUrlFor = (body: { apiUrl?: string }, before?: AppRow) => body.apiUrl ?? before?.api_url ?? DEFAULT_API_URL;
+export const DEFAULT_API_URL = 'https://api.github.com';
 
 /** The API's view of an app: where GitHub must send its webhooks, and whether its secrets decrypt. */
 export function toApp(r: AppRow, base: string, key: Buffer | null) {

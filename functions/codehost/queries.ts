@@ -8,19 +8,19 @@ export const listApps = (q: Queryable) => q.query<AppRow>(sql`select * from code
 
 export async function insertApp(
   q: Queryable,
-  a: { id: string; name: string; githubAppId: number | null; publicId: string; publicIdHash: string; webhookSecretCiphertext: string; privateKeyCiphertext: string | null; createdBy: string },
+  a: { id: string; name: string; githubAppId: number | null; publicId: string; publicIdHash: string; webhookSecretCiphertext: string; privateKeyCiphertext: string | null; createdBy: string; apiUrl: string },
 ): Promise<void> {
   await q.query(sql`
-    insert into codehost_apps (id, name, github_app_id, public_id, public_id_hash, webhook_secret_ciphertext, private_key_ciphertext, created_by)
+    insert into codehost_apps (id, name, github_app_id, public_id, public_id_hash, webhook_secret_ciphertext, private_key_ciphertext, created_by, api_url)
     values (${a.id}, ${a.name}, ${a.githubAppId}, ${a.publicId}, ${a.publicIdHash}, ${a.webhookSecretCiphertext},
-            ${a.privateKeyCiphertext}, ${a.createdBy})`);
+            ${a.privateKeyCiphertext}, ${a.createdBy}, ${a.apiUrl})`);
 }
 
-export async function updateApp(q: Queryable, id: string, s: { name: string; githubAppId: string | number | null; privateKeyCiphertext: string | null }): Promise<void> {
+export async function updateApp(q: Queryable, id: string, s: { name: string; githubAppId: string | number | null; privateKeyCiphertext: string | null; apiUrl: string }): Promise<void> {
   await q.query(sql`
     update codehost_apps set name = ${s.name},
            github_app_id = ${s.githubAppId},
-           private_key_ciphertext = ${s.privateKeyCiphertext}, updated_at = now()
+           private_key_ciphertext = ${s.privateKeyCiphertext}, api_url = ${s.apiUrl}, updated_at = now()
      where id = ${id}`);
 }
 

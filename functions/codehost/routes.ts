@@ -14,7 +14,7 @@ import { json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
-import { appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
+import { apiUrlFor, appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
 import type { AppRow } from './apps.ts';
 import { routes as hookRoutes } from './hook.ts';
 import { deleteApp, insertApp, listApps, listDeliveries, setWebhookSecret, updateApp } from './queries.ts';
@@ -71,6 +71,7 @@ export const routes: Route[] = [
             webhookSecretCiphertext: encryptWebhookSecret(key, id, webhookSecret),
             privateKeyCiphertext: body.privateKey ? encryptPrivateKey(key, id, body.privateKey) : null,
             createdBy: principal!.user.id,
+            apiUrl: apiUrlFor(body),
           });
           return getRow(tx, id);
         },
@@ -110,6 +111,7 @@ export const routes: Route[] = [
             name: body.name ?? before.name,
             githubAppId: body.githubAppId === undefined ? before.github_app_id : body.githubAppId,
             privateKeyCiphertext: pem,
+            apiUrl: apiUrlFor(body, before),
           });
           return { before, after: await getRow(tx, params.appId) };
         },

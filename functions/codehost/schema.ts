@@ -22,6 +22,29 @@ const privateKey = z
   })
   .describe("The app's private key (PEM); stored encrypted, never shown again");
 
+/**
+ * The App's REST API: `https://api.github.com`, or a GitHub Enterprise Server's `https://<host>/api/v3`.
+ * http:// and private addresses are reached only when the webhooks' address allowlist allows them (the
+ * outbound address guard runs before every call); kept without a trailing slash.
+ */
+const apiUrl = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine(
+    (text) => {
+      try {
+        const u = new URL(text);
+        return (u.protocol === 'https:' || u.protocol === 'http:') && !u.username && !u.password && !u.search && !u.hash;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'must be an https:// URL without credentials, query or fragment (e.g. https://github.example.com/api/v3)' },
+  )
+  .transform((text) => text.replace(/\/+$/, ''))
+  .describe("The App's REST API: https://api.github.com (the default) or https://<host>/api/v3 for GitHub Enterprise Server");
+
 const fields = {
   name: z.string().trim().min(1).max(100).describe('A name to tell apps apart'),
   githubAppId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).nullable().describe("The GitHub App's numeric App ID (on its settings page)"),
@@ -31,11 +54,20 @@ export const appCreate = z.strictObject({
   name: fields.name,
   githubAppId: fields.githubAppId.optional(),
   privateKey: privateKey.optional(),
+  apiUrl: apiUrl.optional(),
 });
 export const appPatch = z.strictObject({
   name: fields.name.optional(),
   githubAppId: fields.githubAppId.optional(),
   privateKey: privateKey.nullable().optional().describe('A new private key (PEM), or null to remove the stored one'),
+  apiUrl: apiUrl.optional(),
+});
+/** `repo`: also mint (or reuse) the installation token of this repository and try it. */
+export const checkQuery = z.strictObject({
+  repo: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' })
+    .optional(),
 });
 export const deliveryQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),

@@ -1,5 +1,6 @@
 // One delivery attempt on the wire (spec: Limits → Outbound attempt; Outbound address guard rule 3):
-// POST to the address the guard checked (a pinned lookup, so no second DNS query can swap it; TLS SNI
+// POST (or another method: the GitHub App calls of functions/codehost/ use it through request.ts) to
+// the address the guard checked (a pinned lookup, so no second DNS query can swap it; TLS SNI
 // and the Host header stay the URL's name), one deadline for the whole attempt, redirects never
 // followed, and at most 2 KB of the answer read before the connection is closed. Every error of the
 // attempt (lookup, connect, TLS, write, read, even a synchronous throw while the request is made) ends
@@ -17,7 +18,12 @@ export interface SendInput {
   address: string;
   family: 4 | 6;
   headers: Record<string, string>;
-  body: string;
+  /** The request body; none for a GET. */
+  body?: string;
+  /** POST unless told. */
+  method?: 'GET' | 'POST';
+  /** How much of the answer is read before the connection is closed; MAX_RESPONSE_BODY unless told. */
+  maxBody?: number;
   timeoutMs?: number;
   signal?: AbortSignal;
   /** Extra TLS options (tests pass a CA for a local https receiver). */
@@ -29,7 +35,7 @@ export type SendError = 'timeout' | 'connection_refused' | 'connection_reset' | 
 export interface SendResult {
   /** The receiver's status, when it answered at all. */
   status: number | null;
-  /** Up to MAX_RESPONSE_BODY bytes of the answer, as text. */
+  /** Up to MAX_RESPONSE_BODY (or `maxBody`) bytes of the answer, as text. */
   body: string | null;
   /** Why there is no status (or why the answer was cut short before any byte arrived). */
   error: SendError | null;
@@ -61,8 +67,8 @@ function describe(err: NodeJS.ErrnoException, address: string): string {
 }
 
 /** Text of the first bytes of an answer: invalid UTF-8 replaced, NUL dropped (PostgreSQL text refuses it). */
-function bodyText(chunks: Buffer[]): string {
-  return new TextDecoder('utf-8').decode(Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BODY)).replace(/\u0000/g, '');
+function bodyText(chunks: Buffer[], max: number): string {
+  return new TextDecoder('utf-8').decode(Buffer.concat(chunks).subarray(0, max)).replace(/\u0000/g, '');
 }
 
 export function send(input: SendInput): Promise<SendResult> {
@@ -70,6 +76,7 @@ export function send(input: SendInput): Promise<SendResult> {
   const { url } = input;
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const literal = host === input.address;
+  const maxBody = input.maxBody ?? MAX_RESPONSE_BODY;
   // Called by net.connect instead of DNS: the answer is always the address the guard checked. It
   // answers later, like a real lookup: answered at once, a connect that fails at once (ENETUNREACH)
   // emits its error before the request listens for it, and the error escaped as an uncaught exception.
@@ -80,11 +87,11 @@ export function send(input: SendInput): Promise<SendResult> {
     });
   };
   const options: https.RequestOptions = {
-    method: 'POST',
+    method: input.method ?? 'POST',
     hostname: literal ? input.address : host,
     port: url.port || (url.protocol === 'https:' ? 443 : 80),
     path: `${url.pathname}${url.search}`,
-    headers: { ...input.headers, host: url.host, 'content-length': String(Buffer.byteLength(input.body)) },
+    headers: { ...input.headers, host: url.host, ...(input.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(input.body)) }) },
     agent: false, // a fresh connection per attempt: never a socket opened for another address
     ...(literal ? {} : { lookup: pinned, servername: host }),
     ...input.tls,
@@ -101,7 +108,7 @@ export function send(input: SendInput): Promise<SendResult> {
       clearTimeout(timer);
       input.signal?.removeEventListener('abort', onAbort);
       req?.destroy(); // close the connection: nothing more is read, whatever the receiver still sends
-      resolve({ status, body: status === null ? null : bodyText(chunks), error, detail, ms: Math.round(performance.now() - started) });
+      resolve({ status, body: status === null ? null : bodyText(chunks, maxBody), error, detail, ms: Math.round(performance.now() - started) });
     };
     const failed = (err: NodeJS.ErrnoException) => finish(status === null ? classify(err) : null, status === null ? describe(err, input.address) : null);
     const onAbort = () => finish('aborted', 'the attempt was stopped (server shutting down)');
@@ -113,9 +120,9 @@ export function send(input: SendInput): Promise<SendResult> {
       req = (url.protocol === 'https:' ? https : http).request(options, (res) => {
         status = res.statusCode ?? null;
         res.on('data', (chunk: Buffer) => {
-          if (size < MAX_RESPONSE_BODY) chunks.push(chunk);
+          if (size < maxBody) chunks.push(chunk);
           size += chunk.length;
-          if (size >= MAX_RESPONSE_BODY) finish(null, null);
+          if (size >= maxBody) finish(null, null);
         });
         res.on('end', () => finish(null, null));
         res.on('error', () => finish(null, null)); // the status is known; a cut body does not change it

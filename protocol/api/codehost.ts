@@ -8,8 +8,8 @@ const iso = z.string();
 /** A registered GitHub App: where GitHub sends its webhooks and whether its secrets decrypt (never the secrets). */
 export const githubAppAnswer = z.object({
   id: z.string(),
-  /** The settings an admin sets. */
-  ...{ name: z.string(), githubAppId: z.number().int().nullable(), privateKeySet: z.boolean() },
+  /** The settings an admin sets (apiUrl: GitHub's REST API, or a GitHub Enterprise Server's). */
+  ...{ name: z.string(), githubAppId: z.number().int().nullable(), privateKeySet: z.boolean(), apiUrl: z.string() },
   /** Where GitHub sends the app's webhooks. */
   ...{ appPublicId: z.string(), webhookUrl: z.string() },
   /** Why a stored secret cannot be used with the current key (null: it decrypts, or there is none). */

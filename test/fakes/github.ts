@@ -15,10 +15,15 @@
 // Bearer token required (401 otherwise); a token listed in `readOnly` gets 403 "Resource not accessible
 // by personal access token" on writes. `fail(n, mode)` answers the next n requests with 500, garbage
 // (HTML with 200) or a connection drop. Every request is recorded in `requests`.
+// The GitHub App endpoints (/app/installations, /repos/:o/:r/installation, access tokens) are in
+// github-app.ts (`fake.app`); an installation token it minted is accepted here on its repositories only
+// (404 on others, as GitHub answers), until it expires or its installation is revoked (401).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { appFake } from './github-app.ts';
+import type { AppFake } from './github-app.ts';
 
 export interface FakeCheckRun {
   name: string;
@@ -68,6 +73,8 @@ export interface GitHubFake {
   repo: (name: string) => FakeRepo;
   addPull: (repo: string, p: Partial<FakePull> & { title: string; head: string }) => FakePull;
   fail: (n: number, mode: '500' | 'garbage' | 'drop') => void;
+  /** GitHub App endpoints and installation tokens (github-app.ts). */
+  app: AppFake;
   close: () => Promise<void>;
 }
 
@@ -94,6 +101,7 @@ export async function githubFake(): Promise<GitHubFake> {
     return pull;
   };
   fake.fail = (n, mode) => Object.assign(failing, { n, mode });
+  fake.app = appFake(() => fake.url);
 
   const pullJson = (r: FakeRepo, p: FakePull) => ({
     number: p.number,
@@ -124,7 +132,7 @@ export async function githubFake(): Promise<GitHubFake> {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const url = new URL(req.url ?? '/', fake.url);
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? null;
       const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
@@ -150,7 +158,9 @@ export async function githubFake(): Promise<GitHubFake> {
       }
       // A new rate-limit window at the reset time, as on GitHub.
       if (Date.now() / 1000 >= fake.rate.reset) Object.assign(fake.rate, { remaining: fake.rate.limit, reset: Math.floor(Date.now() / 1000) + 3600 });
-      if (token !== fake.token && !fake.readOnly.has(token ?? '')) return send(401, { message: 'Bad credentials' });
+      if (await fake.app.handle(record.method, url.pathname, req.headers.authorization, body, send)) return;
+      const appToken = fake.app.tokenState(token);
+      if (appToken?.valid === false || (!appToken && token !== fake.token && !fake.readOnly.has(token ?? ''))) return send(401, { message: 'Bad credentials' });
       if (fake.rate.secondary !== null) return send(429, { message: 'You have exceeded a secondary rate limit' }, { 'retry-after': String(fake.rate.secondary) });
       if (fake.rate.remaining <= 0) return send(403, { message: 'API rate limit exceeded' });
       // Answers a GET with an ETag; a matching If-None-Match is 304 and free.
@@ -180,8 +190,9 @@ export async function githubFake(): Promise<GitHubFake> {
       };
       const m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(url.pathname);
       if (!m) return send(404, { message: 'Not Found' });
-      const r = repos.get(`${m[1]}/${m[2]}`);
+      const r = repos.get(`${m[1]}/${m[2]}`) ?? [...repos.values()].find((x) => x.name.toLowerCase() === `${m[1]}/${m[2]}`.toLowerCase()); // names are case-insensitive, as on GitHub
       if (!r) return send(404, { message: 'Not Found' });
+      if (appToken?.valid && !appToken.repos.some((x) => x.toLowerCase() === r.name.toLowerCase())) return send(404, { message: 'Not Found' });
       const rest = m[3] ?? '';
       const write = req.method === 'POST' || req.method === 'PATCH';
       if (write && fake.readOnly.has(token ?? '')) return send(403, { message: 'Resource not accessible by personal access token', documentation_url: 'https://docs.github.com/rest' });
