@@ -81,12 +81,8 @@ export function buildOpenApi(routes: Route[]) {
 export function openapiRoutes(routes: () => Route[]): Route[] {
   let cached: unknown;
   return [
-    route({
-      method: 'GET',
-      path: '/api/openapi.json',
+    route({ method: 'GET', path: '/api/openapi.json', tag: 'meta', access: 'public',
       summary: 'This OpenAPI 3.1 document',
-      tag: 'meta',
-      access: 'public',
       async handler() {
         cached ??= buildOpenApi(routes());
         return json(cached);

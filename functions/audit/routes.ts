@@ -22,12 +22,8 @@ export const auditQuery = z.strictObject({
 });
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/audit',
+  route({ method: 'GET', path: '/api/audit', tag: 'audit', access: 'instanceAdmin',
     summary: 'Audit records, newest first; filter by actor, action, target and time; page with nextCursor',
-    tag: 'audit',
-    access: 'instanceAdmin',
     query: auditQuery,
     responses: { 200: { description: 'a page of records, newest first', schema: auditPage } },
     async handler({ query: q }, ctx) {
@@ -36,12 +32,8 @@ export const routes: Route[] = [
       return json({ records: page, nextCursor: rows.length > q.limit ? String(page[page.length - 1].seq) : null });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/audit/verification',
+  route({ method: 'GET', path: '/api/audit/verification', tag: 'audit', access: 'instanceAdmin',
     summary: 'The latest audit chain verification (whole chain, or since the last checkpoint): ok, or what is wrong (reason chain_broken, or other_instance: the anchor file is another database\'s), and when',
-    tag: 'audit',
-    access: 'instanceAdmin',
     responses: { 200: { description: 'the latest verification and the next scheduled one', schema: verificationState } },
     async handler(_input, ctx) {
       const v = await latestVerification(ctx.db);

@@ -63,12 +63,8 @@ const meResponse = async (ctx: AppContext, principal: Principal, request: Reques
 };
 
 export const routes: Route[] = [
-  route({
-    method: 'POST',
-    path: '/api/session',
+  route({ method: 'POST', path: '/api/session', tag: 'auth', access: 'public',
     summary: 'Sign in with e-mail and password; sets the session cookie and returns the CSRF token',
-    tag: 'auth',
-    access: 'public',
     responses: { 200: { description: 'the signed-in user and the CSRF token of the new session', schema: sessionAnswer } },
     body: z.strictObject({ email, password: z.string().max(PASSWORD_MAX) }),
     bodyLimit: 16 * 1024,
@@ -90,35 +86,22 @@ export const routes: Route[] = [
       );
     },
   }),
-  route({
-    method: 'DELETE',
-    path: '/api/session',
+  route({ method: 'DELETE', path: '/api/session', tag: 'auth', access: 'user', status: 204,
     summary: 'Sign out: ends this session everywhere and clears the cookie',
-    tag: 'auth',
-    access: 'user',
-    status: 204,
     async handler({ principal, request }, ctx) {
       if (principal!.sessionId) await revokeSession(ctx.db, principal!.sessionId);
       return empty(204, { 'set-cookie': sessionCookie(ctx, request, null) });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/me',
+  route({ method: 'GET', path: '/api/me', tag: 'auth', access: 'user',
     summary: 'The signed-in user, the CSRF token of this session, and the projects they can see',
-    tag: 'auth',
-    access: 'user',
     responses: { 200: { description: 'the signed-in user, the CSRF token and their projects', schema: meAnswer } },
     async handler({ principal, request }, ctx) {
       return json(await meResponse(ctx, principal!, request), { headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/password',
+  route({ method: 'POST', path: '/api/password', tag: 'auth', access: 'public',
     summary: 'Set a password with a one-time link token (first admin, invitation, reset)',
-    tag: 'auth',
-    access: 'public',
     responses: { 200: { description: 'whose password was set', schema: passwordSetAnswer } },
     body: z.strictObject({ token: z.string().min(10).max(200), password }),
     bodyLimit: 16 * 1024,
@@ -138,23 +121,15 @@ export const routes: Route[] = [
       return json({ userId: done, passwordSet: true });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/tokens',
+  route({ method: 'GET', path: '/api/tokens', tag: 'auth', access: 'user',
     summary: 'Your personal API tokens (never the token itself); expiresAt null = never expires',
-    tag: 'auth',
-    access: 'user',
     responses: { 200: { description: 'your tokens', schema: tokenList } },
     async handler({ principal }, ctx) {
       return json({ tokens: await listTokens(ctx.db, principal!.user.id) });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/tokens',
+  route({ method: 'POST', path: '/api/tokens', tag: 'auth', access: 'user',
     summary: 'Create a personal API token, optionally expiring at expiresAt; the token is shown only in this answer',
-    tag: 'auth',
-    access: 'user',
     responses: { 201: { description: 'the new token (shown only here)', schema: tokenCreated } },
     status: 201,
     body: z.strictObject({ name, expiresAt: tokenExpiry }),
@@ -169,14 +144,8 @@ export const routes: Route[] = [
       return json({ id: created.id, ...diff, prefix: created.prefix, token: created.token }, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
-    method: 'DELETE',
-    path: '/api/tokens/:tokenId',
+  route({ method: 'DELETE', path: '/api/tokens/:tokenId', tag: 'auth', access: 'user', status: 204, params: z.strictObject({ tokenId: id }),
     summary: 'Revoke one of your API tokens',
-    tag: 'auth',
-    access: 'user',
-    status: 204,
-    params: z.strictObject({ tokenId: id }),
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, { actor: principal!, action: 'token.revoke', target: { type: 'api_token', id: params.tokenId }, requestId }, async (tx) => {
         if (!(await revokeToken(tx, principal!.user.id, params.tokenId))) throw notFound('no such token');
@@ -184,23 +153,15 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/users',
+  route({ method: 'GET', path: '/api/users', tag: 'users', access: 'instanceAdmin',
     summary: 'All users',
-    tag: 'users',
-    access: 'instanceAdmin',
     responses: { 200: { description: 'all users', schema: userList } },
     async handler(_input, ctx) {
       return json({ users: await listUsers(ctx.db) });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/users',
+  route({ method: 'POST', path: '/api/users', tag: 'users', access: 'instanceAdmin',
     summary: 'Invite a user; answers a one-time password-set link (24 h)',
-    tag: 'users',
-    access: 'instanceAdmin',
     responses: { 201: { description: 'the invited user and their password-set link', schema: userInvited } },
     status: 201,
     body: z.strictObject({ email, name, instanceAdmin: z.boolean().default(false) }),
@@ -217,12 +178,8 @@ export const routes: Route[] = [
       return json(out, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
-    method: 'PATCH',
-    path: '/api/users/:userId',
+  route({ method: 'PATCH', path: '/api/users/:userId', tag: 'users', access: 'instanceAdmin',
     summary: 'Rename, (de)activate or change instance-admin; deactivation ends sessions and tokens at once',
-    tag: 'users',
-    access: 'instanceAdmin',
     responses: { 200: { description: 'the user as saved', schema: userUpdated } },
     params: z.strictObject({ userId: id }),
     body: z.strictObject({ name: name.optional(), active: z.boolean().optional(), instanceAdmin: z.boolean().optional() }),
@@ -244,12 +201,8 @@ export const routes: Route[] = [
       return json({ ...toUser(user.row), active: user.row.active });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/users/:userId/password-link',
+  route({ method: 'POST', path: '/api/users/:userId/password-link', tag: 'users', access: 'instanceAdmin',
     summary: 'A new one-time password-set link for a user (reset)',
-    tag: 'users',
-    access: 'instanceAdmin',
     responses: { 201: { description: 'the new password-set link', schema: passwordLinkAnswer } },
     status: 201,
     params: z.strictObject({ userId: id }),

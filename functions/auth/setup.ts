@@ -86,24 +86,15 @@ const setupBody = z.strictObject({
 });
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/setup',
+  route({ method: 'GET', path: '/api/setup', tag: 'auth', access: 'public',
     summary: 'Whether the instance still needs its first admin (no user exists); says nothing else',
-    tag: 'auth',
-    access: 'public',
     responses: { 200: { description: 'Setup state', schema: setupState } },
     async handler(_input, ctx) {
       return json({ needed: !(await adminExists(ctx.db)) }, { headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/setup',
+  route({ method: 'POST', path: '/api/setup', tag: 'auth', access: 'public', status: 201,
     summary: 'Create the first instance admin with the one-time token of the setup link in the server\'s log; 409 once any user exists',
-    tag: 'auth',
-    access: 'public',
-    status: 201,
     body: setupBody,
     responses: { 201: { description: 'The first instance admin; sign in with the e-mail and password', schema: setupDone } },
     bodyLimit: 16 * 1024,

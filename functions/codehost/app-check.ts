@@ -45,13 +45,8 @@ export async function checkApp(deps: AppDeps, app: AppRow, repo?: string): Promi
 }
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/github-apps/:appId/check',
+  route({ method: 'GET', path: '/api/github-apps/:appId/check', tag: 'codehost', access: 'instanceAdmin', params: appParams,
     summary: "Check the App's key: sign a JWT and list the App's installations; with ?repo=owner/name also get and try that repository's installation token (never shown). GitHub's own error when it fails",
-    tag: 'codehost',
-    access: 'instanceAdmin',
-    params: appParams,
     query: checkQuery,
     responses: { 200: { description: 'whether the key works, the installations, and the error when it does not', schema: githubAppCheck } },
     async handler({ params, query }, ctx) {

@@ -132,12 +132,8 @@ async function hook(appPublicId: string, request: Request, ctx: AppContext): Pro
 }
 
 export const routes: Route[] = [
-  route({
-    method: 'POST',
-    path: '/hooks/github/:appPublicId',
+  route({ method: 'POST', path: '/hooks/github/:appPublicId', tag: 'codehost', access: 'public',
     summary: "A registered GitHub App's webhooks: X-Hub-Signature-256 verified, each X-GitHub-Delivery recorded once, collector.poll sent to the runner of each project of the repository",
-    tag: 'codehost',
-    access: 'public',
     rawBody: true,
     // Never refused here: a malformed id is hashed and looked up like any other, and answers 404 below.
     params: hookParams,

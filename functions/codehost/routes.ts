@@ -33,24 +33,15 @@ async function getRow(q: Queryable, appId: string, lock = false): Promise<AppRow
 const view = (ctx: AppContext, request: Request) => (r: AppRow): GithubAppAnswer => toApp(r, publicBase(ctx.config, request), ctx.keys.encryption);
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/github-apps',
+  route({ method: 'GET', path: '/api/github-apps', tag: TAG, access: ADMIN,
     summary: 'Registered GitHub Apps with their webhook URL (never their secrets)',
-    tag: TAG,
-    access: ADMIN,
     responses: { 200: { description: 'the apps', schema: githubAppList } },
     async handler({ request }, ctx) {
       return json({ apps: (await listApps(ctx.db)).map(view(ctx, request)) });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/github-apps',
+  route({ method: 'POST', path: '/api/github-apps', tag: TAG, access: ADMIN, status: 201,
     summary: 'Register a GitHub App: answers its webhook URL and webhook secret (this answer only); an optional private key is stored encrypted and never shown again',
-    tag: TAG,
-    access: ADMIN,
-    status: 201,
     body: appCreate,
     responses: { 201: { description: 'the new app with its webhook URL and secret (this answer only)', schema: githubAppCreated } },
     async handler({ principal, body, requestId, request }, ctx) {
@@ -80,23 +71,13 @@ export const routes: Route[] = [
       return json({ app, appPublicId: app.appPublicId, webhookUrl: app.webhookUrl, webhookSecret }, { status: 201, headers: NO_STORE });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/github-apps/:appId',
+  route({ method: 'GET', path: '/api/github-apps/:appId', tag: TAG, access: ADMIN, params: appParams,
     summary: 'One GitHub App with its webhook URL (never its secrets)',
-    tag: TAG,
-    access: ADMIN,
-    params: appParams,
     responses: { 200: { description: 'the app', schema: githubAppAnswer } },
     handler: async ({ params, request }, ctx) => json(view(ctx, request)(await getRow(ctx.db, params.appId))),
   }),
-  route({
-    method: 'PATCH',
-    path: '/api/github-apps/:appId',
+  route({ method: 'PATCH', path: '/api/github-apps/:appId', tag: TAG, access: ADMIN, params: appParams,
     summary: 'Edit a GitHub App: name, App ID, or its private key (replaced, or removed with null; never shown)',
-    tag: TAG,
-    access: ADMIN,
-    params: appParams,
     body: appPatch,
     responses: { 200: { description: 'the app as saved', schema: githubAppAnswer } },
     async handler({ principal, params, body, requestId, request }, ctx) {
@@ -119,13 +100,8 @@ export const routes: Route[] = [
       return json(view(ctx, request)(after));
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/github-apps/:appId/rotate',
+  route({ method: 'POST', path: '/api/github-apps/:appId/rotate', tag: TAG, access: ADMIN, params: appParams,
     summary: "Rotate the webhook secret: the new one is in this answer only and replaces the old one at once (enter it in the GitHub App's settings)",
-    tag: TAG,
-    access: ADMIN,
-    params: appParams,
     responses: { 200: { description: 'the app and its new webhook secret (this answer only)', schema: githubAppRotated } },
     async handler({ principal, params, requestId, request }, ctx) {
       const key = requireEncryptionKey(ctx);
@@ -138,14 +114,8 @@ export const routes: Route[] = [
       return json({ app: view(ctx, request)(row), webhookSecret }, { headers: NO_STORE });
     },
   }),
-  route({
-    method: 'DELETE',
-    path: '/api/github-apps/:appId',
+  route({ method: 'DELETE', path: '/api/github-apps/:appId', tag: TAG, access: ADMIN, status: 204, params: appParams,
     summary: 'Delete a GitHub App, its secrets and its delivery log; its webhook URL answers 404 from now on',
-    tag: TAG,
-    access: ADMIN,
-    status: 204,
-    params: appParams,
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, (r: AppRow) => ({ actor: principal!, action: 'github_app.delete', target: { type: 'github_app', id: params.appId }, diff: { before: settingsOf(r) }, requestId }), async (tx) => {
         const before = await getRow(tx, params.appId, true);
@@ -155,13 +125,8 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/github-apps/:appId/deliveries',
+  route({ method: 'GET', path: '/api/github-apps/:appId/deliveries', tag: TAG, access: ADMIN, params: appParams,
     summary: "The app's webhook deliveries (14 days), newest first: delivery id, event, action, repository, outcome, and each collector.poll's answer",
-    tag: TAG,
-    access: ADMIN,
-    params: appParams,
     query: deliveryQuery,
     responses: { 200: { description: 'the deliveries, newest first', schema: deliveryList } },
     async handler({ params, query }, ctx) {

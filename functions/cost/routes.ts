@@ -36,12 +36,8 @@ async function budgetOf(db: Queryable, id: string): Promise<BudgetAnswer> {
 }
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/prices',
+  route({ method: 'GET', path: '/api/prices', tag: TAG, access: 'user',
     summary: 'LLM prices in USD per million tokens: per model the version in force now',
-    tag: TAG,
-    access: 'user',
     responses: { 200: { description: 'per model the version in force now', schema: priceList } },
     async handler(_input, { db }) {
       const byModel = new Map<string, PriceRow[]>();
@@ -49,13 +45,8 @@ export const routes: Route[] = [
       return json({ prices: [...byModel.values()].map((v) => ({ ...toPrice(current(v)!), versions: v.length })) });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/prices/:model',
+  route({ method: 'GET', path: '/api/prices/:model', tag: TAG, access: 'user', params: modelParams,
     summary: "One model's price in force now, with all its versions (oldest first)",
-    tag: TAG,
-    access: 'user',
-    params: modelParams,
     responses: { 200: { description: 'the price with its versions', schema: priceDetail } },
     async handler({ params }, { db }) {
       const rows = await versionsOf(db, params.model);
@@ -63,13 +54,8 @@ export const routes: Route[] = [
       return json({ ...toPrice(current(rows)!), versions: rows.map(toPrice) });
     },
   }),
-  route({
-    method: 'PUT',
-    path: '/api/prices/:model',
+  route({ method: 'PUT', path: '/api/prices/:model', tag: TAG, access: 'instanceAdmin', params: modelParams,
     summary: "Set a model's price: a new version effective from effectiveFrom (default now); costs of earlier requests never change",
-    tag: TAG,
-    access: 'instanceAdmin',
-    params: modelParams,
     body: priceBody,
     responses: { 200: { description: 'the version saved', schema: priceAnswer } },
     async handler({ params, body, principal, requestId }, { db }) {
@@ -111,12 +97,8 @@ export const routes: Route[] = [
       });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/cost/unknown-models',
+  route({ method: 'GET', path: '/api/cost/unknown-models', tag: TAG, access: 'user',
     summary: 'Models seen in LLM requests without a price (their cost is unknown, never $0): add a price to count them',
-    tag: TAG,
-    access: 'user',
     responses: { 200: { description: 'the models without a price', schema: unknownModels } },
     async handler({ principal }, ctx) {
       const rows = await unknownModelRows(ctx.db, principal!);
@@ -128,19 +110,13 @@ export const routes: Route[] = [
       });
     },
   }),
-  projectRoute('viewer', {
-    method: 'GET',
-    path: '/budget',
+  projectRoute('viewer', { method: 'GET', path: '/budget', tag: TAG,
     summary: "A project's monthly budget, this month's spend (UTC) and the notices sent",
-    tag: TAG,
     responses: { 200: { description: 'the budget and this month', schema: budgetAnswer } },
     handler: async ({ params }, ctx) => json(await budgetOf(ctx.db, params.projectId)),
   }),
-  projectRoute('admin', {
-    method: 'PUT',
-    path: '/budget',
+  projectRoute('admin', { method: 'PUT', path: '/budget', tag: TAG,
     summary: "Set a project's monthly budget (USD) and action (warn or stop)",
-    tag: TAG,
     body: budgetBody,
     responses: { 200: { description: 'the budget as saved and this month', schema: budgetAnswer } },
     async handler({ params, body, principal, requestId }, ctx) {

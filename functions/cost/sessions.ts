@@ -88,13 +88,8 @@ export const routes: Route[] = [
       return json({ sessions: page.map(toSession), nextBefore });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/sessions/:sessionId',
+  route({ method: 'GET', path: '/api/sessions/:sessionId', tag: TAG, access: 'user', params: z.strictObject({ sessionId: id }),
     summary: `One agent session with its LLM requests, oldest first (at most ${SESSION_REQUESTS_MAX})`,
-    tag: TAG,
-    access: 'user',
-    params: z.strictObject({ sessionId: id }),
     responses: { 200: { description: 'the session with its requests', schema: sessionDetail } },
     async handler({ principal, params }, ctx) {
       const s = await sessionRow(ctx.db, params.sessionId);

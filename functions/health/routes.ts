@@ -15,12 +15,8 @@ const healthBody = z.object({
 });
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/health',
+  route({ method: 'GET', path: '/health', tag: 'health', access: 'public',
     summary: 'Liveness: the process is up (does not check the database)',
-    tag: 'health',
-    access: 'public',
     responses: { 200: { description: 'up', schema: healthBody } },
     handler: () => json({ status: 'ok', timestamp: new Date().toISOString(), version: VERSION, build: BUILD }, { headers: { 'cache-control': 'no-store' } }),
   }),

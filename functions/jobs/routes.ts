@@ -12,12 +12,8 @@ import { lastRuns, schedulesOfProjects } from './queries.ts';
 const jobParams = z.strictObject({ name: z.string().regex(/^[a-z0-9_.-]{1,64}$/, { message: 'must be a job name' }) });
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/schedules',
+  route({ method: 'GET', path: '/api/schedules', tag: 'schedules', access: 'user',
     summary: "System jobs (instance admins only) and the project schedules of the caller's projects, each with its schedule, next run and last result",
-    tag: 'schedules',
-    access: 'user',
     responses: { 200: { description: 'system jobs and project schedules', schema: schedulesOverview } },
     async handler({ principal }, { db, scheduler }) {
       const user = principal!.user;
@@ -53,14 +49,8 @@ export const routes: Route[] = [
       });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/schedules/:name/run',
+  route({ method: 'POST', path: '/api/schedules/:name/run', tag: 'schedules', access: 'instanceAdmin', status: 202, params: jobParams,
     summary: 'Run a system job now (it runs once across replicas)',
-    tag: 'schedules',
-    access: 'instanceAdmin',
-    status: 202,
-    params: jobParams,
     responses: { 202: { description: 'the run asked for', schema: jobRunAccepted } },
     async handler({ params, principal, requestId }, { db, scheduler }) {
       const { name } = params;

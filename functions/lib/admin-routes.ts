@@ -27,14 +27,8 @@ export function auditedDelete<K extends string>(def: {
   missing: string;
   remove(tx: Queryable, id: string): Promise<boolean>;
 }): Route {
-  return route({
-    method: 'DELETE',
-    path: def.path,
+  return route({ method: 'DELETE', path: def.path, tag: def.tag, access: 'instanceAdmin', status: 204, params: def.params,
     summary: def.summary,
-    tag: def.tag,
-    access: 'instanceAdmin',
-    status: 204,
-    params: def.params,
     async handler({ principal, params, requestId }, ctx) {
       const id = (params as Record<K, string>)[def.id];
       await audited(ctx.db, { actor: principal!, action: def.action, target: { type: def.targetType, id }, requestId }, async (tx) => {

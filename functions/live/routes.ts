@@ -6,9 +6,7 @@ import type { Route } from '../lib/context.ts';
 import { HttpError, errorResponse } from '../lib/errors.ts';
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/live',
+  route({ method: 'GET', path: '/api/live',
     summary:
       'Live change notices over a WebSocket (upgrade this GET; same-origin pages only). Each message is a JSON notice {type, projectId?, id?, …}: ' +
       'runner, run, run.progress, project, fleet, webhook, notification, notification.read, audit.verification; first {type:"ready"}. ' +

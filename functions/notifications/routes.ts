@@ -95,12 +95,8 @@ async function requireAllowed(q: Queryable, field: string, url: string): Promise
 }
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/notifications',
+  route({ method: 'GET', path: '/api/notifications', tag: 'notifications', access: 'user',
     summary: "Notifications, newest first, each with `read` for the caller, and the caller's unread count: instance admins see all; a project's admins see its own",
-    tag: 'notifications',
-    access: 'user',
     query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
     responses: { 200: { description: "the notifications and the caller's unread count", schema: notificationList } },
     async handler({ principal, query }, ctx) {
@@ -112,12 +108,8 @@ export const routes: Route[] = [
       });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/notifications/read',
+  route({ method: 'POST', path: '/api/notifications/read', tag: 'notifications', access: 'user',
     summary: 'Mark notifications read for the caller: `{ids}` or `{all: true}`; ids the caller cannot see are ignored',
-    tag: 'notifications',
-    access: 'user',
     body: readBody,
     responses: { 200: { description: 'how many were marked, and the unread count', schema: notificationsMarked } },
     async handler({ principal, body }, ctx) {
@@ -128,25 +120,16 @@ export const routes: Route[] = [
       return json({ marked, unread: await unreadCount(ctx.db, user) });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/notifications/channels',
+  route({ method: 'GET', path: '/api/notifications/channels', tag: 'notifications', access: 'instanceAdmin',
     summary: 'Chat channels notifications are pushed to (Slack, Telegram), with their circuit state; never their secrets',
-    tag: 'notifications',
-    access: 'instanceAdmin',
     responses: { 200: { description: 'the chat channels', schema: channelList } },
     async handler(_input, ctx) {
       const rows = await listChannels(ctx.db);
       return json({ channels: rows.map((r) => toChannel(r, ctx.keys.encryption)) });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/notifications/channels',
+  route({ method: 'POST', path: '/api/notifications/channels', tag: 'notifications', access: 'instanceAdmin', status: 201,
     summary: 'Add a chat channel: a Slack incoming webhook URL, or a Telegram bot token and chat id (stored encrypted)',
-    tag: 'notifications',
-    access: 'instanceAdmin',
-    status: 201,
     body: channelCreate,
     responses: { 201: { description: 'the new channel', schema: channelAnswer } },
     async handler({ principal, body, requestId }, ctx) {
@@ -187,13 +170,8 @@ export const routes: Route[] = [
     missing: 'no such chat channel',
     remove: deleteChannel,
   }),
-  route({
-    method: 'POST',
-    path: '/api/notifications/channels/:channelId/resume',
+  route({ method: 'POST', path: '/api/notifications/channels/:channelId/resume', tag: 'notifications', access: 'instanceAdmin', params: channelParams,
     summary: "Resume pushes: close the chat channel's circuit by hand",
-    tag: 'notifications',
-    access: 'instanceAdmin',
-    params: channelParams,
     responses: { 200: { description: 'the channel with its circuit closed', schema: channelAnswer } },
     async handler({ principal, params, requestId }, ctx) {
       await audited(

@@ -117,25 +117,16 @@ async function nameFree(db: Queryable, name: string, except = '') {
 }
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/projects',
+  route({ method: 'GET', path: '/api/projects', tag: 'projects', access: 'user',
     summary: 'Projects you can see (all of them for instance admins), with your role',
-    tag: 'projects',
-    access: 'user',
     responses: { 200: { description: 'the projects with your role', schema: projectList } },
     async handler({ principal }, ctx) {
       const rows = await listProjects(ctx.db, principal!.user);
       return json({ projects: rows.map((r) => ({ ...toProject(r), role: r.role })) });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/projects',
+  route({ method: 'POST', path: '/api/projects', tag: 'projects', access: 'instanceAdmin', status: 201,
     summary: 'Create a project',
-    tag: 'projects',
-    access: 'instanceAdmin',
-    status: 201,
     responses: { 201: { description: 'the new project', schema: projectAnswer } },
     body: projectCreate,
     async handler({ principal, body, requestId }, ctx) {
@@ -160,21 +151,15 @@ export const routes: Route[] = [
       return json(project, { status: 201 });
     },
   }),
-  projectRoute('viewer', {
-    method: 'GET',
-    path: '',
+  projectRoute('viewer', { method: 'GET', path: '', tag: 'projects',
     summary: 'One project',
-    tag: 'projects',
     responses: { 200: { description: 'the project', schema: projectAnswer } },
     async handler({ params }, ctx) {
       return json(await getProject(ctx.db, params.projectId));
     },
   }),
-  projectRoute('admin', {
-    method: 'PATCH',
-    path: '',
+  projectRoute('admin', { method: 'PATCH', path: '', tag: 'projects',
     summary: 'Change a project (name, repository, budget; runner and root path: instance admins only)',
-    tag: 'projects',
     responses: { 200: { description: 'the project as saved', schema: projectAnswer } },
     body: projectPatch,
     async handler({ principal, params, body, requestId }, ctx) {
@@ -213,14 +198,8 @@ export const routes: Route[] = [
     },
   }),
   // Instance admins only (not a project role), so not projectRoute.
-  route({
-    method: 'DELETE',
-    path: '/api/projects/:projectId',
+  route({ method: 'DELETE', path: '/api/projects/:projectId', tag: 'projects', access: 'instanceAdmin', status: 204, params: z.strictObject({ projectId: idParam('project') }),
     summary: 'Delete a project and its memberships',
-    tag: 'projects',
-    access: 'instanceAdmin',
-    status: 204,
-    params: z.strictObject({ projectId: idParam('project') }),
     async handler({ principal, params, requestId }, ctx) {
       await audited(
         ctx.db,
@@ -239,22 +218,15 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  projectRoute('viewer', {
-    method: 'GET',
-    path: '/members',
+  projectRoute('viewer', { method: 'GET', path: '/members', tag: 'projects',
     summary: 'Members of a project and their roles',
-    tag: 'projects',
     responses: { 200: { description: 'the members', schema: memberList } },
     async handler({ params }, ctx) {
       return json({ members: await listMembers(ctx.db, params.projectId) });
     },
   }),
-  projectRoute('admin', {
-    method: 'POST',
-    path: '/members',
+  projectRoute('admin', { method: 'POST', path: '/members', tag: 'projects', status: 201,
     summary: 'Add a user to a project by e-mail with a role (project admins do not list users, so they name them by e-mail)',
-    tag: 'projects',
-    status: 201,
     responses: { 201: { description: 'the member and their role', schema: memberAdded } },
     body: z.strictObject({ email: z.email({ message: 'must be an e-mail address' }).max(254), role: z.enum(ROLES) }),
     async handler({ principal, params, body, requestId }, ctx) {
@@ -279,11 +251,8 @@ export const routes: Route[] = [
       return json({ projectId: params.projectId, userId: member.userId, email: member.email, name: member.name, role: body.role }, { status: 201 });
     },
   }),
-  projectRoute('admin', {
-    method: 'PUT',
-    path: '/members/:userId',
+  projectRoute('admin', { method: 'PUT', path: '/members/:userId', tag: 'projects',
     summary: 'Give a user a role on a project (viewer, operator or admin)',
-    tag: 'projects',
     responses: { 200: { description: 'the role given', schema: memberRole } },
     params: member,
     body: z.strictObject({ role: z.enum(ROLES) }),
@@ -307,13 +276,8 @@ export const routes: Route[] = [
       return json({ projectId: params.projectId, userId: params.userId, role: body.role });
     },
   }),
-  projectRoute('admin', {
-    method: 'DELETE',
-    path: '/members/:userId',
+  projectRoute('admin', { method: 'DELETE', path: '/members/:userId', tag: 'projects', status: 204, params: member,
     summary: 'Remove a user from a project',
-    tag: 'projects',
-    status: 204,
-    params: member,
     async handler({ principal, params, requestId }, ctx) {
       await audited(
         ctx.db,
@@ -328,11 +292,8 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  projectRoute('viewer', {
-    method: 'GET',
-    path: '/fleet',
+  projectRoute('viewer', { method: 'GET', path: '/fleet', tag: 'projects',
     summary: "The project's fleet as its runner's events recorded it: per slot the issue, latest checkpoint, pull request and checks; the orchestrator's last start or stop",
-    tag: 'projects',
     responses: { 200: { description: "the project's recorded fleet", schema: projectFleet } },
     async handler({ params }, ctx) {
       const project = await getProject(ctx.db, params.projectId);

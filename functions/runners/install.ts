@@ -105,22 +105,14 @@ esac
 const text = (body: string, type = 'text/plain; charset=utf-8') => respond(body, 200, { 'content-type': type, 'cache-control': 'no-cache' });
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/svc-runner.mjs.sha256',
+  route({ method: 'GET', path: '/svc-runner.mjs.sha256', tag: 'runners', access: 'public',
     summary: 'SHA-256 of the runner bundle served at /svc-runner.mjs, as `sha256sum` prints it',
-    tag: 'runners',
-    access: 'public',
     async handler(_input, ctx) {
       return text(`${await bundleSha256(ctx.config)}  svc-runner.mjs\n`);
     },
   }),
-  route({
-    method: 'GET',
-    path: '/install-runner.sh',
+  route({ method: 'GET', path: '/install-runner.sh', tag: 'runners', access: 'public',
     summary: 'POSIX shell installer for the runner: checks Node.js 20+, downloads the bundle, verifies its SHA-256, installs it',
-    tag: 'runners',
-    access: 'public',
     async handler({ request }, ctx) {
       return text(installScript(publicBase(ctx.config, request)), 'text/x-shellscript; charset=utf-8');
     },

@@ -139,9 +139,7 @@ async function runCommand(ctx: AppContext, principal: Principal, runner: string,
 }
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/runners',
+  route({ method: 'GET', path: '/api/runners',
     summary:
       'Runners with their status (online, offline, unpaired, revoked), last seen, a remedy when not online, and updateAvailable when ' +
       'the runner bundle this server serves (bundleVersion; null when it serves none) is newer than the version the runner reported',
@@ -154,13 +152,8 @@ export const routes: Route[] = [
       return json({ runners: rows.map((r) => toRunner(r, bundleVersion)), bundleVersion });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/runners',
+  route({ method: 'POST', path: '/api/runners', tag: TAG, access: 'instanceAdmin', status: 201,
     summary: 'Add a runner: answers a one-time pairing code (15 minutes) for `svc-runner pair`; without a name it takes the hostname when it pairs',
-    tag: TAG,
-    access: 'instanceAdmin',
-    status: 201,
     responses: { 201: { description: 'the new runner and its pairing code', schema: runnerCreated } },
     body: z.strictObject({ name: z.string().trim().max(100).default('') }),
     async handler({ principal, body, requestId }, ctx) {
@@ -177,11 +170,8 @@ export const routes: Route[] = [
       return json(out, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
-  adminRunnerRoute({
-    method: 'POST',
-    path: '/api/runners/:runnerId/pairing-code',
+  adminRunnerRoute({ method: 'POST', path: '/api/runners/:runnerId/pairing-code', status: 201,
     summary: 'A new pairing code for an existing runner (re-pairing replaces its token; its old socket closes with 4409)',
-    status: 201,
     responses: { 201: { description: 'the pairing code', schema: pairingCode } },
     async handler({ principal, params, requestId }, ctx) {
       const code = await audited(ctx.db, { actor: principal!, action: 'runner.pairing_code', target: { type: 'runner', id: params.runnerId }, requestId }, async (tx) => {
@@ -191,9 +181,7 @@ export const routes: Route[] = [
       return json({ code: code.code, expiresAt: code.expiresAt.toISOString() }, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
-  adminRunnerRoute({
-    method: 'GET',
-    path: '/api/runners/:runnerId',
+  adminRunnerRoute({ method: 'GET', path: '/api/runners/:runnerId',
     summary: 'One runner: status, version, capabilities, the agent runtimes it reported (profiles), the projects it serves and its last 20 events (kind and time)',
     responses: { 200: { description: 'the runner', schema: runnerDetail } },
     async handler({ params }, ctx) {
@@ -209,11 +197,8 @@ export const routes: Route[] = [
       });
     },
   }),
-  adminRunnerRoute({
-    method: 'DELETE',
-    path: '/api/runners/:runnerId',
+  adminRunnerRoute({ method: 'DELETE', path: '/api/runners/:runnerId', status: 204,
     summary: 'Revoke a paired runner (its token stops working, its socket closes with 4401); an unpaired or revoked one is removed from the list instead',
-    status: 204,
     async handler({ principal, params, requestId }, ctx) {
       const before = await getRunner(ctx.db, params.runnerId);
       if (before.paired_at && !before.revoked_at) {
@@ -232,12 +217,8 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  route({
-    method: 'POST',
-    path: '/runners/pair',
+  route({ method: 'POST', path: '/runners/pair', tag: TAG, access: 'public',
     summary: 'Runner pairing: trade a one-time code for the runner id and token (spec: Runner pairing)',
-    tag: TAG,
-    access: 'public',
     responses: { 200: { description: "the runner's id and token", schema: pairAnswer } },
     body: pairRequest,
     bodyLimit: 16 * 1024,
@@ -259,12 +240,8 @@ export const routes: Route[] = [
       return json({ runnerId: paired.runnerId, token: paired.token }, { headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/runners/self',
+  route({ method: 'GET', path: '/runners/self', tag: TAG, access: 'public',
     summary: "A runner asks whether its token is still accepted (`svc-runner status`): 200, or 401 runner_revoked / invalid_token",
-    tag: TAG,
-    access: 'public',
     responses: { 200: { description: 'the token is accepted', schema: runnerSelf } },
     async handler({ request }, ctx) {
       const m = /^Bearer\s+(svc_rt_[A-Za-z0-9_-]{16,200})$/.exec(request.headers.get('authorization') ?? '');
@@ -274,13 +251,8 @@ export const routes: Route[] = [
       return json({ runnerId: runner.id, name: runner.name }, { headers: { 'cache-control': 'no-store' } });
     },
   }),
-  route({
-    method: 'POST',
-    path: '/api/runners/:runnerId/commands',
+  route({ method: 'POST', path: '/api/runners/:runnerId/commands', tag: TAG, access: 'user', params: one,
     summary: 'Send an allowlisted command to a runner and wait for its answer (504 after the command timeout)',
-    tag: TAG,
-    access: 'user',
-    params: one,
     responses: commandResponses,
     body: commandBody,
     bodyLimit: 256 * 1024,
@@ -289,11 +261,8 @@ export const routes: Route[] = [
       return runCommand(ctx, principal!, params.runnerId, body.name as CommandName, body.args);
     },
   }),
-  projectRoute('viewer', {
-    method: 'POST',
-    path: '/commands',
+  projectRoute('viewer', { method: 'POST', path: '/commands', tag: TAG,
     summary: "Send a project command to the project's runner (projectId is filled in)",
-    tag: TAG,
     responses: commandResponses,
     body: commandBody,
     bodyLimit: 256 * 1024,

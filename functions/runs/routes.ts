@@ -45,12 +45,8 @@ async function mayView(db: Queryable, principal: Principal, projectId: string | 
 }
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/failed-starts',
+  route({ method: 'GET', path: '/api/failed-starts', tag: 'runs', access: 'user',
     summary: 'Runs that did not start (trigger deliveries and scheduled runs) of the projects you can see, newest first, each with its reason in code and in words',
-    tag: 'runs',
-    access: 'user',
     query: failedQuery,
     responses: { 200: { description: 'runs that did not start, newest first', schema: failedStartList } },
     async handler({ principal, query }, ctx) {
@@ -59,9 +55,7 @@ export const routes: Route[] = [
       return json({ failedStarts: rows.map(toFailedStart), nextBefore });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/runs',
+  route({ method: 'GET', path: '/api/runs',
     summary: 'Skill runs of the projects you can see (viewer or more), newest first; filter by project, state, skill; page with before',
     query: listQuery,
     responses: { 200: { description: 'runs, newest first', schema: runList } },
@@ -73,13 +67,8 @@ export const routes: Route[] = [
       return json({ runs: rows.map(toSummary), nextBefore });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/runs/:runId',
+  route({ method: 'GET', path: '/api/runs/:runId', tag: 'runs', access: 'user', params: z.strictObject({ runId }),
     summary: 'One skill run: state, report, at most 128 KiB of its patch (patchTruncated says when cut), progress lines',
-    tag: 'runs',
-    access: 'user',
-    params: z.strictObject({ runId }),
     responses: { 200: { description: 'the run', schema: runDetail } },
     async handler({ principal, params }, ctx) {
       const r = await runRow(ctx.db, params.runId);

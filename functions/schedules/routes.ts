@@ -29,22 +29,16 @@ async function getRow(q: Queryable, p: Params, lock = false): Promise<ScheduleRo
 const pending = (ctx: AppContext, s: ScheduleSettings) => (s.enabled ? nextTime(s.cron, s.timezone, ctx.clock.now()) : null);
 
 export const routes: Route[] = [
-  projectRoute('viewer', {
-    method: 'GET',
-    path: '/schedules',
+  projectRoute('viewer', { method: 'GET', path: '/schedules', tag: TAG,
     summary: "The project's schedules with their next run and last result",
-    tag: TAG,
     responses: { 200: { description: 'the schedules', schema: scheduleList } },
     async handler({ params }, ctx) {
       const rows = await listSchedules(ctx.db, params.projectId);
       return json({ schedules: rows.map(toSchedule) });
     },
   }),
-  projectRoute('admin', {
-    method: 'POST',
-    path: '/schedules',
+  projectRoute('admin', { method: 'POST', path: '/schedules', tag: TAG,
     summary: 'Create a schedule: a skill run on a cron expression in an IANA time zone, on behalf of its creator',
-    tag: TAG,
     responses: { 201: { description: 'the new schedule', schema: scheduleAnswer } },
     status: 201,
     body: scheduleCreate,
@@ -62,20 +56,14 @@ export const routes: Route[] = [
       return json(toSchedule(row), { status: 201 });
     },
   }),
-  projectRoute('viewer', {
-    method: 'GET',
-    path: '/schedules/:scheduleId',
+  projectRoute('viewer', { method: 'GET', path: '/schedules/:scheduleId', tag: TAG,
     summary: 'One schedule with its next run and last result',
-    tag: TAG,
     responses: { 200: { description: 'the schedule', schema: scheduleAnswer } },
     params: one,
     handler: async ({ params }, ctx) => json(toSchedule(await getRow(ctx.db, params))),
   }),
-  projectRoute('admin', {
-    method: 'PATCH',
-    path: '/schedules/:scheduleId',
+  projectRoute('admin', { method: 'PATCH', path: '/schedules/:scheduleId', tag: TAG,
     summary: 'Edit a schedule (its project is fixed); enabled: true/false turns it on or off, and turning it on resets its failure count',
-    tag: TAG,
     responses: { 200: { description: 'the schedule as saved', schema: scheduleAnswer } },
     params: one,
     body: schedulePatch,
@@ -97,13 +85,8 @@ export const routes: Route[] = [
       return json(toSchedule(after));
     },
   }),
-  projectRoute('admin', {
-    method: 'DELETE',
-    path: '/schedules/:scheduleId',
+  projectRoute('admin', { method: 'DELETE', path: '/schedules/:scheduleId', tag: TAG, status: 204, params: one,
     summary: 'Delete a schedule; runs it started go on',
-    tag: TAG,
-    status: 204,
-    params: one,
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, (r: ScheduleRow) => ({ actor: principal!, action: 'schedule.delete', target: { type: 'schedule', id: params.scheduleId }, diff: { before: settingsOf(r) }, requestId }), async (tx) => {
         const before = await getRow(tx, params);
@@ -113,11 +96,8 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  projectRoute('admin', {
-    method: 'POST',
-    path: '/schedules/:scheduleId/run',
+  projectRoute('admin', { method: 'POST', path: '/schedules/:scheduleId/run', tag: TAG,
     summary: "Run a schedule now (also when disabled), on behalf of its creator; answers with the runner's answer: started with the run id, skipped or failed with the reason",
-    tag: TAG,
     responses: { 202: { description: "the runner's answer for this run", schema: scheduleRunAnswer } },
     status: 202,
     params: one,

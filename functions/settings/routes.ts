@@ -22,23 +22,15 @@ const secretName = z.strictObject({
 });
 
 export const routes: Route[] = [
-  route({
-    method: 'GET',
-    path: '/api/settings',
+  route({ method: 'GET', path: '/api/settings', tag: 'settings', access: 'instanceAdmin',
     summary: 'Instance settings',
-    tag: 'settings',
-    access: 'instanceAdmin',
     responses: { 200: { description: 'the settings', schema: settingsAnswer } },
     async handler(_input, ctx) {
       return json({ settings: await listSettings(ctx.db) });
     },
   }),
-  route({
-    method: 'PATCH',
-    path: '/api/settings',
+  route({ method: 'PATCH', path: '/api/settings', tag: 'settings', access: 'instanceAdmin',
     summary: 'Change instance settings',
-    tag: 'settings',
-    access: 'instanceAdmin',
     body: settingsPatch,
     responses: { 200: { description: 'the settings as saved', schema: settingsAnswer } },
     async handler({ principal, body, requestId }, ctx) {
@@ -49,36 +41,23 @@ export const routes: Route[] = [
       return json({ settings: await listSettings(ctx.db) });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/settings/encryption-key',
+  route({ method: 'GET', path: '/api/settings/encryption-key', tag: 'settings', access: 'instanceAdmin',
     summary: 'The encryption key of stored secrets: set or not, where it comes from (environment or generated file), its fingerprint — never the key',
-    tag: 'settings',
-    access: 'instanceAdmin',
     responses: { 200: { description: 'the key status', schema: encryptionKeyStatus } },
     handler: (_input, ctx) => {
       const { source, path, fingerprint } = ctx.keys.origin;
       return json({ set: ctx.keys.encryption !== null, source, path, fingerprint, backup: source === 'none' ? null : source === 'file' ? BACKUP_NOTE : 'keep a copy of APP_ENCRYPTION_KEY apart from the database backups' });
     },
   }),
-  route({
-    method: 'GET',
-    path: '/api/secrets',
+  route({ method: 'GET', path: '/api/secrets', tag: 'settings', access: 'instanceAdmin',
     summary: 'Instance secrets: configured or not, and whether they decrypt with the current APP_ENCRYPTION_KEY (never the value)',
-    tag: 'settings',
-    access: 'instanceAdmin',
     responses: { 200: { description: 'the instance secrets', schema: secretList } },
     async handler(_input, ctx) {
       return json({ encryptionKeySet: ctx.keys.encryption !== null, secrets: await secretStatuses(ctx.db, ctx.keys.encryption) });
     },
   }),
-  route({
-    method: 'PUT',
-    path: '/api/secrets/:name',
+  route({ method: 'PUT', path: '/api/secrets/:name', tag: 'settings', access: 'instanceAdmin', params: secretName,
     summary: 'Store an instance secret, encrypted; 409 encryption_key_missing without APP_ENCRYPTION_KEY',
-    tag: 'settings',
-    access: 'instanceAdmin',
-    params: secretName,
     body: z.strictObject({ value: z.string().min(1).max(16 * 1024) }),
     responses: { 200: { description: "the secret's status", schema: secretStatus } },
     async handler({ principal, params, body, requestId }, ctx) {

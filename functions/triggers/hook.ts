@@ -279,12 +279,8 @@ const REFUSALS = {
 };
 
 export const routes: Route[] = [
-  route({
-    method: 'POST',
-    path: '/hooks/:publicId',
+  route({ method: 'POST', path: '/hooks/:publicId', tag: 'triggers', access: 'public',
     summary: 'Inbound trigger (spec): signed JSON POST from another system; answers 202 once recorded, the run starts after the answer',
-    tag: 'triggers',
-    access: 'public',
     rawBody: true,
     // Never refused here: the raw (still percent-encoded) segment; a malformed one is a plain 404 below.
     params: z.strictObject({ publicId: z.string().describe('The trigger URL\'s 24 characters') }),

@@ -59,11 +59,8 @@ const view = (ctx: AppContext, request: Request) => (r: TriggerRow) => toTrigger
 
 /** Enable or disable by hand (an admin's choice clears a reason the trigger gave itself). */
 function toggle(enabled: boolean): Route {
-  return projectRoute('admin', {
-    method: 'POST',
-    path: `/triggers/:triggerId/${enabled ? 'enable' : 'disable'}`,
+  return projectRoute('admin', { method: 'POST', path: `/triggers/:triggerId/${enabled ? 'enable' : 'disable'}`, tag: TAG,
     summary: enabled ? 'Enable a trigger: its URL answers again' : 'Disable a trigger: its URL answers 404 like an unknown one',
-    tag: TAG,
     responses: { 200: { description: 'the trigger as saved', schema: triggerAnswer } },
     params: one,
     async handler({ principal, params, requestId, request }, ctx) {
@@ -89,11 +86,8 @@ function decryptOrNull(read: () => string): string | null {
 }
 
 export const routes: Route[] = [
-  projectRoute('admin', {
-    method: 'GET',
-    path: '/triggers',
+  projectRoute('admin', { method: 'GET', path: '/triggers', tag: TAG,
     summary: "The project's inbound triggers (never their secrets), each with its last delivery",
-    tag: TAG,
     responses: { 200: { description: 'the triggers', schema: triggerList } },
     async handler({ params, request }, ctx) {
       const rows = await listTriggers(ctx.db, params.projectId);
@@ -102,11 +96,8 @@ export const routes: Route[] = [
       return json({ triggers: rows.map((r) => ({ ...view(ctx, request)(r), lastDelivery: lastOf.get(r.id) ?? null })) });
     },
   }),
-  projectRoute('admin', {
-    method: 'POST',
-    path: '/triggers',
+  projectRoute('admin', { method: 'POST', path: '/triggers', tag: TAG,
     summary: 'Create an inbound trigger; its secret is in this answer only',
-    tag: TAG,
     responses: { 201: { description: 'the new trigger and its secret', schema: triggerWithSecret } },
     status: 201,
     body: triggerCreate,
@@ -137,20 +128,14 @@ export const routes: Route[] = [
       return json({ trigger: view(ctx, request)(row), secret }, { status: 201, headers: { 'cache-control': 'no-store' } });
     },
   }),
-  projectRoute('admin', {
-    method: 'GET',
-    path: '/triggers/:triggerId',
+  projectRoute('admin', { method: 'GET', path: '/triggers/:triggerId', tag: TAG,
     summary: 'One trigger with its URL (never its secret)',
-    tag: TAG,
     responses: { 200: { description: 'the trigger', schema: triggerAnswer } },
     params: one,
     handler: async ({ params, request }, ctx) => json(view(ctx, request)(await getRow(ctx.db, params))),
   }),
-  projectRoute('admin', {
-    method: 'PATCH',
-    path: '/triggers/:triggerId',
+  projectRoute('admin', { method: 'PATCH', path: '/triggers/:triggerId', tag: TAG,
     summary: 'Edit a trigger (its project is fixed): name, action, skill, args, profile, model, output, allowed paths, value pattern, enabled',
-    tag: TAG,
     responses: { 200: { description: 'the trigger as saved', schema: triggerAnswer } },
     params: one,
     body: triggerPatch,
@@ -168,13 +153,8 @@ export const routes: Route[] = [
       return json(view(ctx, request)(after));
     },
   }),
-  projectRoute('admin', {
-    method: 'DELETE',
-    path: '/triggers/:triggerId',
+  projectRoute('admin', { method: 'DELETE', path: '/triggers/:triggerId', tag: TAG, status: 204, params: one,
     summary: 'Delete a trigger and its delivery log; its URL answers 404 from now on',
-    tag: TAG,
-    status: 204,
-    params: one,
     async handler({ principal, params, requestId }, ctx) {
       await changing(ctx, params.triggerId, audited(ctx.db, (r: TriggerRow) => ({ actor: principal!, action: 'trigger.delete', target: { type: 'trigger', id: params.triggerId }, diff: { before: auditDiff(settingsOf(r)) }, requestId }), async (tx) => {
         const before = await getRow(tx, params);
@@ -186,11 +166,8 @@ export const routes: Route[] = [
   }),
   toggle(true),
   toggle(false),
-  projectRoute('admin', {
-    method: 'POST',
-    path: '/triggers/:triggerId/rotate',
+  projectRoute('admin', { method: 'POST', path: '/triggers/:triggerId/rotate', tag: TAG,
     summary: 'Rotate the secret: the new one is in this answer only; the previous one verifies for 24 hours more, then never',
-    tag: TAG,
     responses: { 200: { description: 'the trigger and its new secret', schema: triggerWithSecret } },
     params: one,
     async handler({ principal, params, requestId, request }, ctx) {
@@ -212,9 +189,7 @@ export const routes: Route[] = [
       return json({ trigger: view(ctx, request)(row), secret }, { headers: { 'cache-control': 'no-store' } });
     },
   }),
-  projectRoute('admin', {
-    method: 'POST',
-    path: '/triggers/:triggerId/dry-run',
+  projectRoute('admin', { method: 'POST', path: '/triggers/:triggerId/dry-run',
     summary:
       'Dry run: the verdict a delivery of this sample payload would get — 200 with the rendered args and `would_fire`, or `would_fail` ' +
       'with a reason (no_profile, runner_offline, budget_exceeded, …) when the run could not start now; 422 invalid_payload with every reason. Fires and records nothing',
@@ -234,11 +209,8 @@ export const routes: Route[] = [
       return json({ ...verdict, action: r.action, skill: r.skill, args: r.action === 'skill' ? rendered.args : [] });
     },
   }),
-  projectRoute('admin', {
-    method: 'GET',
-    path: '/triggers/:triggerId/deliveries',
+  projectRoute('admin', { method: 'GET', path: '/triggers/:triggerId/deliveries', tag: TAG,
     summary: 'Delivery log of a trigger (30 days), newest first: delivery id, status with its reason(s), the run it started; page with before',
-    tag: TAG,
     responses: { 200: { description: 'deliveries, newest first', schema: deliveryList } },
     params: one,
     query: deliveryQuery,

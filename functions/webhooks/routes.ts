@@ -147,9 +147,7 @@ const allowlistView = async (ctx: AppContext) => {
 };
 
 const deliveryRoutes: Route[] = [
-  adminRoute({
-    method: 'GET',
-    path: '/api/webhooks/:webhookId/deliveries',
+  adminRoute({ method: 'GET', path: '/api/webhooks/:webhookId/deliveries',
     summary: 'Delivery log of a webhook, newest first (kept 30 days): event, status, attempts, next attempt, response code and body',
     responses: { 200: { description: 'deliveries, newest first', schema: deliveryList } },
     params: webhookParams,
@@ -160,9 +158,7 @@ const deliveryRoutes: Route[] = [
       return json({ deliveries: rows.map(toDelivery) });
     },
   }),
-  adminRoute({
-    method: 'GET',
-    path: '/api/webhooks/:webhookId/deliveries/:deliveryId',
+  adminRoute({ method: 'GET', path: '/api/webhooks/:webhookId/deliveries/:deliveryId',
     summary: 'One delivery with the envelope sent and every attempt',
     responses: { 200: { description: 'the delivery', schema: deliveryDetail } },
     params: deliveryParams,
@@ -173,9 +169,7 @@ const deliveryRoutes: Route[] = [
       return json({ ...toDelivery(row), envelope: row.body ? JSON.parse(row.body) : null, attemptLog: attempts.map(toAttempt) });
     },
   }),
-  adminRoute({
-    method: 'POST',
-    path: '/api/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
+  adminRoute({ method: 'POST', path: '/api/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
     summary: 'Redeliver a failed delivery: it is pending again with one more attempt',
     responses: { 202: { description: 'the delivery, pending again', schema: deliveryAnswer } },
     status: 202,
@@ -197,16 +191,12 @@ const deliveryRoutes: Route[] = [
 ];
 
 const allowlistRoutes: Route[] = [
-  adminRoute({
-    method: 'GET',
-    path: '/api/webhooks/allowlist',
+  adminRoute({ method: 'GET', path: '/api/webhooks/allowlist',
     summary: 'Hosts and CIDRs the outbound address guard allows (one per line)',
     responses: { 200: { description: 'the allowlist', schema: allowlistAnswer } },
     handler: async (_input, ctx) => json(await allowlistView(ctx)),
   }),
-  adminRoute({
-    method: 'PUT',
-    path: '/api/webhooks/allowlist',
+  adminRoute({ method: 'PUT', path: '/api/webhooks/allowlist',
     summary: 'Replace the address allowlist: host names, CIDRs or IP addresses, one per line',
     responses: { 200: { description: 'the allowlist as saved', schema: allowlistAnswer } },
     body: z.strictObject({ allowlist: z.string().max(64 * 1024) }),
@@ -224,9 +214,7 @@ const allowlistRoutes: Route[] = [
 ];
 
 export const routes: Route[] = [
-  adminRoute({
-    method: 'GET',
-    path: '/api/webhooks/catalogue',
+  adminRoute({ method: 'GET', path: '/api/webhooks/catalogue',
     summary: 'The closed event catalogue: every event type a webhook can receive, with its data keys',
     responses: { 200: { description: 'the catalogue', schema: catalogueAnswer } },
     handler: () =>
@@ -235,9 +223,7 @@ export const routes: Route[] = [
       }),
   }),
   ...allowlistRoutes,
-  adminRoute({
-    method: 'GET',
-    path: '/api/webhooks',
+  adminRoute({ method: 'GET', path: '/api/webhooks',
     summary: 'Outbound webhooks with their circuit state (never their secrets)',
     responses: { 200: { description: 'the webhooks', schema: webhookList } },
     async handler(_input, ctx) {
@@ -245,9 +231,7 @@ export const routes: Route[] = [
       return json({ webhooks: rows.map((r) => toWebhook(r, ctx.keys.encryption)) });
     },
   }),
-  adminRoute({
-    method: 'POST',
-    path: '/api/webhooks',
+  adminRoute({ method: 'POST', path: '/api/webhooks',
     summary: 'Create a webhook; its signing secret is in this answer only',
     responses: { 201: { description: 'the new webhook and its signing secret', schema: webhookWithSecret } },
     status: 201,
@@ -268,17 +252,13 @@ export const routes: Route[] = [
       return json({ ...toWebhook(row, key), secret }, { status: 201 });
     },
   }),
-  adminRoute({
-    method: 'GET',
-    path: '/api/webhooks/:webhookId',
+  adminRoute({ method: 'GET', path: '/api/webhooks/:webhookId',
     summary: 'One webhook with its circuit state',
     responses: { 200: { description: 'the webhook', schema: webhookAnswer } },
     params: webhookParams,
     handler: async ({ params }, ctx) => json(toWebhook(await getWebhookRow(ctx.db, params.webhookId), ctx.keys.encryption)),
   }),
-  adminRoute({
-    method: 'PATCH',
-    path: '/api/webhooks/:webhookId',
+  adminRoute({ method: 'PATCH', path: '/api/webhooks/:webhookId',
     summary: 'Change the URL, events or projects of a webhook',
     responses: { 200: { description: 'the webhook as saved', schema: webhookAnswer } },
     params: webhookParams,
@@ -299,12 +279,8 @@ export const routes: Route[] = [
       return json(toWebhook(after, ctx.keys.encryption));
     },
   }),
-  adminRoute({
-    method: 'DELETE',
-    path: '/api/webhooks/:webhookId',
+  adminRoute({ method: 'DELETE', path: '/api/webhooks/:webhookId', status: 204, params: webhookParams,
     summary: 'Delete a webhook and its delivery log',
-    status: 204,
-    params: webhookParams,
     async handler({ principal, params, requestId }, ctx) {
       await audited(ctx.db, { actor: principal!, action: 'webhook.delete', target: { type: 'webhook', id: params.webhookId }, requestId }, async (tx) => {
         if (!(await deleteWebhook(tx, params.webhookId))) throw notFound('no such webhook');
@@ -312,9 +288,7 @@ export const routes: Route[] = [
       return empty(204);
     },
   }),
-  adminRoute({
-    method: 'POST',
-    path: '/api/webhooks/:webhookId/rotate',
+  adminRoute({ method: 'POST', path: '/api/webhooks/:webhookId/rotate',
     summary: 'Rotate the signing secret: the next attempt is signed with the new one (shown in this answer only)',
     responses: { 200: { description: 'the webhook and its new signing secret', schema: webhookWithSecret } },
     params: webhookParams,
@@ -327,9 +301,7 @@ export const routes: Route[] = [
       return json({ ...toWebhook(row, key), secret });
     },
   }),
-  adminRoute({
-    method: 'POST',
-    path: '/api/webhooks/:webhookId/test',
+  adminRoute({ method: 'POST', path: '/api/webhooks/:webhookId/test',
     summary: "Send test: one webhook.test delivery (envelope id test_<delivery id>, project null); 409 secret_unavailable when the stored secret does not decrypt with the current key (rotate first)",
     responses: { 202: { description: 'the test delivery queued', schema: testDelivery } },
     status: 202,
@@ -347,9 +319,7 @@ export const routes: Route[] = [
       return json(made, { status: 202 });
     },
   }),
-  adminRoute({
-    method: 'POST',
-    path: '/api/webhooks/:webhookId/resume',
+  adminRoute({ method: 'POST', path: '/api/webhooks/:webhookId/resume',
     summary: 'Resume deliveries: close the circuit by hand',
     responses: { 200: { description: 'the webhook, its circuit closed', schema: webhookAnswer } },
     params: webhookParams,

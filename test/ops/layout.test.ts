@@ -52,4 +52,14 @@ test('no hand-written file over 400 lines but the named ones', () => {
   assert.equal(long, []);
 });
 
+/** A route reads validate → call → present: its statements live in the area's queries module (issue #35 step 4). */
+const MAX_ROUTE_STATEMENTS = 5;
+test(`no routes.ts holds more than ${MAX_ROUTE_STATEMENTS} SQL statements (sql\`…\` templates, fragments included)`, () => {
+  const heavy = files
+    .filter((f) => f.endsWith('/routes.ts'))
+    .map((f) => [relative(ROOT, f), (readFileSync(f, 'utf8').match(/\bsql`/g) ?? []).length] as const)
+    .filter(([, n]) => n > MAX_ROUTE_STATEMENTS);
+  assert.equal(heavy, []);
+});
+
 test.run();
