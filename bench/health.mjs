@@ -7,7 +7,9 @@
 //
 // Targets, each in its own child process on 127.0.0.1:
 //   svc   node dist/server.mjs, PORT=0 HOST=127.0.0.1, a fresh PGlite data dir in a temp directory
-//   bare  node:http answering the same JSON ({"status":"ok","timestamp":"<iso>"}, application/json)
+//   bare  node:http answering the same JSON ({"status":"ok","timestamp":"<iso>","version":…,"build":…},
+//         application/json): svc is started first and its own version and build are passed on, so the
+//         bodies have the same keys and length (checked before the load starts)
 //   minimal  the design card's HTTP stack and nothing else (bench/lib.mjs minimalStackServer), one
 //         route answering the same JSON: the ceiling those dependencies put on any app built on them
 // Load: wrk -t1 -cN -dSs --latency when wrk is on PATH, else a Node load generator in a child process
@@ -55,6 +57,8 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '50' },
     generator: { type: 'string', default: 'auto' },
     url: { type: 'string' },
+    version: { type: 'string', default: '0.0.0' },
+    build: { type: 'string', default: 'unknown' },
   },
   strict: true,
 });
@@ -69,12 +73,16 @@ function positive(name) {
   return wholeOption(name, opts[name]);
 }
 
+// The body svc's GET /health answers (functions/health/routes.ts), with svc's version and build (given
+// to the child roles as --version/--build): the baselines serialize as much as svc does.
+const healthBody = () => JSON.stringify({ status: 'ok', timestamp: new Date().toISOString(), version: opts.version, build: opts.build });
+
 // ---- child role: the baseline server ----------------------------------------------------------------
 
 function bareServer() {
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/health') {
-      const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() });
+      const body = healthBody();
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
     } else {
@@ -91,7 +99,7 @@ function bareServer() {
 const minimalServer = () =>
   minimalStackServer((router, Response) =>
     router.get('/health', () => {
-      const body = JSON.stringify({ status: 'ok', timestamp: new Date().toISOString() });
+      const body = healthBody();
       return new Response(body, { status: 200, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } });
     }),
   );
@@ -209,6 +217,7 @@ async function load(generator, url, seconds) {
   return JSON.parse(out.trim().split('\n').pop());
 }
 
+/** The parsed /health body of a target, after checking it is a 200 JSON `ok`. */
 async function checkHealth(name, url) {
   const res = await get(url);
   let body;
@@ -217,6 +226,15 @@ async function checkHealth(name, url) {
   } catch {}
   if (res.status !== 200 || body?.status !== 'ok' || !String(res.headers['content-type']).startsWith('application/json')) {
     throw new Error(`${name} ${url} answered ${res.status} ${res.headers['content-type']} ${res.body}`);
+  }
+  return { body, bytes: Buffer.byteLength(res.body) };
+}
+
+/** A baseline whose body differs from svc's in keys or length would not be the same work: refuse. */
+function sameShape(name, got, svc) {
+  const keys = (x) => Object.keys(x.body).join(',');
+  if (keys(got) !== keys(svc) || got.bytes !== svc.bytes) {
+    throw new Error(`${name} answers /health with {${keys(got)}} in ${got.bytes} B, svc with {${keys(svc)}} in ${svc.bytes} B: the baseline must answer the same shape`);
   }
 }
 
@@ -240,26 +258,29 @@ async function main() {
   let svcExit;
   const runs = { bare: [], minimal: [], svc: [] };
   try {
-    bare = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'bare']));
-    const barePort = await waitForPort(bare, 10_000, /listening port=(\d+)/);
-    log(`bare node:http on 127.0.0.1:${barePort}`);
-    minimal = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'minimal']));
-    const minimalPort = await waitForPort(minimal, 10_000, /listening port=(\d+)/);
-    log(`minimal itty-router + @whatwg-node/server app on 127.0.0.1:${minimalPort}`);
-
+    // svc first: the baselines answer with its version and build (the same body length).
     const t0 = performance.now();
     svc = captureOutput(spawnTracked(process.execPath, [SERVER], { env: serverEnv({ PGLITE_DATA_DIR: join(dataDir, 'pglite') }) }));
     const svcPort = await waitForPort(svc, startupSeconds * 1000);
     log(`svc on 127.0.0.1:${svcPort} (listening after ${Math.round(performance.now() - t0)} ms, fresh PGlite)`);
+    const svcHealth = await checkHealth('svc', `http://127.0.0.1:${svcPort}/health`);
+    const stamp = ['--version', String(svcHealth.body.version), '--build', String(svcHealth.body.build)];
+
+    bare = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'bare', ...stamp]));
+    const barePort = await waitForPort(bare, 10_000, /listening port=(\d+)/);
+    log(`bare node:http on 127.0.0.1:${barePort}`);
+    minimal = captureOutput(spawnTracked(process.execPath, [import.meta.filename, '--role', 'minimal', ...stamp]));
+    const minimalPort = await waitForPort(minimal, 10_000, /listening port=(\d+)/);
+    log(`minimal itty-router + @whatwg-node/server app on 127.0.0.1:${minimalPort}`);
 
     const urls = {
       bare: `http://127.0.0.1:${barePort}/health`,
       minimal: `http://127.0.0.1:${minimalPort}/health`,
       svc: `http://127.0.0.1:${svcPort}/health`,
     };
-    await checkHealth('bare', urls.bare);
-    await checkHealth('minimal', urls.minimal);
-    await checkHealth('svc', urls.svc);
+    sameShape('bare', await checkHealth('bare', urls.bare), svcHealth);
+    sameShape('minimal', await checkHealth('minimal', urls.minimal), svcHealth);
+    log(`/health bodies: ${svcHealth.bytes} B each (${Object.keys(svcHealth.body).join(', ')})`);
 
     for (let round = 1; round <= ROUNDS; round++) {
       for (const name of TARGETS) {

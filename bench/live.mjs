@@ -27,6 +27,10 @@ const { values: opt } = parseArgs({ options: { sockets: { type: 'string', defaul
 const N = { sockets: Number(opt.sockets), notices: Number(opt.notices), batch: Number(opt.batch) };
 const log = (m) => process.stderr.write(m + '\n');
 const r0 = (x) => Math.round(x);
+// Every socket here is the admin's: one user. The server holds at most LIVE_MAX_SOCKETS_PER_USER (20 by
+// default, since 5775544) live sockets per user per process and refuses one more with too_many_sockets, so
+// the servers of this bench allow as many as it opens (the cap is a guard against one user, not a cost).
+const env = { LIVE_MAX_SOCKETS_PER_USER: String(Math.max(20, N.sockets)) };
 
 /** Open `count` live sockets spread over `servers` (round robin) as the admin; resolves once all are ready. */
 async function sockets(servers, token, count) {
@@ -55,7 +59,7 @@ async function allReceived(all, marker, want, t0, timeoutMs = 600_000) {
 
 /** Scenario 1: runner events → stored → notices → every socket. */
 async function endToEnd(label, dbEnv) {
-  const server = await startServer({ admin: true, dbEnv });
+  const server = await startServer({ admin: true, dbEnv, env });
   try {
     const runner = await pairRunner(server.api, server.url, 'bench');
     const p = await callAs(server, '/api/projects', { method: 'POST', json: { name: 'Bench', repo: 'acme/bench', runnerId: runner.runnerId, rootPath: '/srv/bench' } });
@@ -94,8 +98,8 @@ async function fanOut(processes) {
   const servers = [];
   const client = postgres(pg.url, { max: 1, onnotice: () => {} });
   try {
-    servers.push(await startServer({ admin: true, dbEnv: { DATABASE_URL: pg.url } }));
-    for (let i = 1; i < processes; i++) servers.push(await startServer({ dbEnv: { DATABASE_URL: pg.url } }));
+    servers.push(await startServer({ admin: true, dbEnv: { DATABASE_URL: pg.url }, env }));
+    for (let i = 1; i < processes; i++) servers.push(await startServer({ dbEnv: { DATABASE_URL: pg.url }, env }));
     const all = await sockets(servers, servers[0].admin.token, N.sockets);
     const t0 = performance.now();
     const done = allReceived(all, '"bench.', N.notices, t0);

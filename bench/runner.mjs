@@ -151,6 +151,9 @@ function runBundle(bundle, sb, args, timeoutMs = 120_000) {
 async function measureLatency({ server, sql, sb, runnerId, daemon }) {
   const root = join(sb.dir, 'latency-project');
   mkdirSync(join(root, '.svc'), { recursive: true }); // .svc/ exists, so the daemon watches it from the start
+  // A project's root must be the top of a git work tree on its runner (checked with project.inspect on
+  // create since fcbfee1: 422 root_not_a_repository otherwise), so the root is an empty repository.
+  execFileSync('git', ['init', '-q', root], { env: sb.env, stdio: 'ignore' });
   const file = join(root, '.svc', 'events.jsonl');
   const watchLines = () => (daemon.log.match(/project watch list updated/g) ?? []).length;
   const before = watchLines();
