@@ -16,6 +16,7 @@ import { HowSessionsArrive, TZ, costText } from './sessions.ts';
 import type { Project } from './sessions.ts';
 import type { CostAnswer, CostGroup as Group, Totals } from '../../protocol/api/cost.ts';
 import type { ProjectList } from '../../protocol/api/projects.ts';
+import type { MeAnswer } from '../../protocol/api/auth.ts';
 
 interface Range {
   from: string;
@@ -208,7 +209,7 @@ export function Cost() {
   const [error, setError] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
   useEffect(() => {
-    Promise.all([api<{ user: { instanceAdmin: boolean } }>('/api/me'), api<ProjectList>('/api/projects')])
+    Promise.all([api<MeAnswer>('/api/me'), api<ProjectList>('/api/projects')])
       .then(([me, p]) => setCtx({ admin: me.user.instanceAdmin, projects: p.projects }))
       .catch((e) => setError(errorText(e)));
   }, []);

@@ -13,6 +13,7 @@ import { ApiError, api, when } from '../api.ts';
 import { Alert, Badge, Dialog, FieldError, hashOf, hashQuery, usd, useAction } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
+import type { UserList } from '../../protocol/api/auth.ts';
 import type { Me, Role } from '../session.ts';
 import type { ListedProject, MemberAnswer, MemberList, ProjectAnswer, ProjectList } from '../../protocol/api/projects.ts';
 import type { CommandAnswer, CommandDone, RunnerList, RunnerView } from '../../protocol/api/runners.ts';
@@ -158,7 +159,7 @@ function Members({ me, project }: { me: Me; project: Project }) {
   const load = () => api<MemberList>(`/api/projects/${project.id}/members`).then((m) => setMembers(m.members));
   useEffect(() => {
     void load().catch(() => setMembers([]));
-    if (me.user.instanceAdmin) void api<{ users: { email: string }[] }>('/api/users').then((u) => setUsers(u.users), () => {});
+    if (me.user.instanceAdmin) void api<UserList>('/api/users').then((u) => setUsers(u.users), () => {});
   }, [project.id]);
   useLiveRefetch((n) => n.type === 'project' && n.projectId === project.id && n.change === 'members', () => load().catch(() => {}), [project.id]);
   const add = (e: Event) => {

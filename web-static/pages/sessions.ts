@@ -13,16 +13,9 @@ import { api, errorText, when } from '../api.ts';
 import { count, hashOf, hashQuery, usd } from '../components.ts';
 import type { Totals } from '../../protocol/api/cost.ts';
 import type { SessionAnswer, SessionDetail, SessionList } from '../../protocol/api/sessions.ts';
-import type { ProjectList } from '../../protocol/api/projects.ts';
+import type { ListedProject, ProjectList } from '../../protocol/api/projects.ts';
 
-export interface Project {
-  id: string;
-  name: string;
-  runnerId: string | null;
-  role: 'viewer' | 'operator' | 'admin';
-  budgetUsd: number | null;
-  budgetAction: 'warn' | 'stop';
-}
+export type Project = ListedProject;
 /** Sessions per page. */
 const PAGE = 25;
 const FILTERS = ['projectId', 'runtime', 'model', 'from', 'to'] as const;

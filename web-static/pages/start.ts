@@ -12,6 +12,7 @@ import { NO_RUNTIME_REMEDY } from '../../protocol/start-reasons.ts';
 import { Alert, Badge, CopyBlock, PairingCommands, RichText, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
 import type { WebhookList } from '../../protocol/api/webhooks.ts';
+import type { TriggerList } from '../../protocol/api/triggers.ts';
 import { ProjectForm } from './projects.ts';
 import type { Project } from './projects.ts';
 import type { MemberList, ProjectList } from '../../protocol/api/projects.ts';
@@ -40,7 +41,7 @@ async function readState(): Promise<State> {
     p.projects.map((x) =>
       Promise.all([
         api<MemberList>(`/api/projects/${x.id}/members`).then((m) => m.members.length),
-        api<{ triggers: unknown[] }>(`/api/projects/${x.id}/triggers`).then((t) => t.triggers.length),
+        api<TriggerList>(`/api/projects/${x.id}/triggers`).then((t) => t.triggers.length),
       ]),
     ),
   );

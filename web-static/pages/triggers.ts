@@ -12,13 +12,9 @@ import { DryRun, TriggerForm, TriggerLog, outcomeWords, statusClass } from './tr
 import type { Trigger } from './trigger-panels.ts';
 import type { Me } from '../session.ts';
 import type { TriggerList, TriggerWithSecret } from '../../protocol/api/triggers.ts';
-import type { ProjectList } from '../../protocol/api/projects.ts';
+import type { ListedProject, ProjectList } from '../../protocol/api/projects.ts';
 
-interface Project {
-  id: string;
-  name: string;
-  role: string;
-}
+type Project = ListedProject;
 interface Shown {
   trigger: Trigger;
   secret: string;
