@@ -249,6 +249,7 @@ function probes(): Record<string, Probe> {
     'DELETE /api/github-apps/{appId}': { path: `/api/github-apps/${githubApp}`, method: 'DELETE', expect: 403 },
     'POST /api/github-apps/{appId}/rotate': { path: `/api/github-apps/${githubApp}/rotate`, expect: 403 },
     'GET /api/github-apps/{appId}/deliveries': { path: `/api/github-apps/${githubApp}/deliveries`, expect: 403 },
+    'GET /api/github-apps/{appId}/check': { path: `/api/github-apps/${githubApp}/check`, expect: 403 },
     'POST /hooks/github/{appPublicId}': { as: 'anonymous', path: `/hooks/github/${githubAppPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
     'POST /hooks/{publicId}': { as: 'anonymous', path: `/hooks/${triggerBPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
   };
