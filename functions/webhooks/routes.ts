@@ -22,6 +22,7 @@ import type { AppContext, Route, RouteDef } from '../lib/context.ts';
 import { publish } from '../live/publish.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, json, notFound } from '../lib/errors.ts';
+import { httpUrl } from '../lib/http-url.ts';
 import { idParam } from '../lib/project-routes.ts';
 import { empty } from '../lib/respond.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
@@ -67,20 +68,7 @@ function adminRoute<P extends z.ZodType | undefined = undefined, Q extends z.Zod
   return route({ ...def, tag: 'webhooks', access: 'instanceAdmin' } as RouteDef<P, Q, B>);
 }
 
-export const webhookUrl = z
-  .string()
-  .max(2048)
-  .refine(
-    (s) => {
-      try {
-        const u = new URL(s);
-        return (u.protocol === 'https:' || u.protocol === 'http:') && !u.username && !u.password && !u.hash && !s.includes('#');
-      } catch {
-        return false;
-      }
-    },
-    { message: 'must be an https:// URL (http:// only for allowlisted hosts) without credentials or fragment' },
-  )
+export const webhookUrl = httpUrl(z.string().max(2048), { query: true }, 'must be an https:// URL (http:// only for allowlisted hosts) without credentials or fragment')
   .transform((s) => new URL(s).toString());
 const events = z
   .array(z.enum(SUBSCRIBABLE_TYPES, { message: 'must be an event of the catalogue (webhook.test is sent only by Send test)' }))
