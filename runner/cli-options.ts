@@ -1,10 +1,25 @@
-// What the command line needs before it loads a command: each command's flags and the two errors it turns
+// What the command line needs before it loads a command: each command's flags, the check of a JSON-object
+// flag (emit --data, spool-append --payload) and the two errors it turns
 // into exit codes. cli.ts imports a command's module only when it runs that command, so that `emit`,
 // `usage` or `status` do not load and evaluate the daemon's code (the WebSocket client, the OTLP
 // receiver's protobuf descriptors); this module imports nothing.
 
 /** Wrong arguments: exit 2 with the usage text. */
 export class UsageError extends Error {}
+
+/** A flag's value that must be a JSON object (`--data`, `--payload`); `{}` when the flag is absent.
+ *  `UsageError(message)` when it is not valid JSON or not an object. */
+export function jsonObjectFlag(text: string | undefined, message: string): Record<string, unknown> {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new UsageError(message);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError(message);
+  return value as Record<string, unknown>;
+}
 
 /** runner.json exists and is invalid: exit 1 with one line per bad field. */
 export class ConfigError extends Error {

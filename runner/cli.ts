@@ -5,7 +5,7 @@
 import { resolve as resolvePath } from 'node:path';
 import mri from 'mri';
 import { VERSION } from '../protocol/version.ts';
-import { ConfigError, EMIT_FLAGS, SLOT_START_FLAGS, USAGE_FLAGS, UsageError } from './cli-options.ts';
+import { ConfigError, EMIT_FLAGS, jsonObjectFlag, SLOT_START_FLAGS, USAGE_FLAGS, UsageError } from './cli-options.ts';
 import { target } from './host.ts';
 import { applyLegacyEnv } from './legacy-env.ts';
 import { errorText, log } from './log.ts';
@@ -140,16 +140,7 @@ async function spoolAppendCommand(args: mri.Argv, env: Env, out: Out): Promise<n
   const source = stringFlag(args, 'source', false) ?? 'cli';
   const count = args.count === undefined ? 1 : Number(args.count);
   if (!Number.isInteger(count) || count < 1 || count > 100_000) throw new UsageError('spool-append: --count must be 1 to 100000');
-  let payload: Record<string, unknown> = {};
-  const text = stringFlag(args, 'payload', false);
-  if (text !== undefined) {
-    try {
-      payload = JSON.parse(text);
-    } catch {
-      throw new UsageError('spool-append: --payload must be a JSON object');
-    }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new UsageError('spool-append: --payload must be a JSON object');
-  }
+  const payload = jsonObjectFlag(stringFlag(args, 'payload', false), 'spool-append: --payload must be a JSON object');
   const [{ loadConfig }, { Spool }] = await Promise.all([import('./config.ts'), import('./spool.ts')]);
   const spool = new Spool(spoolDir(env), loadConfig(configPath(env)).config.runnerId);
   const events = Array.from({ length: count }, (_, i) => ({ source, kind, payload: count > 1 ? { ...payload, seq: i } : payload }));

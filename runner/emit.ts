@@ -8,7 +8,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfig } from './config.ts';
 import { appendEventLine, eventLine, MAX_LINE_BYTES, SLOT, typeProblems } from './events-file.ts';
 import type { EventLine } from './events-file.ts';
-import { EMIT_TEXT_FLAGS, UsageError } from './cli-options.ts';
+import { EMIT_TEXT_FLAGS, jsonObjectFlag, UsageError } from './cli-options.ts';
 import { configPath } from './paths.ts';
 import type { Env } from './paths.ts';
 
@@ -74,16 +74,7 @@ export function buildLine(type: string, args: Record<string, unknown>, env: Env,
   const where = text(args, 'project-root') ?? env.SVC_PROJECT_ROOT ?? cwd;
   const located = locateProject(resolve(cwd, where));
   if (!located) throw new UsageError(`emit: ${where} is not inside a git project or a .wt-<repo>-<slot> worktree; pass --project-root`);
-  let data: Record<string, unknown> = {};
-  const json = text(args, 'data');
-  if (json !== undefined) {
-    try {
-      data = JSON.parse(json);
-    } catch {
-      throw new UsageError('emit: --data must be a JSON object');
-    }
-    if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new UsageError('emit: --data must be a JSON object');
-  }
+  const data = jsonObjectFlag(text(args, 'data'), 'emit: --data must be a JSON object');
   for (const k of EMIT_TEXT_FLAGS) {
     const v = text(args, k);
     if (v !== undefined) data[k] = v;

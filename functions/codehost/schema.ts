@@ -2,6 +2,7 @@
 // is a 400 naming its field.
 import { createPrivateKey } from 'node:crypto';
 import * as z from 'zod';
+import { httpUrl } from '../lib/http-url.ts';
 
 /** The hook's path: never refused here (a malformed id is hashed and looked up like any other, and answers 404). */
 export const hookParams = z.strictObject({ appPublicId: z.string().describe("The app's 24-character public id (appPublicId)") });
@@ -27,21 +28,7 @@ const privateKey = z
  * http:// and private addresses are reached only when the webhooks' address allowlist allows them (the
  * outbound address guard runs before every call); kept without a trailing slash.
  */
-const apiUrl = z
-  .string()
-  .trim()
-  .max(2048)
-  .refine(
-    (text) => {
-      try {
-        const u = new URL(text);
-        return (u.protocol === 'https:' || u.protocol === 'http:') && !u.username && !u.password && !u.search && !u.hash;
-      } catch {
-        return false;
-      }
-    },
-    { message: 'must be an https:// URL without credentials, query or fragment (e.g. https://github.example.com/api/v3)' },
-  )
+const apiUrl = httpUrl(z.string().trim().max(2048), { query: false }, 'must be an https:// URL without credentials, query or fragment (e.g. https://github.example.com/api/v3)')
   .transform((text) => text.replace(/\/+$/, ''))
   .describe("The App's REST API: https://api.github.com (the default) or https://<host>/api/v3 for GitHub Enterprise Server");
 

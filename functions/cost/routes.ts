@@ -19,8 +19,6 @@ import { current, insertPrice, priceRows, priceUnpriced, toPrice, versionsOf } f
 import type { PriceRow } from './prices.ts';
 import { budgetBody, costQuery, modelParams, priceBody } from './schema.ts';
 
-export { visibleProjects } from './queries.ts';
-
 const TAG = 'cost';
 const iso = (d: Date) => new Date(d).toISOString();
 

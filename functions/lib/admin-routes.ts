@@ -1,5 +1,5 @@
 // Routes instance admins call that share one form: DELETE of a thing an admin configured (a chat channel,
-// an instance secret, and as written the same way a webhook), audited with the thing as its target and
+// an instance secret, a webhook), audited with the thing as its target and
 // answering 204, or 404 when there is none. One helper writes that form, so a route names only its path,
 // its parameter, its audit action and how the thing is removed.
 import type * as z from 'zod';

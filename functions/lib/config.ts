@@ -3,6 +3,7 @@
 import { isIP } from 'node:net';
 import { Cron } from 'croner';
 import * as z from 'zod';
+import { httpUrl } from './http-url.ts';
 import { humanIssue } from './issues.ts';
 
 const bool = (fallback: boolean) =>
@@ -69,19 +70,7 @@ export const isHostOrIp = (v: string): boolean =>
  * path prefix is kept (behind a proxy at /svc/). Trailing slashes are dropped, so links are `base + path`.
  * Also checks the admin CLI's `--url`.
  */
-export const publicUrl = z
-  .string()
-  .refine(
-    (s) => {
-      try {
-        const u = new URL(s);
-        return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !s.includes('?') && !s.includes('#');
-      } catch {
-        return false;
-      }
-    },
-    { message: 'must be an http(s) URL without credentials, query or fragment (a path prefix is allowed)' },
-  )
+export const publicUrl = httpUrl(z.string(), { query: false }, 'must be an http(s) URL without credentials, query or fragment (a path prefix is allowed)')
   .transform((s) => new URL(s).toString().replace(/\/+$/, ''));
 
 const envShape = z.object({

@@ -3,7 +3,7 @@
 import type { Principal } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import { visibleProjects } from '../cost/routes.ts';
+import { visibleProjects } from '../cost/queries.ts';
 import type { FailedStartRow, RunDetailRow, RunRow } from './rows.ts';
 
 const SUMMARY_COLUMNS = sql.raw(

@@ -16,14 +16,15 @@ import {
   webhookWithSecret,
 } from '../../protocol/api/webhooks.ts';
 import { audited } from '../audit/audit.ts';
+import { auditedDelete } from '../lib/admin-routes.ts';
 import { route } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import type { AppContext, Route, RouteDef } from '../lib/context.ts';
 import { publish } from '../live/publish.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, conflict, json, notFound } from '../lib/errors.ts';
+import { httpUrl } from '../lib/http-url.ts';
 import { idParam } from '../lib/project-routes.ts';
-import { empty } from '../lib/respond.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
 import { CATALOGUE, EVENT_TYPES, SUBSCRIBABLE_TYPES } from './catalogue.ts';
 import { compileAllowlist, parseAllowlist, staticRefusal } from './guard.ts';
@@ -67,20 +68,7 @@ function adminRoute<P extends z.ZodType | undefined = undefined, Q extends z.Zod
   return route({ ...def, tag: 'webhooks', access: 'instanceAdmin' } as RouteDef<P, Q, B>);
 }
 
-export const webhookUrl = z
-  .string()
-  .max(2048)
-  .refine(
-    (s) => {
-      try {
-        const u = new URL(s);
-        return (u.protocol === 'https:' || u.protocol === 'http:') && !u.username && !u.password && !u.hash && !s.includes('#');
-      } catch {
-        return false;
-      }
-    },
-    { message: 'must be an https:// URL (http:// only for allowlisted hosts) without credentials or fragment' },
-  )
+export const webhookUrl = httpUrl(z.string().max(2048), { query: true }, 'must be an https:// URL (http:// only for allowlisted hosts) without credentials or fragment')
   .transform((s) => new URL(s).toString());
 const events = z
   .array(z.enum(SUBSCRIBABLE_TYPES, { message: 'must be an event of the catalogue (webhook.test is sent only by Send test)' }))
@@ -279,14 +267,16 @@ export const routes: Route[] = [
       return json(toWebhook(after, ctx.keys.encryption));
     },
   }),
-  adminRoute({ method: 'DELETE', path: '/api/webhooks/:webhookId', status: 204, params: webhookParams,
+  auditedDelete({
+    path: '/api/webhooks/:webhookId',
     summary: 'Delete a webhook and its delivery log',
-    async handler({ principal, params, requestId }, ctx) {
-      await audited(ctx.db, { actor: principal!, action: 'webhook.delete', target: { type: 'webhook', id: params.webhookId }, requestId }, async (tx) => {
-        if (!(await deleteWebhook(tx, params.webhookId))) throw notFound('no such webhook');
-      });
-      return empty(204);
-    },
+    tag: 'webhooks',
+    params: webhookParams,
+    id: 'webhookId',
+    action: 'webhook.delete',
+    targetType: 'webhook',
+    missing: 'no such webhook',
+    remove: deleteWebhook,
   }),
   adminRoute({ method: 'POST', path: '/api/webhooks/:webhookId/rotate',
     summary: 'Rotate the signing secret: the next attempt is signed with the new one (shown in this answer only)',

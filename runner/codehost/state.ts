@@ -1,14 +1,8 @@
 // `<state>/codehost.json`: what the daemon's code-host client is doing (ok, rate limited until …, in
 // failure backoff until …, no token), for `svc-runner status` (another process). Written by the daemon
 // when the state changes and after polls; read only while that daemon (the lock holder, same pid) runs.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as z from 'zod';
-import { writeFileAtomic } from '../config.ts';
-import { stateDir } from '../paths.ts';
-import type { Env } from '../paths.ts';
-
-export const codehostStatePath = (env: Env) => join(stateDir(env), 'codehost.json');
+import { daemonStateFile } from '../daemon-state.ts';
 
 export const codehostState = z.object({
   pid: z.number().int(),
@@ -27,18 +21,9 @@ export const codehostState = z.object({
 });
 export type CodeHostState = z.infer<typeof codehostState>;
 
-export function writeCodeHostState(env: Env, s: Omit<CodeHostState, 'pid' | 'at'>): void {
-  writeFileAtomic(codehostStatePath(env), JSON.stringify({ ...s, pid: process.pid, at: new Date().toISOString() }) + '\n');
-}
-
-export function readCodeHostState(env: Env): CodeHostState | null {
-  try {
-    const parsed = codehostState.safeParse(JSON.parse(readFileSync(codehostStatePath(env), 'utf8')));
-    return parsed.success ? parsed.data : null;
-  } catch {
-    return null;
-  }
-}
+const file = daemonStateFile('codehost.json', codehostState);
+export const writeCodeHostState = file.write;
+export const readCodeHostState = file.read;
 
 /** The `codehost:` line of `status`. */
 export function describeCodeHost(s: CodeHostState | null, daemonPid: number | null, apiUrl: string): string {

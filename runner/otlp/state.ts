@@ -1,17 +1,11 @@
 // `<state>/otlp.json`: what the daemon's OTLP receiver is doing, for `svc-runner status` (another
 // process). Written by the daemon when the receiver starts, fails or is disabled; read only while that
 // daemon (the lock holder, same pid) runs.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as z from 'zod';
-import { writeFileAtomic } from '../config.ts';
-import { stateDir } from '../paths.ts';
-import type { Env } from '../paths.ts';
+import { daemonStateFile } from '../daemon-state.ts';
 
 /** runner.json `otlp.http` when unset (spec: Runner local OTLP receiver). */
 export const DEFAULT_OTLP_PORT = 4318;
-
-export const otlpStatePath = (env: Env) => join(stateDir(env), 'otlp.json');
 
 const otlpState = z.object({
   pid: z.number().int(),
@@ -22,18 +16,9 @@ const otlpState = z.object({
 });
 export type OtlpState = z.infer<typeof otlpState>;
 
-export function writeOtlpState(env: Env, s: Omit<OtlpState, 'pid' | 'at'>): void {
-  writeFileAtomic(otlpStatePath(env), JSON.stringify({ ...s, pid: process.pid, at: new Date().toISOString() }) + '\n');
-}
-
-export function readOtlpState(env: Env): OtlpState | null {
-  try {
-    const parsed = otlpState.safeParse(JSON.parse(readFileSync(otlpStatePath(env), 'utf8')));
-    return parsed.success ? parsed.data : null;
-  } catch {
-    return null;
-  }
-}
+const file = daemonStateFile('otlp.json', otlpState);
+export const writeOtlpState = file.write;
+export const readOtlpState = file.read;
 
 /** The `otlp:` line of `status`. */
 export function describeOtlp(s: OtlpState | null, daemonPid: number | null, configured: { enabled: boolean; port: number }): string {

@@ -81,6 +81,19 @@ class LineSplitter {
   }
 }
 
+/** The reads readLines and readLinesSync make into `chunk`, from `offset` to `size`: yields where and how
+ *  much to read, takes back the bytes read (0: the file got shorter) and feeds them to the splitter; ends at
+ *  `size`, at a read of 0 bytes or when onLine stops. */
+function* chunkReads(splitter: LineSplitter, chunk: Buffer, offset: number, size: number): Generator<{ pos: number; length: number }, void, number> {
+  for (let pos = offset; pos < size; ) {
+    const bytesRead = yield { pos, length: Math.min(chunk.length, size - pos) };
+    if (bytesRead === 0) break;
+    splitter.feed(chunk, bytesRead, pos);
+    if (splitter.stopped) break;
+    pos += bytesRead;
+  }
+}
+
 /**
  * Calls `onLine(line, lineOffset)` for each complete line (without its `\n`; a trailing `\r` is kept, JSON
  * ignores it) from `offset` on. The buffer passed to onLine is only valid during the call.
@@ -92,14 +105,8 @@ export async function readLines(path: string, offset: number, onLine: OnLine): P
     const result: ReadResult = { offset, size, lines: 0, oversized: 0 };
     if (offset >= size) return result;
     const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, size - offset));
-    const splitter = new LineSplitter(result, onLine);
-    for (let pos = offset; pos < size; ) {
-      const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, size - pos), pos);
-      if (bytesRead === 0) break;
-      splitter.feed(chunk, bytesRead, pos);
-      if (splitter.stopped) break;
-      pos += bytesRead;
-    }
+    const reads = chunkReads(new LineSplitter(result, onLine), chunk, offset, size);
+    for (let r = reads.next(0); !r.done; ) r = reads.next((await fh.read(chunk, 0, r.value.length, r.value.pos)).bytesRead);
     return result;
   } finally {
     await fh.close();
@@ -130,14 +137,8 @@ export function readLinesSync(path: string, offset: number, onLine: OnLine): Rea
     const size = fstatSync(fd).size;
     const result: ReadResult = { offset, size, lines: 0, oversized: 0 };
     if (offset >= size) return result;
-    const splitter = new LineSplitter(result, onLine);
-    for (let pos = offset; pos < size; ) {
-      const bytesRead = readSync(fd, chunk, 0, Math.min(chunk.length, size - pos), pos);
-      if (bytesRead === 0) break;
-      splitter.feed(chunk, bytesRead, pos);
-      if (splitter.stopped) break;
-      pos += bytesRead;
-    }
+    const reads = chunkReads(new LineSplitter(result, onLine), chunk, offset, size);
+    for (let r = reads.next(0); !r.done; ) r = reads.next(readSync(fd, chunk, 0, r.value.length, r.value.pos));
     return result;
   } finally {
     shared = chunk;
