@@ -2,8 +2,7 @@
 // `responses`, so CHECK_ANSWERS holds the handlers to them) and web-static/pages/audit.ts reads (type
 // imports only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
-
-const iso = z.string();
+import { cursor, iso } from './common.ts';
 
 /** One audit record with its place in the hash chain. */
 export const auditRecordAnswer = z.object({
@@ -16,13 +15,12 @@ export const auditRecordAnswer = z.object({
   targetId: z.string().nullable(),
   diff: z.unknown(),
   requestId: z.string().nullable(),
-  prevHash: z.string(),
-  hash: z.string(),
+  prevHash: z.string(), hash: z.string(),
 });
 export type AuditRecordAnswer = z.output<typeof auditRecordAnswer>;
 
 /** GET /api/audit: a page of records, newest first; nextCursor null on the last page. */
-export const auditPage = z.object({ records: z.array(auditRecordAnswer), nextCursor: z.string().nullable() });
+export const auditPage = z.object({ records: z.array(auditRecordAnswer), nextCursor: cursor });
 export type AuditPage = z.output<typeof auditPage>;
 
 /** The latest chain verification: ok, or what is wrong (other_instance: the anchor file is another database's). */

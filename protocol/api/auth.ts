@@ -3,9 +3,7 @@
 // send (declared in their `responses`, so CHECK_ANSWERS holds the handlers to them) and the pages read
 // (type imports only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
-
-const iso = z.string();
-const role = z.enum(['viewer', 'operator', 'admin']);
+import { iso, role } from './common.ts';
 
 /** A user as the API shows it; `active` where the answer is about an account's state. */
 export const userAnswer = z.object({ id: z.string(), email: z.string(), name: z.string(), instanceAdmin: z.boolean(), active: z.boolean().optional() });
@@ -33,10 +31,7 @@ export const tokenAnswer = z.object({
   id: z.string(),
   name: z.string(),
   prefix: z.string(),
-  createdAt: iso,
-  lastUsedAt: iso.nullable(),
-  revokedAt: iso.nullable(),
-  expiresAt: iso.nullable(),
+  createdAt: iso, lastUsedAt: iso.nullable(), revokedAt: iso.nullable(), expiresAt: iso.nullable(),
 });
 export type TokenAnswer = z.output<typeof tokenAnswer>;
 export const tokenList = z.object({ tokens: z.array(tokenAnswer) });
@@ -46,16 +41,11 @@ export type TokenList = z.output<typeof tokenList>;
 export const tokenCreated = z.object({ id: z.string(), name: z.string(), expiresAt: iso.nullable(), prefix: z.string(), token: z.string() });
 export type TokenCreated = z.output<typeof tokenCreated>;
 
+/** PATCH /api/users/:userId: the user as saved. */
+export const userUpdated = userAnswer.extend({ active: z.boolean() });
+
 /** GET /api/users: every user with their state. */
-export const userListEntry = z.object({
-  id: z.string(),
-  email: z.string(),
-  name: z.string(),
-  active: z.boolean(),
-  instanceAdmin: z.boolean(),
-  passwordSet: z.boolean(),
-  createdAt: iso,
-});
+export const userListEntry = userUpdated.extend({ passwordSet: z.boolean(), createdAt: iso });
 export type UserListEntry = z.output<typeof userListEntry>;
 export const userList = z.object({ users: z.array(userListEntry) });
 export type UserList = z.output<typeof userList>;
@@ -67,9 +57,6 @@ export type PasswordLinkAnswer = z.output<typeof passwordLinkAnswer>;
 /** POST /api/users: the invited user and their password-set link. */
 export const userInvited = passwordLinkAnswer.extend({ user: userAnswer });
 export type UserInvited = z.output<typeof userInvited>;
-
-/** PATCH /api/users/:userId: the user as saved. */
-export const userUpdated = userAnswer.extend({ active: z.boolean() });
 
 /** GET /api/setup. */
 export const setupState = z.object({ needed: z.boolean().describe("true while no user exists: the setup link in the server's log makes the first admin") });

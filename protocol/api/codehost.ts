@@ -2,8 +2,7 @@
 // and hook.ts send (declared in their `responses`, so CHECK_ANSWERS holds the handlers to them) and
 // web-static/pages/github-app.ts reads (type imports only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
-
-const iso = z.string();
+import { stamps } from './common.ts';
 
 /** A registered GitHub App: where GitHub sends its webhooks and whether its secrets decrypt (never the secrets). */
 export const githubAppAnswer = z.object({
@@ -15,8 +14,7 @@ export const githubAppAnswer = z.object({
   /** Why a stored secret cannot be used with the current key (null: it decrypts, or there is none). */
   ...{ webhookSecretProblem: z.string().nullable(), privateKeyProblem: z.string().nullable() },
   createdBy: z.string().nullable(),
-  createdAt: iso.nullable(),
-  updatedAt: iso.nullable(),
+  ...stamps,
 });
 export type GithubAppAnswer = z.output<typeof githubAppAnswer>;
 
@@ -48,8 +46,7 @@ export const deliveryAnswer = z.object({
   ...{ deliveryId: z.string().nullable(), event: z.string(), action: z.string().nullable(), repo: z.string().nullable() },
   outcome: z.string(),
   polls: z.array(pollAnswer),
-  createdAt: iso.nullable(),
-  updatedAt: iso.nullable(),
+  ...stamps,
 });
 export type DeliveryAnswer = z.output<typeof deliveryAnswer>;
 

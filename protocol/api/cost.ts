@@ -3,27 +3,26 @@
 // document shows them and CHECK_ANSWERS holds the handlers to them) and web-static/pages/cost*.ts read
 // (type imports only, so zod stays out of the pages' bundle). Sessions and activity: ./sessions.ts.
 import * as z from 'zod';
+import { budgetAction, iso } from './common.ts';
 
 const usdPerMTok = z.number();
 
 /** Tokens of LLM requests by kind (as protocol/prices.ts TokenCounts). */
 export const tokenCounts = z.object({
-  inputTokens: z.number(),
-  outputTokens: z.number(),
-  cacheWrite5mTokens: z.number(),
-  cacheWrite1hTokens: z.number(),
-  cacheReadTokens: z.number(),
+  inputTokens: z.number(), outputTokens: z.number(),
+  cacheWrite5mTokens: z.number(), cacheWrite1hTokens: z.number(), cacheReadTokens: z.number(),
 });
 
 /** Token and cost sums of a set of LLM requests; reportedCostUsd is null when no runtime reported one. */
 export const totalsAnswer = tokenCounts.extend({
   reasoningTokens: z.number(),
-  costUsd: z.number(),
-  reportedCostUsd: z.number().nullable(),
-  requests: z.number().int(),
-  unpricedRequests: z.number().int(),
+  costUsd: z.number(), reportedCostUsd: z.number().nullable(),
+  requests: z.number().int(), unpricedRequests: z.number().int(),
 });
 export type Totals = z.output<typeof totalsAnswer>;
+
+/** When the first and the last of a set of LLM requests were made. */
+export const requestSpan = { firstAt: iso, lastAt: iso };
 
 /** One version of a model's price, in USD per million tokens. */
 export const priceAnswer = z.object({
@@ -73,8 +72,7 @@ export type CostAnswer = z.output<typeof costAnswer>;
 export const unknownModel = totalsAnswer.omit({ costUsd: true, unpricedRequests: true }).extend({
   model: z.string(),
   runtime: z.string(),
-  firstAt: z.string(),
-  lastAt: z.string(),
+  ...requestSpan,
 });
 export type UnknownModel = z.output<typeof unknownModel>;
 export const unknownModels = z.object({ models: z.array(unknownModel) });
@@ -83,16 +81,13 @@ export type UnknownModels = z.output<typeof unknownModels>;
 /** A project's budget and this month's spend (functions/cost/budget.ts budgetState). */
 export const budgetStateAnswer = z.object({
   budgetUsd: z.number().nullable(),
-  action: z.enum(['warn', 'stop']),
-  /** The current month, YYYY-MM (UTC). */
-  month: z.string(),
-  monthToDateUsd: z.number(),
-  unpricedRequests: z.number().int(),
+  action: budgetAction,
+  /** The current month (YYYY-MM, UTC), its spend so far and its requests without a price. */
+  ...{ month: z.string(), monthToDateUsd: z.number(), unpricedRequests: z.number().int() },
   /** Spend over budget in percent; null without a budget (or a budget of 0). */
   percent: z.number().nullable(),
-  exceeded: z.boolean(),
-  /** The budget stops triggers and new orchestrator rounds now. */
-  stopped: z.boolean(),
+  /** exceeded: over budget; stopped: the budget stops triggers and new orchestrator rounds now. */
+  ...{ exceeded: z.boolean(), stopped: z.boolean() },
 });
 export type BudgetState = z.output<typeof budgetStateAnswer>;
 

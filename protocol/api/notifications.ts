@@ -2,8 +2,7 @@
 // sends (declared in its `responses`, so CHECK_ANSWERS holds the handlers to them) and
 // web-static/pages/notifications.ts reads (type imports only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
-
-const iso = z.string();
+import { circuitState, iso } from './common.ts';
 
 /** A notification with `read` for the caller. */
 export const notificationAnswer = z.object({
@@ -32,9 +31,7 @@ export const channelAnswer = z.object({
   name: z.string().nullable(),
   url: z.string(),
   chatId: z.string().nullable(),
-  circuit: z.enum(['closed', 'open', 'half-open']),
-  circuitLabel: z.string(),
-  consecutiveFailures: z.number().int(),
+  ...circuitState,
   /** While open: when the pause ends and one push is tried again. */
   pausedUntil: iso.nullable(),
   secretProblem: z.string().nullable(),

@@ -3,9 +3,7 @@
 // the pages read (web-static/pages/projects.ts, fleet.ts and the pages that list projects: type imports
 // only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
-
-const iso = z.string();
-const role = z.enum(['viewer', 'operator', 'admin']);
+import { budgetAction, iso, role } from './common.ts';
 
 /** Whether the runner confirmed the root is a git repository (functions/projects/root-check.ts); null without runner or root. */
 export const rootCheckView = z.object({
@@ -20,10 +18,9 @@ export const projectAnswer = z.object({
   id: z.string(),
   name: z.string(),
   repo: z.string(),
-  runnerId: z.string().nullable(),
-  rootPath: z.string().nullable(),
-  budgetUsd: z.number().nullable(),
-  budgetAction: z.enum(['warn', 'stop']),
+  /** The runner that works on it and the repository's root there. */
+  ...{ runnerId: z.string().nullable(), rootPath: z.string().nullable() },
+  budgetUsd: z.number().nullable(), budgetAction,
   rootCheck: rootCheckView.nullable(),
 });
 export type ProjectAnswer = z.output<typeof projectAnswer>;

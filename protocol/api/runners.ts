@@ -4,8 +4,7 @@
 // zod stays out of the pages' bundle).
 import * as z from 'zod';
 import { reportedProfile } from '../frames.ts';
-
-const iso = z.string();
+import { iso } from './common.ts';
 
 /** A runner as GET /api/runners lists it. */
 export const runnerView = z.object({

@@ -4,6 +4,7 @@
 // (type imports only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
 import { RUN_STATES } from '../runs.ts';
+import { iso, nextPage } from './common.ts';
 
 const short = (max: number) => z.string().transform((s) => s.slice(0, max));
 
@@ -36,17 +37,14 @@ const runSummary = z.object({
   state: z.enum(RUN_STATES),
   error: z.string().nullable(),
   branch: z.string().nullable(),
-  createdAt: z.string(),
-  startedAt: z.string().nullable(),
-  finishedAt: z.string().nullable(),
-  updatedAt: z.string(),
+  createdAt: iso, startedAt: iso.nullable(), finishedAt: iso.nullable(), updatedAt: iso,
   costUsd: z.number().nullable(),
   progressLines: z.number(),
   lastProgress: z.string().nullable(),
 });
 export type RunSummary = z.output<typeof runSummary>;
 
-export const runList = z.object({ runs: z.array(runSummary), nextBefore: z.string().nullable() });
+export const runList = z.object({ runs: z.array(runSummary), ...nextPage });
 export type RunList = z.output<typeof runList>;
 
 export const runDetail = runSummary.extend({
@@ -83,5 +81,5 @@ export const failedStart = z.object({
 });
 export type FailedStart = z.output<typeof failedStart>;
 
-export const failedStartList = z.object({ failedStarts: z.array(failedStart), nextBefore: z.string().nullable() });
+export const failedStartList = z.object({ failedStarts: z.array(failedStart), ...nextPage });
 export type FailedStartList = z.output<typeof failedStartList>;

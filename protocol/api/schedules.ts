@@ -3,9 +3,11 @@
 // CHECK_ANSWERS holds the handlers to them) and web-static/pages/schedules.ts reads (type imports only,
 // so zod stays out of the pages' bundle).
 import * as z from 'zod';
+import { iso, stamps } from './common.ts';
 
-const iso = z.string();
 const result = z.enum(['started', 'succeeded', 'failed', 'skipped', 'cancelled']);
+/** What became of a scheduled run: why it did not start (a code and in words), or the run it started. */
+const outcome = { reason: z.string().nullable(), detail: z.string().nullable(), runId: z.string().nullable() };
 
 /** A project schedule with its next run and last result. */
 export const scheduleAnswer = z.object({
@@ -23,12 +25,9 @@ export const scheduleAnswer = z.object({
   disabledReason: z.string().nullable(),
   consecutiveFailures: z.number().int(),
   nextRunAt: iso.nullable(),
-  lastRun: z
-    .object({ scheduledFor: iso.nullable(), result: result.nullable(), reason: z.string().nullable(), detail: z.string().nullable(), runId: z.string().nullable(), runUrl: z.string().nullable() })
-    .nullable(),
+  lastRun: z.object({ scheduledFor: iso.nullable(), result: result.nullable(), ...outcome, runUrl: z.string().nullable() }).nullable(),
   createdBy: z.string(),
-  createdAt: iso.nullable(),
-  updatedAt: iso.nullable(),
+  ...stamps,
 });
 export type ScheduleAnswer = z.output<typeof scheduleAnswer>;
 
@@ -39,9 +38,7 @@ export const scheduleRunAnswer = z.object({
   scheduleId: z.string(),
   scheduledFor: iso,
   result: z.enum(['started', 'failed', 'skipped']),
-  reason: z.string().nullable(),
-  detail: z.string().nullable(),
-  runId: z.string().nullable(),
+  ...outcome,
 });
 export type ScheduleRunAnswer = z.output<typeof scheduleRunAnswer>;
 

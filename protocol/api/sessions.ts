@@ -2,7 +2,8 @@
 // sends (declared in its `responses`, held to them by CHECK_ANSWERS) and web-static/pages/sessions.ts
 // and activity.ts read (type imports only).
 import * as z from 'zod';
-import { tokenCounts, totalsAnswer } from './cost.ts';
+import { nextPage } from './common.ts';
+import { requestSpan, tokenCounts, totalsAnswer } from './cost.ts';
 
 /** An agent session with the totals of its LLM requests. */
 export const sessionAnswer = totalsAnswer.extend({
@@ -17,13 +18,12 @@ export const sessionAnswer = totalsAnswer.extend({
   runId: z.string().nullable(),
   branch: z.string().nullable(),
   models: z.array(z.string()),
-  firstAt: z.string(),
-  lastAt: z.string(),
+  ...requestSpan,
 });
 export type SessionAnswer = z.output<typeof sessionAnswer>;
 
-/** GET /api/sessions: a page, newest first; nextBefore is the cursor of the next page. */
-export const sessionList = z.object({ sessions: z.array(sessionAnswer), nextBefore: z.string().nullable() });
+/** GET /api/sessions: a page, newest first. */
+export const sessionList = z.object({ sessions: z.array(sessionAnswer), ...nextPage });
 export type SessionList = z.output<typeof sessionList>;
 
 /** One LLM request of a session; sources: which reports of it arrived. */
@@ -38,9 +38,8 @@ export const requestAnswer = tokenCounts.extend({
   speed: z.string().nullable(),
   sidechain: z.boolean(),
   durationMs: z.number().nullable(),
-  costUsd: z.number().nullable(),
-  priced: z.boolean(),
-  reportedCostUsd: z.number().nullable(),
+  /** Its cost by our prices (priced: there was one, else null) and as the runtime reported it. */
+  ...{ costUsd: z.number().nullable(), priced: z.boolean(), reportedCostUsd: z.number().nullable() },
   issue: z.string().nullable(),
   runId: z.string().nullable(),
   slot: z.string().nullable(),

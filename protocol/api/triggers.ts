@@ -3,10 +3,7 @@
 // to them) and web-static/pages/triggers.ts and trigger-panels.ts read (type imports only, so zod stays
 // out of the pages' bundle).
 import * as z from 'zod';
-
-const iso = z.string();
-/** Text that may be absent (null). */
-const maybe = z.string().nullable();
+import { iso, maybe, nextPage, stamps } from './common.ts';
 const action = z.enum(['skill', 'next_round']);
 const output = z.enum(['report', 'pull_request']);
 
@@ -27,16 +24,14 @@ export type TriggerSettings = z.output<typeof triggerSettings>;
 
 /** A trigger: never a secret; `url` is where callers POST. */
 export const triggerAnswer = triggerSettings.extend({
-  id: z.string(),
-  projectId: z.string(),
+  id: z.string(), projectId: z.string(),
   publicId: z.string(),
   url: z.string(),
   disabledReason: z.string().nullable(),
   previousSecretValidUntil: iso.nullable().describe('While the previous secret still verifies (24 h after a rotation): until when'),
   secretProblem: z.string().nullable(),
   createdBy: z.string(),
-  createdAt: iso.nullable(),
-  updatedAt: iso.nullable(),
+  ...stamps,
 });
 export type TriggerAnswer = z.output<typeof triggerAnswer>;
 
@@ -59,8 +54,7 @@ export const deliveryAnswer = z.object({
   runId: maybe,
   runUrl: maybe,
   firedAt: maybe,
-  createdAt: maybe,
-  updatedAt: maybe,
+  ...stamps,
 });
 export type DeliveryAnswer = z.output<typeof deliveryAnswer>;
 
@@ -71,7 +65,7 @@ export type TriggerList = z.output<typeof triggerList>;
 export const triggerWithSecret = z.object({ trigger: triggerAnswer, secret: z.string() });
 export type TriggerWithSecret = z.output<typeof triggerWithSecret>;
 
-export const deliveryList = z.object({ deliveries: z.array(deliveryAnswer), nextBefore: z.string().nullable() });
+export const deliveryList = z.object({ deliveries: z.array(deliveryAnswer), ...nextPage });
 export type DeliveryList = z.output<typeof deliveryList>;
 
 /** Dry run of an accepted payload: would the run start now; the args as rendered (none for next_round). */

@@ -3,12 +3,9 @@
 // them and CHECK_ANSWERS holds the handlers to them) and web-static/pages/integrations.ts and start.ts
 // read (type imports only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
+import { circuitState, maybe, stamps } from './common.ts';
 
-/** A time (ISO 8601) or text that may be absent (null). */
-const maybe = z.string().nullable();
 const count = z.number().int();
-/** When a row was made and last changed. */
-const stamps = { createdAt: maybe, updatedAt: maybe };
 
 /** A webhook with its circuit state; never its secret. */
 export const webhookAnswer = z.object({
@@ -16,9 +13,7 @@ export const webhookAnswer = z.object({
   url: z.string(),
   events: z.array(z.string()),
   projects: z.array(z.string()),
-  circuit: z.enum(['closed', 'open', 'half-open']),
-  circuitLabel: z.string(),
-  consecutiveFailures: count,
+  ...circuitState,
   pausedUntil: maybe.describe('While open: when the pause ends and one delivery is tried again'),
   secretProblem: maybe,
   ...stamps,
@@ -34,8 +29,7 @@ export type WebhookWithSecret = z.output<typeof webhookWithSecret>;
 
 /** A delivery log row (spec: event, status, attempts, next attempt, response code, response body). */
 export const deliveryAnswer = z.object({
-  id: z.string(),
-  webhookId: z.string(),
+  id: z.string(), webhookId: z.string(),
   event: z.string(),
   eventId: maybe,
   status: z.enum(['pending', 'delivered', 'failed']),
