@@ -1,7 +1,10 @@
 // Settings → GitHub App in a real browser against the real server (docs/github-app.md): register an app
 // through the form; the webhook URL and secret are shown once in a dialog, and that secret is the one
 // the hook verifies with; after closing it, the page never shows the secret again; a bad private key
-// is named next to its field; the app's deliveries are listed; rotate shows the new secret once.
+// is named next to its field; the app's deliveries are listed; rotate shows the new secret once. The API
+// URL field round-trips and a bad one is named next to it; Check, against the fake GitHub's App
+// endpoints (test/fakes/github-app.ts), shows the installations' accounts, a repository's token
+// (installation and expiry, never the token) and GitHub's own error for a key that is not the App's.
 import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,17 +13,25 @@ import { launchBrowser } from '../helpers/browser.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { postGithub } from '../codehost/_github.ts';
+import { githubFake } from '../fakes/github.ts';
+import type { GitHubFake } from '../fakes/github.ts';
 
 let browser: Browser;
 let server: RunningServer;
+let fake: GitHubFake;
 
 test.before(async () => {
   server = await startServer({ admin: true, env: { APP_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64') } });
   browser = await launchBrowser();
+  fake = await githubFake();
+  // The fake lives on loopback: the outbound address guard reaches it only when the allowlist says so.
+  const allow = await server.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1' } });
+  assert.is(allow.status, 200, await allow.text());
 });
 test.after(async () => {
   await browser?.close();
   await server?.cleanup();
+  await fake?.close();
 });
 
 async function open(): Promise<Page> {
@@ -89,6 +100,66 @@ test('register through the form: URL and secret once in a dialog, the secret ver
   await page.waitForFunction((sel) => document.querySelector(sel)?.textContent?.includes('No private key'), `tr[data-github-app="${app.id}"]`);
   const after = await server.api(`/api/github-apps/${app.id}`).then((r) => r.json());
   assert.equal([after.githubAppId, after.privateKeySet], [5151, false]);
+  await page.context().close();
+});
+
+test('API URL round-trips and a bad one is named; Check shows the installations, a repository token, and GitHub own error for a wrong key', async () => {
+  const gh = fake.app.addApp();
+  const installation = fake.app.install(gh.id, 'acme', ['acme/site']);
+  fake.repo('acme/site');
+  const page = await open();
+  const add = 'form.add-github-app';
+  await page.fill(`${add} input[name=name]`, 'enterprise bot');
+  await page.fill(`${add} input[name=githubAppId]`, String(gh.id));
+  await page.fill(`${add} textarea[name=privateKey]`, gh.pem);
+  await page.fill(`${add} input[name=apiUrl]`, 'ftp://github.example.com/api/v3');
+  await page.click(`${add} button[type=submit]`);
+  await page.waitForSelector(`${add} .field-error[data-field=apiUrl]`);
+  assert.match((await page.textContent(`${add} .field-error[data-field=apiUrl]`)) ?? '', /https:\/\//);
+  const named = async () => (await server.api('/api/github-apps').then((r) => r.json())).apps.filter((a: { name: string }) => a.name === 'enterprise bot');
+  assert.is((await named()).length, 0, 'nothing registered');
+
+  await page.fill(`${add} input[name=apiUrl]`, `${fake.url}/`);
+  await page.click(`${add} button[type=submit]`);
+  await page.waitForSelector('dialog.github-app-secret[open]');
+  await page.click('dialog.github-app-secret button[type=submit]');
+  const [app] = await named();
+  assert.is(app.apiUrl, fake.url, 'stored without the trailing slash');
+  const row = `tr[data-github-app="${app.id}"]`;
+  await page.waitForSelector(row);
+  assert.ok((await page.textContent(row))?.includes(`API ${fake.url}`));
+  const edit = `${row} details.edit-github-app`;
+  await page.click(`${edit} summary`);
+  assert.is(await page.inputValue(`${edit} input[name=apiUrl]`), fake.url, 'the edit form shows the stored API URL');
+
+  // Check: the key works, the App is installed on acme.
+  await page.click(`${row} form.check-github-app button[type=submit]`);
+  await page.waitForSelector(`${row} .github-app-check[data-ok=true]`);
+  assert.match((await page.textContent(`${row} .github-app-check`)) ?? '', /Key works.*Installed on: acme/s);
+  // With a repository: its installation and the token's expiry, never the token.
+  await page.fill(`${row} form.check-github-app input[name=repo]`, 'acme/site');
+  await page.click(`${row} form.check-github-app button[type=submit]`);
+  await page.waitForSelector(`${row} .github-app-check-repo`);
+  const repoText = (await page.textContent(`${row} .github-app-check-repo`)) ?? '';
+  assert.match(repoText, new RegExp(`Token for acme/site: installation ${installation.id}, expires `));
+  const minted = fake.app.minted.at(-1)!;
+  assert.not.ok((await page.content()).includes(minted.token), 'the token is not on the page');
+
+  // Edit: a bad API URL is named next to its field and changes nothing; then a key that is not the App's.
+  await page.fill(`${edit} input[name=apiUrl]`, 'https://user:secret@github.example.com/api/v3');
+  await page.click(`${edit} button[type=submit]`);
+  await page.waitForSelector(`${edit} .field-error[data-field=apiUrl]`);
+  assert.is((await server.api(`/api/github-apps/${app.id}`).then((r) => r.json())).apiUrl, fake.url);
+  await page.fill(`${edit} input[name=apiUrl]`, fake.url);
+  await page.fill(`${edit} textarea[name=privateKey]`, fake.app.addApp().pem);
+  const saved = page.waitForResponse((r) => r.url().endsWith(`/api/github-apps/${app.id}`) && r.request().method() === 'PATCH');
+  await page.click(`${edit} button[type=submit]`);
+  assert.is((await saved).status(), 200);
+  await page.waitForSelector(`${edit} .field-error`, { state: 'detached' });
+  await page.fill(`${row} form.check-github-app input[name=repo]`, '');
+  await page.click(`${row} form.check-github-app button[type=submit]`);
+  await page.waitForSelector(`${row} .github-app-check[data-ok=false]`);
+  assert.match((await page.textContent(`${row} .github-app-check`)) ?? '', /A JSON web token could not be decoded/);
   await page.context().close();
 });
 
