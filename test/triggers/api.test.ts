@@ -8,6 +8,7 @@ import { onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import { callAs, makeUser } from '../helpers/users.ts';
 import { connect } from '../helpers/wsclient.ts';
+import { waitUntil } from '../runner/_harness.ts';
 import { createTrigger, deliveries, makeProject, nowSeconds, post, setup, skillTrigger } from './_harness.ts';
 import type { Setup } from './_harness.ts';
 
@@ -164,6 +165,8 @@ test('dry run: 200 would fire with the rendered args; 422 with every reason; not
   assert.equal(await deliveries(s.server, s.projectId, made.id), [], 'a dry run records nothing');
   runner.ws.close();
   await runner.closed;
+  // The client sees its close before the server has recorded it: wait until the server reads it offline.
+  await waitUntil(async () => (await call(`/api/runners/${s.runner.runnerId}`)).body.status === 'offline', 15_000, 'the server reads the runner offline');
   // Offline, the accepted payload still renders, but the run could not start now.
   const offline = await call(`${base()}/${made.id}/dry-run`, { method: 'POST', json: { payload: { ref: 'main', n: 7 } } });
   assert.equal([offline.status, offline.body.verdict, offline.body.reason, offline.body.args], [200, 'would_fail', 'runner_offline', ['--ref', 'main', '7']]);
