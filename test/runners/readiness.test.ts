@@ -190,6 +190,8 @@ test('once per cause until a run starts again: refused twice → one notice; a s
     c.ws.close();
     await c.closed;
   }
+  // The client sees its close before the server has recorded it: wait until the server reads it offline.
+  await waitUntil(async () => (await call(`/api/runners/${r.runnerId}`)).body.status === 'offline', 15_000, 'the server reads the runner offline');
   // The runner is gone now: Run now of a schedule cannot start either, and is recorded the same way.
   const sched = await call(`/api/projects/${pid}/schedules`, { method: 'POST', json: { name: 'nightly', cron: '0 3 * * *', skill: 'review' } });
   assert.is(sched.status, 201, JSON.stringify(sched.body));
