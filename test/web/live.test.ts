@@ -144,7 +144,10 @@ test('Fleet page: slots, their PR and the orchestrator follow the runner\'s even
   await page.waitForSelector('section.orchestrator[data-state=working]', { timeout: LIVE_MS });
   // The runner goes away: its offline notice makes the page re-read; the live state is unknown now.
   rc.ws.close();
-  await page.waitForSelector('section.orchestrator[data-state=unknown]', { timeout: LIVE_MS });
+  // The re-read's orchestrator.status first waits up to 5 s for a runner that was connected moments ago
+  // to come back (functions/runners/commands.ts, RECONNECT_GRACE_MS): ~6 s on a quiet machine, so the
+  // page's usual budget would leave a loaded one only 9 s for the notice and the re-read.
+  await page.waitForSelector('section.orchestrator[data-state=unknown]', { timeout: LIVE_MS + 5_000 });
   await rowText(page, 'section.orchestrator', /Live state unavailable/);
   assert.ok(await notReloaded(page), 'the page was not reloaded');
   // Chromium logs the API's 503 (runner offline) as a console error: that one is expected.
