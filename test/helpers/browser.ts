@@ -11,6 +11,9 @@ export async function launchBrowser(): Promise<Browser> {
     // uvu swallows errors thrown in before hooks, where browsers are launched: say it here too.
     const message = `no browser at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)`;
     console.error(message);
+    // …and the server the same hook started is never stopped, so the file would hang: end it.
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), 2000).unref();
     throw new Error(message);
   }
   return chromium.launch({
