@@ -2,16 +2,17 @@
 // delivery's repository (docs/github-app.md, "What a delivery does"):
 //   pull_request, pull_request_review   the pull request as the payload shows it (state, merged, title,
 //                                       head, updated_at), before the hook answers: no network involved;
-//   check_suite, check_run              the overall checks of the head commit, read with the App's
+//   check_suite, check_run, status      the overall checks of the head commit, read with the App's
 //                                       installation token for the repository — its check runs and its
 //                                       combined status, mapped as the runner's poll maps them
 //                                       (protocol/checks.ts) — after the answer. Without a usable token
 //                                       (no key, not installed) nothing happens here: the runner's poll,
 //                                       sent for every delivery anyway, reports the checks.
-// Only pull requests whose head is the commit checked are observed (a check of an older commit is not
-// the pull request's state).
+// Only open pull requests whose head is the commit checked are observed (a check of an older commit is
+// not the pull request's state): those the delivery names, and those the server knows with that head.
 import * as z from 'zod';
 import { checkRuns, checksOfCommit, checksSummary, combinedStatus, overall } from '../../protocol/checks.ts';
+import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import { forgetToken, githubCall, installationToken } from './app-token.ts';
 import type { AppDeps } from './app-token.ts';
@@ -19,7 +20,7 @@ import type { AppRow } from './apps.ts';
 import { observe } from './pulls.ts';
 
 export const PULL_EVENTS = new Set(['pull_request', 'pull_request_review']);
-export const CHECK_EVENTS = new Set(['check_suite', 'check_run']);
+export const CHECK_EVENTS = new Set(['check_suite', 'check_run', 'status']);
 
 const SHA = /^[0-9a-f]{40}$/;
 const number = z.number().int().positive().max(2 ** 31 - 1);
@@ -74,20 +75,31 @@ async function readChecks(deps: AppDeps, app: AppRow, repo: string, sha: string)
   return checksOfCommit(r.data.check_runs, s.data.statuses);
 }
 
-/** check_suite or check_run: the head commit's overall checks, observed on each of its pull requests in each project. */
+/** The commit a check delivery is about, and the pull requests it names (a `status` names none). */
+function subjectOf(event: string, body: unknown) {
+  const b = (body ?? {}) as Record<string, unknown>;
+  return checked.safeParse(event === 'status' ? { head_sha: b.sha, updated_at: b.updated_at } : b[event]);
+}
+
+/**
+ * check_suite, check_run or status: the commit's overall checks, observed on each open pull request
+ * whose head it is — those the delivery names, and those the server knows with that head (a fork's
+ * pull request is not named in the delivery; a commit status names none) — in each project.
+ */
 export async function checksDelivery(deps: AppDeps, app: AppRow, repo: string, projectIds: string[], event: string, body: unknown): Promise<void> {
   try {
-    const parsed = checked.safeParse((body as Record<string, unknown> | null)?.[event]);
+    const parsed = subjectOf(event, body);
     if (!parsed.success) return;
     const c = parsed.data;
-    const numbers = c.pull_requests.filter((p) => p.head.sha === c.head_sha).map((p) => p.number);
-    if (!numbers.length) return;
+    const named = c.pull_requests.filter((p) => p.head.sha === c.head_sha).map((p) => p.number);
+    const known = await deps.db.query<{ project_id: string; number: number }>(sql`
+      select project_id, number from codehost_pulls where project_id = any(${projectIds}) and head_sha = ${c.head_sha} and state = 'open'`);
+    const targets = projectIds.flatMap((p) => [...new Set([...named, ...known.filter((k) => k.project_id === p).map((k) => k.number)])].map((n) => ({ projectId: p, n })));
+    if (!targets.length) return;
     const checks = await readChecks(deps, app, repo, c.head_sha);
     if (!checks) return;
     const seen = { state: overall(checks), summary: checksSummary(checks), sha: c.head_sha, at: c.completed_at ?? c.updated_at ?? null };
-    for (const projectId of projectIds) {
-      for (const n of numbers) await deps.db.transaction((tx) => observe(tx, projectId, { source: 'app', number: n, checks: seen, ts: new Date() }));
-    }
+    for (const t of targets) await deps.db.transaction((tx) => observe(tx, t.projectId, { source: 'app', number: t.n, checks: seen, ts: new Date() }));
   } catch (err) {
     deps.log?.error('could not apply the checks of a code-host delivery; the runner poll will', { appId: app.id, repo, error: err instanceof Error ? err.message : String(err) });
   }

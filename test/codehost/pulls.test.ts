@@ -46,6 +46,14 @@ test.before(async () => {
   projectId = made.body.id;
   ws = connect(server.url, runner.token);
   await ws.next('welcome');
+  // Every delivery sends collector.poll too: answered as a runner whose poll found nothing new.
+  void (async () => {
+    for (;;) {
+      const f = await ws.next('command', 600_000).catch(() => null);
+      if (!f) return;
+      ws.send({ type: 'result', requestId: f.requestId, ok: true, data: { projects: [] } });
+    }
+  })();
   const gh = fake.app.addApp();
   fake.app.install(gh.id, 'acme', [repo]);
   fake.repo(repo);
@@ -187,6 +195,13 @@ test('a check_suite delivery → the head commit’s checks read with the App to
   assert.is((await postGithub(app.webhookUrl, app.webhookSecret, 'check_suite', suite('failure'))).status, 202);
   await waitFor('failed', async () => of(6).length === 3);
   assert.equal(of(6).at(-1), 'pr.checks_changed:6:failed');
+
+  // A commit status names no pull request: the ones the server knows with that head are observed.
+  fake.repo(repo).checkRuns[SHA] = [{ name: 'build', status: 'completed', conclusion: 'success' }];
+  const status = { sha: SHA, state: 'success', context: 'lint', updated_at: '2026-01-04T10:20:00Z', repository: webhookBody('check_suite.completed', repo).repository };
+  assert.is((await postGithub(app.webhookUrl, app.webhookSecret, 'status', status)).status, 202);
+  await waitFor('passed again', async () => of(6).length === 4);
+  assert.equal(of(6).at(-1), 'pr.checks_changed:6:passed');
 });
 
 test('the Fleet page shows what only a webhook reported: the slot’s PR (by its branch) and its merge', async () => {
