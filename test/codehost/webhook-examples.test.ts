@@ -3,7 +3,8 @@
 // every example of issues, issue_comment, pull_request, pull_request_review, check_suite, check_run,
 // ping and push is accepted (202 `accepted`, never 400 or 500) and recorded with GitHub's event, action
 // and repository; ping → `ping`; one about a repository of a project reaches that project's runner
-// (collector.poll, answered by a protocol client) and ends `polled`; one without a repository → `ignored`.
+// (collector.poll, answered by a protocol client) and ends `polled`; one without a repository → `ignored`;
+// each is applied to the server's state (issue queue, PR state) without an error in the server's log.
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { test } from 'uvu';
@@ -83,6 +84,8 @@ test("every example of GitHub's webhook bodies is accepted, recorded with its ev
     assert.is(row.outcome, s.event === 'ping' ? 'ping' : s.repo ? 'polled' : 'ignored', `${s.event} ${s.action} ${s.repo}`);
   }
   assert.is(polls, expected, 'one collector.poll per delivery about a project');
+  // The server applied each body to its state at once (the issue queue, the PR state): none failed.
+  assert.not.ok(/could not apply a code-host delivery/.test(server.output()), server.output().split('\n').filter((l) => l.includes('could not apply')).join('\n'));
 });
 
 test.run();
