@@ -1,8 +1,8 @@
 // Time from an `issues` App delivery to the queue row (issue #36, Figures; part of `npm run
 // bench:codehost`): a signed POST /hooks/github/<appPublicId> of GitHub's own `issues` `opened` body
-// (npm @octokit/webhooks-examples, moved to the project's repository, a new issue number each time)
-// leaves the sender; then GET /api/projects/:projectId/queue is read back to back until that issue is
-// in it. Timed from the delivery leaving to the answer that first lists the row, p50/p99 over
+// (npm @octokit/webhooks-examples, moved to the project's repository; the queue holds 100 issues, each
+// delivery opens or edits one of them with a new title) leaves the sender; then GET
+// /api/projects/:projectId/queue is read back to back until that issue is in it with its new title. Timed from the delivery leaving to the answer that first lists the row, p50/p99 over
 // --deliveries sequential deliveries (after --warmup), on one clock (sender and reader in this process).
 // Two readers: the server that received the delivery, and a second server process on the same
 // PostgreSQL database (what another replica's Fleet page reads). Baseline, interleaved: one GET of the
@@ -38,16 +38,23 @@ export async function queueFigures({ deliveries: N, warmup: WARMUP, log }) {
     });
     const queueUrl = (s) => `${s.url}/api/projects/${project.id}/queue`;
     const auth = { authorization: `Bearer ${a.admin.token}` };
-    let number = 1000;
-    async function deliver() {
-      const n = ++number;
-      const body = JSON.stringify({ ...opened, issue: { ...opened.issue, number: n, title: `bench issue ${n}`, html_url: `https://github.com/${repo}/issues/${n}`, updated_at: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }, repository: { ...opened.repository, full_name: repo, name: 'queue-bench' } });
+    // A busy queue of ISSUES open issues: delivery i opens (the first time) or edits issue 1000 + i mod
+    // ISSUES with a new title; GitHub's updated_at moves one second per delivery, so each is newer.
+    const ISSUES = 100;
+    const since = Math.floor(Date.now() / 1000) - 3600;
+    let i = 0;
+    function deliver() {
+      const k = i++;
+      const n = 1000 + (k % ISSUES);
+      const title = `bench issue ${n}, delivery ${k}`;
+      const updatedAt = new Date((since + k) * 1000).toISOString().replace('.000Z', 'Z');
+      const body = JSON.stringify({ ...opened, action: k < ISSUES ? 'opened' : 'edited', issue: { ...opened.issue, number: n, title, html_url: `https://github.com/${repo}/issues/${n}`, updated_at: updatedAt }, repository: { ...opened.repository, full_name: repo, name: 'queue-bench' } });
       const headers = { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': githubSignature(app.webhookSecret, body) };
-      return { n, send: () => fetch(app.webhookUrl, { method: 'POST', headers, body }) };
+      return { n, title, send: () => fetch(app.webhookUrl, { method: 'POST', headers, body }) };
     }
     /** From the delivery leaving to the first queue answer (of `reader`) that lists the issue. */
     async function timed(reader) {
-      const d = await deliver();
+      const d = deliver();
       const t0 = performance.now();
       const sent = d.send().then(async (res) => {
         await res.arrayBuffer();
@@ -56,7 +63,7 @@ export async function queueFigures({ deliveries: N, warmup: WARMUP, log }) {
       });
       for (let reads = 0; ; reads++) {
         const q = await json(await fetch(queueUrl(reader), { headers: auth }));
-        if (q.issues.some((i) => i.number === d.n)) return { visible: performance.now() - t0, answer: await sent, reads: reads + 1 };
+        if (q.issues.some((x) => x.number === d.n && x.title === d.title)) return { visible: performance.now() - t0, answer: await sent, reads: reads + 1 };
         if (performance.now() - t0 > 30_000) throw new Error(`issue ${d.n} not in the queue within 30 s`);
       }
     }
