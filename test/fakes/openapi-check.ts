@@ -209,8 +209,8 @@ let everyChecked = 0;
 export function assertMatchesGitHub(): void {
   if (everyChecked === 0) throw new Error('no exchange with the fake GitHub was checked against the OpenAPI description');
   if (!everyMismatch.length) return;
-  // One line per kind: the same field of the same operation fails on every call.
-  const lines = [...new Map(everyMismatch.map((m) => [`${m.operation} ${m.part} ${m.at} ${m.message}`, `${m.exchange}: ${m.part} ${m.at}: ${m.message}`])).values()].slice(0, 40);
+  // One line per kind: the same field of the same operation fails on every call and every list item.
+  const lines = [...new Map(everyMismatch.map((m) => [`${m.operation} ${m.part} ${m.at.replace(/\[\d+\]/g, '[]')} ${m.message}`, `${m.exchange}: ${m.part} ${m.at}: ${m.message}`])).values()].slice(0, 40);
   throw new Error(`${everyMismatch.length} mismatch(es) with GitHub's OpenAPI description (of ${everyChecked} exchanges):\n${lines.join('\n')}`);
 }
 
