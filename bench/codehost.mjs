@@ -17,21 +17,50 @@
 // opened somewhere). "Counted" requests are the ones GitHub counts against the 5,000/hour limit of a
 // token (everything but 304).
 //
-//   npm run bench:codehost -- [--projects 10] [--issues 5] [--pulls 3] [--cycles 30]
-// Output: a table on stdout, then one JSON line with all figures.
+// Two more parts (issue #36, Figures), each explained in its own file:
+//   tokens   installation tokens minted per hour for a busy project, one and two instance processes on
+//            one PostgreSQL database, over simulated hours (bench/codehost-tokens.mjs)
+//   queue    time from an `issues` App delivery to the queue row (GET /api/projects/:id/queue), p99,
+//            read on the receiving server and on a second server process (bench/codehost-queue.mjs)
+//
+//   npm run bench:codehost -- [--only polls|tokens|queue] [--projects 10] [--issues 5] [--pulls 3] [--cycles 30]
+//                             [--hours 3] [--every 5] [--repos 3] [--deliveries 300] [--warmup 20]
+// Output: a table per part on stdout, then one JSON line with all figures.
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { CodeHost } from '../runner/codehost/poller.ts';
+import { queueFigures } from './codehost-queue.mjs';
+import { tokenFigures } from './codehost-tokens.mjs';
 import { githubFake } from '../test/fakes/github.ts';
 import { installGuards, machine, removeTempDir, table, tempDir, wholeOption } from './lib.mjs';
 
-installGuards(600);
-const { values } = parseArgs({ options: { projects: { type: 'string', default: '10' }, issues: { type: 'string', default: '5' }, pulls: { type: 'string', default: '3' }, cycles: { type: 'string', default: '30' } } });
+installGuards(1800);
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    projects: { type: 'string', default: '10' },
+    issues: { type: 'string', default: '5' },
+    pulls: { type: 'string', default: '3' },
+    cycles: { type: 'string', default: '30' },
+    hours: { type: 'string', default: '3' },
+    every: { type: 'string', default: '5' },
+    repos: { type: 'string', default: '3' },
+    deliveries: { type: 'string', default: '300' },
+    warmup: { type: 'string', default: '20' },
+  },
+});
+if (values.only && !['polls', 'tokens', 'queue'].includes(values.only)) throw new Error('--only: polls, tokens or queue');
+const part = (name) => !values.only || values.only === name;
 const PROJECTS = wholeOption('projects', values.projects, 1, 1000);
 const ISSUES = wholeOption('issues', values.issues, 0, 10_000);
 const PULLS = wholeOption('pulls', values.pulls, 0, 1000);
 const CYCLES = wholeOption('cycles', values.cycles, 2, 10_000);
 const PER_HOUR = 3600 / 60; // cycles per hour at the default 60 s intervals
+const HOURS = wholeOption('hours', values.hours, 1, 48);
+const EVERY = wholeOption('every', values.every, 1, 3600);
+const REPOS = wholeOption('repos', values.repos, 1, 100);
+const DELIVERIES = wholeOption('deliveries', values.deliveries, 10, 10_000);
+const WARMUP = wholeOption('warmup', values.warmup, 0, 1000);
 
 async function scenario(conditional, busy) {
   const gh = await githubFake();
@@ -87,7 +116,24 @@ async function scenario(conditional, busy) {
   }
 }
 
-const results = [];
-for (const busy of [false, true]) for (const conditional of [true, false]) results.push(await scenario(conditional, busy));
-console.log(table([['activity', 'requests', 'requests/cycle', 'requests/hour', 'counted/hour (not 304)', 'of 5,000/h'], ...results.map((r) => [r.busy ? 'busy' : 'quiet', r.conditional ? 'conditional' : 'unconditional', r.requestsPerCycle.toFixed(1), r.requestsPerHour, r.chargedPerHour, `${((r.chargedPerHour / 5000) * 100).toFixed(1)} %`])]));
-console.log(JSON.stringify({ bench: 'codehost', machine: machine(), projects: PROJECTS, issues: ISSUES, pulls: PULLS, cycles: CYCLES, method: 'requests per poll cycle × 60 (default 60 s intervals)', results }));
+const out = { bench: 'codehost', machine: machine() };
+if (part('polls')) {
+  const results = [];
+  for (const busy of [false, true]) for (const conditional of [true, false]) results.push(await scenario(conditional, busy));
+  console.log(table([['activity', 'requests', 'requests/cycle', 'requests/hour', 'counted/hour (not 304)', 'of 5,000/h'], ...results.map((r) => [r.busy ? 'busy' : 'quiet', r.conditional ? 'conditional' : 'unconditional', r.requestsPerCycle.toFixed(1), r.requestsPerHour, r.chargedPerHour, `${((r.chargedPerHour / 5000) * 100).toFixed(1)} %`])]));
+  Object.assign(out, { projects: PROJECTS, issues: ISSUES, pulls: PULLS, cycles: CYCLES, method: 'requests per poll cycle × 60 (default 60 s intervals)', results });
+}
+if (part('tokens')) {
+  const tokens = await tokenFigures({ hours: HOURS, every: EVERY, repos: REPOS });
+  console.log(`\ninstallation tokens, ${REPOS} repositories, a command per repository every ${EVERY} s per instance, ${HOURS} simulated hours, tokens valid 60 min`);
+  console.log(table([['instances', 'commands', 'failed', 'tokens minted', 'refreshes per repository per hour (after its first mint)', 'least time between two mints of a repository', 'baseline: commands per repository per hour', 'answers not matching GitHub'], ...tokens.map((t) => [t.instances, t.commands, t.failed, t.minted, t.refreshesPerRepoPerHour, `${t.minMinutesBetweenMints} min`, t.commandsPerRepoPerHour, t.mismatches])]));
+  out.tokens = tokens;
+}
+if (part('queue')) {
+  const queue = await queueFigures({ deliveries: DELIVERIES, warmup: WARMUP, log: (m) => process.stderr.write(`${m}\n`) });
+  const row = (label, s) => [label, `${s.p50} ms`, `${s.p99} ms`, `${s.max} ms`];
+  console.log(`\nissues delivery → queue row, ${DELIVERIES} sequential deliveries, PostgreSQL ${queue.postgres}`);
+  console.log(table([['', 'p50', 'p99', 'max'], ...['here', 'replica'].flatMap((k) => [row(`delivery → row in GET …/queue (${k === 'here' ? 'the receiving server' : 'another server process'})`, queue[k].deliveryToRow), row('… the hook’s 202', queue[k].deliveryTo202), row('baseline: one GET …/queue', queue[k].queueRead)])]));
+  out.queue = queue;
+}
+console.log(JSON.stringify(out));

@@ -23,8 +23,8 @@ import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { githubSignature } from '../functions/codehost/verify.ts';
 import { freshPostgres } from '../test/helpers/db.ts';
-import { startServer } from '../test/helpers/server.ts';
-import { connect, pairRunner } from '../test/helpers/wsclient.ts';
+import { connect } from '../test/helpers/wsclient.ts';
+import { appOnTwoServers } from './codehost-setup.mjs';
 import { distHash, installGuards, machine, percentile, postgresVersion, round, wholeOption } from './lib.mjs';
 
 const { values: opt } = parseArgs({ options: { deliveries: { type: 'string', default: '300' }, warmup: { type: 'string', default: '20' } } });
@@ -42,18 +42,7 @@ const stats = (xs) => {
   return { p50: round(percentile(s, 50)), p99: round(percentile(s, 99)), max: round(s[s.length - 1]) };
 };
 try {
-  const env = { APP_ENCRYPTION_KEY: KEY };
-  const a = await startServer({ admin: true, env, dbEnv: { DATABASE_URL: pg.url } });
-  cleanups.unshift(() => a.cleanup());
-  const b = await startServer({ env, dbEnv: { DATABASE_URL: pg.url } });
-  cleanups.unshift(() => b.cleanup());
-  const json = async (res) => {
-    if (!res.ok) throw new Error(`${res.status} ${await res.text()}`);
-    return res.json();
-  };
-  const runner = await pairRunner(a.api, a.url, 'bench-ghapp');
-  await json(await a.api('/api/projects', { method: 'POST', json: { name: 'bench', repo: 'acme/bench', runnerId: runner.runnerId, rootPath: '/srv/bench' } }));
-  const app = await json(await a.api('/api/github-apps', { method: 'POST', json: { name: 'bench' } }));
+  const { a, b, runner, app } = await appOnTwoServers({ url: pg.url, key: KEY, name: 'bench-ghapp', repo: 'acme/bench', cleanups });
   const body = JSON.stringify({ ref: 'refs/heads/main', after: '1'.repeat(40), repository: { full_name: 'Acme/Bench' }, installation: { id: 1 }, commits: [] });
   const signature = githubSignature(app.webhookSecret, body);
   const webhook = () =>

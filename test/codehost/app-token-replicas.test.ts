@@ -4,12 +4,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { githubFake } from '../fakes/github.ts';
+import { assertMatchesGitHub } from '../fakes/openapi-check.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 import { freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 
-onlyOn('postgres', test, 1, () => {
+onlyOn('postgres', test, 2, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let servers: RunningServer[] = [];
   let fake: GitHubFake;
@@ -47,6 +48,8 @@ onlyOn('postgres', test, 1, () => {
     const again = await (await asAdmin(b, path)).json();
     assert.equal([again.ok, again.repository.minted, fake.app.minted.length], [true, false, 1]);
   });
+
+  test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());
 });
 
 test.run();

@@ -8,6 +8,7 @@ import { decodeJwt } from 'jose';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { githubFake } from '../fakes/github.ts';
+import { assertMatchesGitHub } from '../fakes/openapi-check.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
@@ -185,5 +186,7 @@ test('clock skew: a server clock an hour ahead signs a JWT GitHub refuses, with 
     await ahead.cleanup();
   }
 });
+
+test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());
 
 test.run();

@@ -12,6 +12,7 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { decodeJwt, jwtVerify } from 'jose';
+import { installationJson as installationShape, installationTokenJson, repositoryJson, userJson } from './github-shapes.ts';
 
 export interface FakeInstallation {
   id: number;
@@ -49,7 +50,7 @@ export interface AppFake {
 
 const DOCS = 'https://docs.github.com/rest';
 const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-const repoId = (fullName: string) => parseInt(createHash('sha1').update(fullName).digest('hex').slice(0, 8), 16);
+export const repoId = (fullName: string) => parseInt(createHash('sha1').update(fullName).digest('hex').slice(0, 8), 16);
 const PERMISSIONS = { contents: 'write', issues: 'write', pull_requests: 'write', checks: 'read', metadata: 'read' };
 
 export function appFake(baseUrl: () => string): AppFake {
@@ -85,33 +86,27 @@ export function appFake(baseUrl: () => string): AppFake {
     handle: (method, path, authorization, body, send) => handle(method, path, authorization, body, send),
   };
 
-  const installationJson = (i: FakeInstallation) => ({
-    id: i.id,
-    account: { login: i.account, id: repoId(i.account), type: 'Organization', site_admin: false },
-    repository_selection: 'selected',
-    access_tokens_url: `${baseUrl()}/app/installations/${i.id}/access_tokens`,
-    repositories_url: `${baseUrl()}/installation/repositories`,
-    html_url: `https://github.example/organizations/${i.account}/settings/installations/${i.id}`,
-    app_id: i.appId,
-    app_slug: `app-${i.appId}`,
-    target_id: repoId(i.account),
-    target_type: 'Organization',
-    permissions: PERMISSIONS,
-    events: ['issues', 'pull_request', 'check_run'],
-    created_at: '2026-11-01T00:00:00Z',
-    updated_at: '2026-11-01T00:00:00Z',
-    single_file_name: null,
-    suspended_at: i.suspended ? '2026-11-20T00:00:00Z' : null,
-    suspended_by: null,
-  });
-  const repositoryJson = (fullName: string) => ({
-    id: repoId(fullName),
-    name: fullName.split('/')[1],
-    full_name: fullName,
-    private: true,
-    owner: { login: fullName.split('/')[0] },
-    html_url: `https://github.example/${fullName}`,
-  });
+  const installationJson = (i: FakeInstallation) =>
+    installationShape({
+      id: i.id,
+      account: overlayAccount(i.account),
+      repository_selection: 'selected',
+      access_tokens_url: `${baseUrl()}/app/installations/${i.id}/access_tokens`,
+      repositories_url: `${baseUrl()}/installation/repositories`,
+      html_url: `https://github.example/organizations/${i.account}/settings/installations/${i.id}`,
+      app_id: i.appId,
+      app_slug: `app-${i.appId}`,
+      target_id: repoId(i.account),
+      target_type: 'Organization',
+      permissions: PERMISSIONS,
+      events: ['issues', 'pull_request', 'check_run'],
+      created_at: '2026-11-01T00:00:00Z',
+      updated_at: '2026-11-01T00:00:00Z',
+      single_file_name: null,
+      suspended_at: i.suspended ? '2026-11-20T00:00:00Z' : null,
+      suspended_by: null,
+    });
+  const overlayAccount = (login: string) => ({ ...userJson(login, 'Organization'), id: repoId(login) });
 
   /** The App the JWT is from, or GitHub's 401 message. */
   async function appOf(authorization: string | undefined): Promise<{ appId: number } | { error: string }> {
@@ -163,7 +158,7 @@ export function appFake(baseUrl: () => string): AppFake {
       tokens.set(t.token, t);
       fake.minted.push(t);
       return (
-        send(201, { token: t.token, expires_at: iso(t.expiresAt), permissions: PERMISSIONS, repository_selection: 'selected', repositories: t.repositories.map(repositoryJson) }),
+        send(201, installationTokenJson({ token: t.token, expires_at: iso(t.expiresAt), permissions: PERMISSIONS, repository_selection: 'selected', repositories: t.repositories.map((r) => repositoryJson(r, repoId(r))) })),
         true
       );
     }

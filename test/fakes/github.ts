@@ -22,8 +22,11 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { appFake } from './github-app.ts';
+import { appFake, repoId } from './github-app.ts';
 import type { AppFake } from './github-app.ts';
+import { checkRunJson, combinedStatusJson, fileJson, fullRepositoryJson, issueJson as issueShape, pullJson as pullShape, reviewJson } from './github-shapes.ts';
+import { openapiRecorder } from './openapi-check.ts';
+import type { OpenapiRecorder } from './openapi-check.ts';
 
 export interface FakeCheckRun {
   name: string;
@@ -75,6 +78,8 @@ export interface GitHubFake {
   fail: (n: number, mode: '500' | 'garbage' | 'drop') => void;
   /** GitHub App endpoints and installation tokens (github-app.ts). */
   app: AppFake;
+  /** Every request and answer checked against GitHub's OpenAPI description (openapi-check.ts); tests assert no mismatch. */
+  openapi: OpenapiRecorder;
   close: () => Promise<void>;
 }
 
@@ -102,32 +107,12 @@ export async function githubFake(): Promise<GitHubFake> {
   };
   fake.fail = (n, mode) => Object.assign(failing, { n, mode });
   fake.app = appFake(() => fake.url);
+  fake.openapi = openapiRecorder();
 
-  const pullJson = (r: FakeRepo, p: FakePull) => ({
-    number: p.number,
-    title: p.title,
-    body: p.body,
-    html_url: `https://github.example/${r.name}/pull/${p.number}`,
-    state: p.state,
-    draft: false,
-    merged: p.merged,
-    merged_at: p.merged ? '2026-11-23T12:00:00Z' : null,
-    mergeable: p.state === 'open' ? true : null,
-    mergeable_state: p.state === 'open' ? 'clean' : 'unknown',
-    head: { ref: p.head, sha: p.sha },
-    base: { ref: p.base },
-    user: { login: 'octo' },
-  });
-  const issueJson = (r: FakeRepo, i: FakeRepo['issues'][number]) => ({
-    number: i.number,
-    title: i.title,
-    body: i.body,
-    html_url: `https://github.example/${r.name}/issues/${i.number}`,
-    state: i.state,
-    labels: i.labels.map((name) => ({ name })),
-    user: { login: 'octo' },
-    updated_at: '2026-11-23T12:00:00Z',
-  });
+  // GitHub's shapes (github-shapes.ts); `simple` is the list's pull-request-simple.
+  const pullJson = (r: FakeRepo, p: FakePull, simple = false) =>
+    pullShape(r.name, repoId(r.name), { ...p, mergedAt: p.merged ? '2026-11-23T12:00:00Z' : null }, simple);
+  const issueJson = (r: FakeRepo, i: FakeRepo['issues'][number], pull = false) => issueShape(r.name, { ...i, updatedAt: '2026-11-23T12:00:00Z', pull });
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -140,6 +125,7 @@ export async function githubFake(): Promise<GitHubFake> {
       fake.requests.push(record);
       const send = (status: number, value: unknown, headers: Record<string, string> = {}) => {
         record.status = status;
+        fake.openapi.record({ method: record.method, path: url.pathname, query: url.searchParams, requestBody: body, status, responseBody: value });
         res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...limits(), ...headers });
         res.end(value === undefined ? '' : JSON.stringify(value));
       };
@@ -197,9 +183,9 @@ export async function githubFake(): Promise<GitHubFake> {
       const write = req.method === 'POST' || req.method === 'PATCH';
       if (write && fake.readOnly.has(token ?? '')) return send(403, { message: 'Resource not accessible by personal access token', documentation_url: 'https://docs.github.com/rest' });
       let g: RegExpExecArray | null;
-      if (rest === '' && req.method === 'GET') return ok({ full_name: r.name, default_branch: r.defaultBranch });
+      if (rest === '' && req.method === 'GET') return ok(fullRepositoryJson(r.name, r.defaultBranch));
       if (rest === '/issues' && req.method === 'GET') {
-        const open = [...r.issues.filter((i) => i.state === 'open').map((i) => issueJson(r, i)), ...r.pulls.filter((p) => p.state === 'open').map((p) => ({ ...issueJson(r, { number: p.number, title: p.title, body: p.body, labels: [], state: 'open' }), pull_request: { url: '' } }))];
+        const open = [...r.issues.filter((i) => i.state === 'open').map((i) => issueJson(r, i)), ...r.pulls.filter((p) => p.state === 'open').map((p) => issueJson(r, { number: p.number, title: p.title, body: p.body, labels: [], state: 'open' }, true))];
         return page(open.sort((a, b) => b.number - a.number));
       }
       if (rest === '/issues' && req.method === 'POST') {
@@ -211,7 +197,7 @@ export async function githubFake(): Promise<GitHubFake> {
       if (rest === '/pulls' && req.method === 'GET') {
         const head = url.searchParams.get('head');
         const open = r.pulls.filter((p) => p.state === 'open' && (!head || `${r.name.split('/')[0]}:${p.head}` === head));
-        return page(open.sort((a, b) => b.number - a.number).map((p) => pullJson(r, p)));
+        return page(open.sort((a, b) => b.number - a.number).map((p) => pullJson(r, p, true)));
       }
       if (rest === '/pulls' && req.method === 'POST') {
         if (!body?.title || !body?.head || !body?.base) return send(422, { message: 'Validation Failed' });
@@ -229,18 +215,18 @@ export async function githubFake(): Promise<GitHubFake> {
       if ((g = /^\/pulls\/(\d+)(\/files|\/reviews)?$/.exec(rest)) && req.method === 'GET') {
         const p = r.pulls.find((x) => x.number === Number(g![1]));
         if (!p) return send(404, { message: 'Not Found' });
-        if (g[2] === '/files') return page(p.files);
-        if (g[2] === '/reviews') return page(p.reviews);
+        if (g[2] === '/files') return page(p.files.map(fileJson));
+        if (g[2] === '/reviews') return page(p.reviews.map((x) => reviewJson(r.name, p.number, x)));
         return ok(pullJson(r, p));
       }
       if ((g = /^\/commits\/([0-9a-f]{7,40})\/(check-runs|status)$/.exec(rest)) && req.method === 'GET') {
         if (g[2] === 'check-runs') {
-          const runs = (r.checkRuns[g[1]] ?? []).map((c, i) => ({ id: i + 1, name: c.name, status: c.status, conclusion: c.conclusion, html_url: `https://github.example/${r.name}/runs/${i + 1}` }));
+          const runs = (r.checkRuns[g[1]] ?? []).map((c, i) => checkRunJson(r.name, g![1], i + 1, c));
           return ok({ total_count: runs.length, check_runs: runs });
         }
         const statuses = r.statuses[g[1]] ?? [];
         const state = statuses.some((s) => s.state === 'failure' || s.state === 'error') ? 'failure' : statuses.some((s) => s.state === 'pending') || statuses.length === 0 ? 'pending' : 'success';
-        return ok({ state, statuses: statuses.map((s) => ({ ...s, target_url: null })) });
+        return ok(combinedStatusJson(r.name, g[1], state, statuses));
       }
       send(404, { message: 'Not Found' });
     });

@@ -10,6 +10,7 @@ import type { CodeHostStatus } from '../../runner/codehost/client.ts';
 import { checkState, openPulls, overall } from '../../runner/codehost/github.ts';
 import { titleAndBody, gitHost } from '../../runner/codehost/publish.ts';
 import { githubFake } from '../fakes/github.ts';
+import { assertMatchesGitHub } from '../fakes/openapi-check.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 
 let gh: GitHubFake;
@@ -146,5 +147,7 @@ test('checks: check runs and statuses map to one state; title and body from the 
   assert.is(titleAndBody(null, 'fix', 'r1').title, 'fix: svc skill run r1');
   assert.equal([gitHost('https://api.github.com'), gitHost('https://ghe.example.com/api/v3')], ['github.com', 'ghe.example.com']);
 });
+
+test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());
 
 test.run();

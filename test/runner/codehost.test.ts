@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { githubFake } from '../fakes/github.ts';
+import { assertMatchesGitHub } from '../fakes/openapi-check.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 import { fleet } from './_fleet.ts';
 import type { Fleet } from './_fleet.ts';
@@ -256,5 +257,7 @@ test('a project without a repo on the watch list is not polled; its commands ans
   assert.is(gh.requests.length, 0);
   assert.match((await runCli(f.sb, ['status'])).stdout, /codehost: (idle|unknown)/);
 });
+
+test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());
 
 test.run();

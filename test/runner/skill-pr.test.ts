@@ -5,6 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { githubFake } from '../fakes/github.ts';
+import { assertMatchesGitHub } from '../fakes/openapi-check.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 import { gitRemote } from '../fakes/git-remote.ts';
 import type { GitRemote } from '../fakes/git-remote.ts';
@@ -78,5 +79,7 @@ test('a run that changed nothing opens no pull request; a report run never pushe
   assert.is(gh.requests.filter((q) => q.method === 'POST').length, 0);
   assert.is(remote.branch(`svc/run-${same.runId}`), null);
 });
+
+test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());
 
 test.run();

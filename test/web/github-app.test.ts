@@ -14,6 +14,7 @@ import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { postGithub } from '../codehost/_github.ts';
 import { githubFake } from '../fakes/github.ts';
+import { assertMatchesGitHub } from '../fakes/openapi-check.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 
 let browser: Browser;
@@ -162,5 +163,7 @@ test('API URL round-trips and a bad one is named; Check shows the installations,
   assert.match((await page.textContent(`${row} .github-app-check`)) ?? '', /A JSON web token could not be decoded/);
   await page.context().close();
 });
+
+test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());
 
 test.run();
