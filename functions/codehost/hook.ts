@@ -11,8 +11,11 @@
 //      the collectors do not care about, or no repository), `invalid_payload` (signed but not a JSON
 //      object), `no_project`, or `polling` — and the projects whose repo is the payload's
 //      repository.full_name (case-insensitive) come back from the same statement;
-//   6. 202 `accepted`; right after the answer, collector.poll goes to each matched project's runner
-//      (polls.ts), and its answers are recorded on the delivery.
+//   6. what it says is applied to the server's state at once: an `issues` delivery to the issue queue
+//      (queue.ts), pull_request, pull_request_review, check_suite and check_run to the PR state (pulls.ts,
+//      which emits pr.* events on a transition); then 202 `accepted`, and right after the answer
+//      collector.poll goes to each matched project's runner (polls.ts) as the safety net, and its
+//      answers are recorded on the delivery.
 import * as z from 'zod';
 import { hookAccepted, hookDuplicate } from '../../protocol/api/codehost.ts';
 import { route } from '../lib/context.ts';
@@ -24,6 +27,7 @@ import { readBody } from '../lib/http.ts';
 import { PUBLIC_ID, publicIdHash, webhookSecretOf } from './apps.ts';
 import type { AppRow } from './apps.ts';
 import { pollProjects } from './polls.ts';
+import { issueDelivery } from './queue.ts';
 import type { Target } from './polls.ts';
 import { hookParams } from './schema.ts';
 import { GITHUB_HEADERS, verifyGithubSignature } from './verify.ts';
@@ -62,18 +66,31 @@ const payloadShape = z.object({
 const empty = (status: number) => respondEmpty(status);
 
 /** What a verified body says: the action, the repository, and whether it is a JSON object at all. */
-function readPayload(raw: Uint8Array): { ok: boolean; action: string | null; repo: string | null } {
+function readPayload(raw: Uint8Array): { ok: boolean; action: string | null; repo: string | null; body: unknown } {
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw));
   } catch {
-    return { ok: false, action: null, repo: null };
+    return { ok: false, action: null, repo: null, body: null };
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) return { ok: false, action: null, repo: null };
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return { ok: false, action: null, repo: null, body: null };
   const parsed = payloadShape.safeParse(value);
   // A well-formed delivery with an odd field is still recorded; it simply names no repository.
-  if (!parsed.success) return { ok: true, action: null, repo: null };
-  return { ok: true, action: parsed.data.action ?? null, repo: parsed.data.repository?.full_name ?? null };
+  if (!parsed.success) return { ok: true, action: null, repo: null, body: value };
+  return { ok: true, action: parsed.data.action ?? null, repo: parsed.data.repository?.full_name ?? null, body: value };
+}
+
+/**
+ * Step 6: what the delivery says changes the server's state at once — an `issues` delivery the queue
+ * (queue.ts), a pull request, review or check delivery the PR state (pulls.ts). A failure is logged,
+ * not answered: the delivery is recorded, and the runner's poll (sent right after) is the safety net.
+ */
+async function apply(ctx: AppContext, app: AppRow, event: string, payload: ReturnType<typeof readPayload>, targets: Target[]): Promise<void> {
+  try {
+    if (event === 'issues') await issueDelivery(ctx.db, targets.map((t) => t.projectId), payload.action, payload.body);
+  } catch (err) {
+    ctx.log.error('could not apply a code-host delivery to the server state; the runner poll will', { appId: app.id, event, error: err instanceof Error ? err.message : String(err) });
+  }
 }
 
 function verdictOf(event: string, payload: ReturnType<typeof readPayload>): 'ping' | 'ignored' | 'invalid_payload' | 'match' {
@@ -125,7 +142,8 @@ async function hook(appPublicId: string, request: Request, ctx: AppContext): Pro
   const payload = readPayload(raw);
   const recorded = await record(ctx, app, delivery, event, payload);
   if (!recorded) return json({ deliveryId: delivery, status: 'duplicate' });
-  // 6. After the answer, at once.
+  // 6. The state at once; the poll after the answer.
+  if (recorded.targets.length) await apply(ctx, app, event, payload, recorded.targets);
   if (recorded.targets.length) setImmediate(() => void pollProjects(ctx, recorded.id, recorded.targets));
   if (!payload.ok) return errorResponse(badRequest('invalid_payload', 'the body is not a JSON object; the delivery was recorded as invalid_payload'));
   return json({ deliveryId: delivery, status: 'accepted', projects: recorded.targets.length }, { status: 202 });

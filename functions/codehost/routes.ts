@@ -2,14 +2,18 @@
 // answer only; an optional private key is stored and never shown again), list, get, edit, rotate the
 // webhook secret, delivery log, delete. Instance admins only; every change writes an audit record;
 // anything that stores a secret answers 409 encryption_key_missing without APP_ENCRYPTION_KEY. The
-// endpoint GitHub calls, POST /hooks/github/<appPublicId>, is in hook.ts.
+// endpoint GitHub calls, POST /hooks/github/<appPublicId>, is in hook.ts. A project's issue queue as the
+// server keeps it, GET /api/projects/:projectId/queue (project viewers), is read by queue.ts.
 import { randomUUID } from 'node:crypto';
 import { deliveryList, githubAppAnswer, githubAppCreated, githubAppList, githubAppRotated } from '../../protocol/api/codehost.ts';
 import type { GithubAppAnswer } from '../../protocol/api/codehost.ts';
+import { projectQueue } from '../../protocol/api/queue.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Route } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
+import { projectRoute } from '../lib/project-routes.ts';
 import { json, notFound } from '../lib/errors.ts';
 import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
@@ -17,6 +21,7 @@ import { requireEncryptionKey } from '../lib/crypto.ts';
 import { apiUrlFor, appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
 import type { AppRow } from './apps.ts';
 import { routes as hookRoutes } from './hook.ts';
+import { readQueue } from './queue.ts';
 import { deleteApp, insertApp, listApps, listDeliveries, setWebhookSecret, updateApp } from './queries.ts';
 import { appCreate, appParams, appPatch, deliveryQuery } from './schema.ts';
 
@@ -132,6 +137,15 @@ export const routes: Route[] = [
     async handler({ params, query }, ctx) {
       await getRow(ctx.db, params.appId);
       return json({ deliveries: (await listDeliveries(ctx.db, params.appId, query.limit)).map(toDelivery) });
+    },
+  }),
+  projectRoute('viewer', { method: 'GET', path: '/queue', tag: TAG,
+    summary: "The project's issue queue as the server keeps it (App deliveries, the runner's polls and issues.refresh answers): each open issue with the slot working on it now",
+    responses: { 200: { description: "the project's issue queue", schema: projectQueue } },
+    async handler({ params }, ctx) {
+      const [p] = await ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${params.projectId}`);
+      if (!p) throw notFound('no such project');
+      return json(await readQueue(ctx.db, params.projectId, p.runner_id));
     },
   }),
   ...hookRoutes,

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import type { CommandName } from '../../protocol/commands.ts';
 import { REPLAY_CAPABILITY } from '../../protocol/frames.ts';
 import type { ServerFrame } from '../../protocol/frames.ts';
+import { refreshAnswered } from '../codehost/queue.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { CommandRelay } from './commands.ts';
@@ -47,7 +48,8 @@ export class Hub {
         // Not awaited: it may send commands, whose answers come as frames on this very socket.
         if (this.onHello) void this.onHello(conn.runnerId).catch((err) => this.log.error('hello follow-up failed', { runnerId: conn.runnerId, error: err instanceof Error ? err.message : String(err) }));
       },
-      result: (runnerId, frame) => this.commands.onResult(runnerId, frame),
+      // An issues.refresh answer also replaces the project's issue queue (codehost/queue.ts).
+      result: (runnerId, frame) => this.commands.onResult(runnerId, frame).then(() => (frame.ok ? refreshAnswered(db, log, runnerId, frame.requestId) : undefined)),
       terminal: (runnerId, frame) => this.terminals.fromRunner(runnerId, frame),
       closed: (runnerId) => this.terminals.runnerGone(runnerId),
     });

@@ -161,6 +161,7 @@ function probes(): Record<string, Probe> {
     'PUT /api/projects/{projectId}/members/{userId}': { path: `/api/projects/${projectB}/members/${users.padmin.id}`, json: { role: 'admin' }, expect: 404 },
     'DELETE /api/projects/{projectId}/members/{userId}': { path: `/api/projects/${projectB}/members/${adminUserId}`, method: 'DELETE', expect: 404 },
     'GET /api/projects/{projectId}/fleet': { path: `/api/projects/${projectB}/fleet`, expect: 404 },
+    'GET /api/projects/{projectId}/queue': { path: `/api/projects/${projectB}/queue`, expect: 404 },
     'POST /api/projects/{projectId}/commands': { path: `/api/projects/${projectB}/commands`, json: { name: 'orchestrator.stop' }, expect: 404 },
     'GET /api/runners': { path: '/api/runners', expect: 403 },
     'POST /api/runners': { path: '/api/runners', json: { name: 'mine' }, expect: 403 },

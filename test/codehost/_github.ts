@@ -1,6 +1,7 @@
 // Shared by the code-host app tests and bench/ghapp.mjs's test twin: a webhook POST signed exactly as
 // GitHub signs it (X-Hub-Signature-256 over the raw bytes), with GitHub's delivery and event headers.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { githubSignature } from '../../functions/codehost/verify.ts';
 
 export interface GithubPost {
@@ -41,3 +42,15 @@ export const pushEvent = (fullName: string) => ({
   installation: { id: 42 },
   commits: [],
 });
+
+/**
+ * A webhook body as GitHub sends it, from test/fixtures/github-webhooks/<name>.json (GitHub's own
+ * example deliveries, for Codertocat/Hello-World), moved to `repo` and changed by `edit`.
+ */
+export function webhookBody(name: string, repo: string, edit: (b: any) => void = () => {}): any { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const text = readFileSync(new URL(`../fixtures/github-webhooks/${name}.json`, import.meta.url), 'utf8');
+  const [owner, short] = repo.split('/');
+  const body = JSON.parse(text.replaceAll('Codertocat/Hello-World', repo).replaceAll('"Hello-World"', JSON.stringify(short)).replaceAll('"login": "Codertocat"', `"login": ${JSON.stringify(owner)}`));
+  edit(body);
+  return body;
+}
