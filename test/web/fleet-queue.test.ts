@@ -135,15 +135,22 @@ async function fleetAs(who: { email: string; password: string }): Promise<Page> 
   await page.waitForSelector('section.queue');
   return page;
 }
-const rowText = async (page: Page, n: number) => ((await page.textContent(`section.queue tr[data-issue="${n}"]`)) ?? '').replace(/\s+/g, ' ');
+/** A queue row's cells, " | " between them, match `re`. */
+async function rowMatches(page: Page, n: number, re: RegExp) {
+  const text = await rowText(page, n);
+  assert.match(text, re, `row ${n}: ${text}`);
+}
+/** A queue row's cells, " | " between them. */
+const rowText = (page: Page, n: number) =>
+  page.$$eval(`section.queue tr[data-issue="${n}"] td`, (tds) => tds.map((td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()).join(' | '));
 const issuesReads = () => gh.requests.filter((r) => r.method === 'GET' && r.path.startsWith(`/repos/${REPO}/issues?`)).length;
 
 test('the queue: the open issues the runner read, titles linked, labels, the slot on each, when it was read; Refresh reads GitHub now and a new issue appears', async () => {
   const page = await fleetAs(operator);
   await page.waitForSelector('section.queue tr[data-issue="2"]', { timeout: 30_000 });
   assert.is(await page.getAttribute('section.queue tr[data-issue="1"] a', 'href'), `https://github.example/${REPO}/issues/1`);
-  assert.match(await rowText(page, 1), /^1 Fix the parser bug slot 1 /);
-  assert.match(await rowText(page, 2), /^2 Add a dark mode featureui slot 2 /);
+  await rowMatches(page, 1, /^1 \| Fix the parser \| bug \| slot 1 \| (just now|\d+ min ago)$/);
+  await rowMatches(page, 2, /^2 \| Add a dark mode \| featureui \| slot 2 \| /);
   assert.equal(await page.$$eval('section.queue tr[data-issue="2"] .label', (els) => els.map((e) => e.textContent)), ['feature', 'ui']);
   assert.match((await page.textContent('section.queue .refreshed')) ?? '', /^refreshed (just now|\d+ min ago)$/);
 
@@ -157,7 +164,7 @@ test('the queue: the open issues the runner read, titles linked, labels, the slo
   assert.match((await status.textContent()) ?? '', /^Refreshed: 3 open issues on GitHub\.$/);
   assert.ok(issuesReads() > before, 'the runner read the issues again');
   await page.waitForSelector(`section.queue tr[data-issue="${added}"]`, { timeout: 30_000 });
-  assert.match(await rowText(page, added), /Flaky export test none /);
+  await rowMatches(page, added, new RegExp(`^${added} \\| Flaky export test \\|  \\| none \\| (just now|\\d+ min ago)$`));
   assert.is(await page.textContent('section.queue button:has-text("Refresh")'), 'Refresh');
   await page.context().close();
 });
@@ -184,14 +191,14 @@ test('New issue: a bad label is named beside its field and creates nothing; titl
   assert.is(await created.$eval('a', (a) => a.getAttribute('href')), `https://github.example/${REPO}/issues/${issue!.number}`);
   assert.is(await page.$('form.new-issue'), null, 'the form closed');
   await page.waitForSelector(`section.queue tr[data-issue="${issue!.number}"]`, { timeout: 30_000 });
-  assert.match(await rowText(page, issue!.number), /Export to CSV featureui none /);
+  await rowMatches(page, issue!.number, new RegExp(`^${issue!.number} \\| Export to CSV \\| featureui \\| none \\| (just now|\\d+ min ago)$`));
   await page.context().close();
 });
 
 test('a viewer sees the queue, and no Refresh, New issue or Approve', async () => {
   const page = await fleetAs(viewer);
   await page.waitForSelector('section.queue tr[data-issue="1"]', { timeout: 30_000 });
-  assert.match(await rowText(page, 1), /Fix the parser/);
+  await rowMatches(page, 1, /Fix the parser/);
   await page.waitForSelector('section.slot[data-slot="1"]');
   for (const label of ['Refresh', 'New issue', 'Approve']) assert.is(await page.$(`main button:has-text("${label}")`), null, label);
   // And the server refuses the commands to a viewer (the page only hides what would fail).

@@ -10,21 +10,7 @@ import { api, errorText, when } from '../api.ts';
 import { Alert, Badge, FieldError, useAction } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { projectCommand } from './fleet-command.ts';
-
-/** The answer of GET /api/projects/:projectId/queue (protocol/api/queue.ts). */
-interface QueueIssue {
-  number: number;
-  title: string;
-  url: string;
-  labels: string[];
-  state: 'open' | 'closed';
-  slot: string | null;
-  updatedAt: string;
-}
-interface ProjectQueue {
-  issues: QueueIssue[];
-  refreshedAt: string | null;
-}
+import type { ProjectQueue } from '../../protocol/api/queue.ts';
 
 /** "just now", "12 min ago", "3 h ago", "4 days ago": how old a reading is, said the way a person would. */
 export function ago(iso: string, now = Date.now()): string {
