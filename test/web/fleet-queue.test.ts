@@ -4,7 +4,8 @@
 //   the queue shows the open issues the runner read (number, title linked, labels, the slot working
 //   one, "refreshed … ago"); Refresh sends issues.refresh and an issue opened on GitHub since appears;
 //   New issue creates the issue on GitHub (labels split at commas) and it appears, a bad label is shown
-//   beside its field and creates nothing; a viewer sees the queue and no Refresh / New issue / Approve;
+//   beside its field and creates nothing; a viewer sees the queue, follows a runner poll's change live,
+//   and has no Refresh / New issue / Approve;
 //   Approve first shows what pr.inspect read (files, checks, reviews, mergeability) and the PR's cost,
 //   and only the confirm writes the approval (the signal file the orchestrator reads); a PR GitHub does
 //   not know is a warning, and approving stays possible.
@@ -195,10 +196,18 @@ test('New issue: a bad label is named beside its field and creates nothing; titl
   await page.context().close();
 });
 
-test('a viewer sees the queue, and no Refresh, New issue or Approve', async () => {
+test('a viewer sees the queue, follows it live (a runner poll that changed it shows without a reload), and has no Refresh, New issue or Approve', async () => {
   const page = await fleetAs(viewer);
   await page.waitForSelector('section.queue tr[data-issue="1"]', { timeout: 30_000 });
   await rowMatches(page, 1, /Fix the parser/);
+  // The runner's collector reporting a changed queue (its codehost.queue event): the open page re-reads.
+  const issue = (number: number, title: string, labels: string[]) => ({ number, title, url: `https://github.example/${REPO}/issues/${number}`, labels });
+  const issues = [issue(42, 'Seen by the poll', ['chore']), issue(2, 'Add a dark mode', ['feature', 'ui']), issue(1, 'Fix the parser', ['bug', 'p1'])];
+  await spool('codehost.queue', `project:${projectId}`, { project: projectId, repo: REPO, count: issues.length, issues, truncated: false });
+  await page.waitForSelector('section.queue tr[data-issue="42"]', { timeout: 30_000 });
+  await rowMatches(page, 42, /^42 \| Seen by the poll \| chore \| none \| /);
+  await rowMatches(page, 1, /^1 \| Fix the parser \| bugp1 \| slot 1 \| /);
+  assert.equal(await page.$$eval('section.queue tr[data-issue]', (trs) => trs.map((tr) => tr.getAttribute('data-issue'))), ['1', '2', '42'], 'the issues no poll names are gone');
   await page.waitForSelector('section.slot[data-slot="1"]');
   for (const label of ['Refresh', 'New issue', 'Approve']) assert.is(await page.$(`main button:has-text("${label}")`), null, label);
   // And the server refuses the commands to a viewer (the page only hides what would fail).
