@@ -8,7 +8,8 @@
 //   and has no Refresh / New issue / Approve;
 //   Approve first shows what pr.inspect read (files, checks, reviews, mergeability) and the PR's cost,
 //   and only the confirm writes the approval (the signal file the orchestrator reads); a PR GitHub does
-//   not know is a warning, and approving stays possible.
+//   not know, or a runner offline, is a warning, and approving stays possible (offline, its refusal is
+//   shown in the dialog).
 // The slot, its PR and the LLM requests of its session are spooled through the bundle's spool-append in
 // the shapes the runner's orchestrator and collectors send.
 // needs: git
@@ -121,13 +122,13 @@ test.after(async () => {
 /**
  * A signed-in page on the project's fleet that records console errors and uncaught exceptions (the file
  * fails on any). Chromium also logs the API's expected refusals (the 401 before sign-in, a runner's 502
- * answer for the PR GitHub does not know, a field error's 400) as "Failed to load resource"; those are
+ * answer for the PR GitHub does not know, the 503 of a runner offline, a field error's 400) as "Failed to load resource"; those are
  * answers under test.
  */
 async function fleetAs(who: { email: string; password: string }): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
-  page.on('console', (m) => m.type() === 'error' && !/Failed to load resource: the server responded with a status of (40[01]|502)/.test(m.text()) && errors.push(`${who.email}: ${m.text()}`));
+  page.on('console', (m) => m.type() === 'error' && !/Failed to load resource: the server responded with a status of (40[01]|50[23])/.test(m.text()) && errors.push(`${who.email}: ${m.text()}`));
   page.on('pageerror', (e) => errors.push(`${who.email}: ${e.message}`));
   await page.goto(`${server.url}/#/fleet/${projectId}`);
   await page.fill('input[name=email]', who.email);
@@ -257,6 +258,21 @@ test('Approve on a PR GitHub does not know: the error is shown as a warning and 
   await page.click('dialog button:has-text("Approve without the inspection")');
   await page.waitForSelector(`p[role=status]:has-text("Approved #${MISSING_PR}: done.")`, { timeout: 30_000 });
   assert.ok(existsSync(join(root, '.svc', 'pr', `${MISSING_PR}.json`)));
+  await page.context().close();
+});
+
+test('the runner offline: Approve warns that the PR could not be read, and approving anyway says in the dialog that pr.approve was not sent', async () => {
+  await daemon.kill();
+  const runnerId = (await callAs(server, `/api/projects/${projectId}`)).body.runnerId;
+  await waitUntil(async () => (await callAs(server, '/api/runners')).body.runners.find((r: { id: string }) => r.id === runnerId)?.status === 'offline', 30_000, 'the runner offline');
+  const page = await fleetAs(operator);
+  await page.click('section.slot[data-slot="1"] button:has-text("Approve")');
+  const warn = await page.waitForSelector('dialog .inspect-error', { timeout: 30_000 });
+  assert.match((await warn.textContent()) ?? '', new RegExp(`Could not read #${pr}: the runner is offline; pr.inspect was not sent`));
+  await page.click('dialog button:has-text("Approve without the inspection")');
+  const refused = await page.waitForSelector('dialog p[role=alert].banner.failed', { timeout: 30_000 });
+  assert.match((await refused.textContent()) ?? '', /the runner is offline; pr\.approve was not sent/);
+  assert.ok(await page.$('dialog .approve-panel'), 'the dialog stays open');
   await page.context().close();
 });
 

@@ -6,7 +6,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText } from '../api.ts';
-import { Badge, Dialog, FieldError, usd } from '../components.ts';
+import { Alert, Badge, Dialog, FieldError, usd } from '../components.ts';
 import { projectCommand } from './fleet-command.ts';
 import type { CostAnswer, CostGroup } from '../../protocol/api/cost.ts';
 
@@ -77,6 +77,8 @@ export function ApproveDialog(p: {
   projectId: string;
   pr: number;
   busy: boolean;
+  /** pr.approve's refusal (the page's action): shown here too, the dialog covers the page's banner. */
+  error: string | null;
   fields: Record<string, string> | null;
   onApprove: (comment: string) => unknown;
   onClose: () => void;
@@ -107,6 +109,7 @@ export function ApproveDialog(p: {
     <form onSubmit=${submit}>
       <label>Comment (optional)<textarea name="text" rows="4" maxlength="10000"></textarea></label>
       <${FieldError} fields=${p.fields} name="comment" />
+      <${Alert} error=${p.error} />
       <div class="actions"><button type="button" class="secondary" onClick=${p.onClose}>Cancel</button><button disabled=${p.busy || !inspected}>${failed ? 'Approve without the inspection' : 'Approve'}</button></div>
     </form>
   </${Dialog}>`;

@@ -195,7 +195,7 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
       <div class="actions"><button type="button" class="secondary" onClick=${() => setAsk(null)}>Cancel</button><button type="button" class="danger" onClick=${() => send('Orchestrator stopped', 'orchestrator.stop')}>Stop</button></div>
     </${Dialog}>`}
     ${ask?.kind === 'approve' &&
-    html`<${ApproveDialog} projectId=${projectId} pr=${ask.pr} busy=${action.busy} fields=${action.fields} onClose=${() => (setAsk(null), action.reset())}
+    html`<${ApproveDialog} projectId=${projectId} pr=${ask.pr} busy=${action.busy} error=${action.error} fields=${action.fields} onClose=${() => (setAsk(null), action.reset())}
       onApprove=${(text: string) => send(`Approved #${ask.pr}`, 'pr.approve', { number: ask.pr, ...(text ? { comment: text } : {}) })} />`}
     ${ask && ask.kind !== 'stop' && ask.kind !== 'approve' &&
     html`<${Dialog} title=${ask.kind === 'message' ? `Message to slot ${ask.slot}` : `Request changes on #${ask.pr}`} onClose=${() => (setAsk(null), action.reset())}>
