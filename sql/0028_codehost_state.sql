@@ -32,9 +32,9 @@ create table codehost_queues (
 -- delivery) goes through functions/codehost/pulls.ts, and only a transition emits a catalogue event,
 -- its id derived from these columns (opens, check_seq), so the webhook and the poll seeing the same
 -- change emit it once. `gh_updated_at` is the PR's updated_at on GitHub (deliveries carry it): a
--- delivery older than it changes nothing. `runner_opens` is the highest opening the runner's events
--- numbered (gh.<project>.<n>.<opens>.<what>): a runner event of an older opening is stale.
--- `checks_sha` is the commit the checks state is about.
+-- delivery older than it changes nothing; a runner's pr.merged or pr.closed numbering an older opening
+-- (its ids are gh.<project>.<n>.<opens>.<what>) is stale too. `checks_sha` is the commit the checks
+-- state is about.
 create table codehost_pulls (
   project_id text not null references projects (id) on delete cascade,
   number integer not null,
@@ -48,7 +48,6 @@ create table codehost_pulls (
   checks_summary text,
   checks_at timestamptz,
   opens integer not null default 0,
-  runner_opens integer not null default 0,
   check_seq integer not null default 0,
   gh_updated_at timestamptz,
   updated_at timestamptz not null default now(),

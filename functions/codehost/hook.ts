@@ -12,10 +12,11 @@
 //      object), `no_project`, or `polling` — and the projects whose repo is the payload's
 //      repository.full_name (case-insensitive) come back from the same statement;
 //   6. what it says is applied to the server's state at once: an `issues` delivery to the issue queue
-//      (queue.ts), pull_request, pull_request_review, check_suite and check_run to the PR state (pulls.ts,
-//      which emits pr.* events on a transition); then 202 `accepted`, and right after the answer
-//      collector.poll goes to each matched project's runner (polls.ts) as the safety net, and its
-//      answers are recorded on the delivery.
+//      (queue.ts), pull_request and pull_request_review to the PR state (pull-deliveries.ts → pulls.ts,
+//      which emits pr.* events on a transition); then 202 `accepted`; right after the answer, the checks
+//      of a check_suite or check_run delivery's head commit are read with the App's token and observed
+//      the same way, and collector.poll goes to each matched project's runner (polls.ts) as the safety
+//      net, its answers recorded on the delivery.
 import * as z from 'zod';
 import { hookAccepted, hookDuplicate } from '../../protocol/api/codehost.ts';
 import { route } from '../lib/context.ts';
@@ -27,6 +28,7 @@ import { readBody } from '../lib/http.ts';
 import { PUBLIC_ID, publicIdHash, webhookSecretOf } from './apps.ts';
 import type { AppRow } from './apps.ts';
 import { pollProjects } from './polls.ts';
+import { CHECK_EVENTS, PULL_EVENTS, checksDelivery, pullDelivery } from './pull-deliveries.ts';
 import { issueDelivery } from './queue.ts';
 import type { Target } from './polls.ts';
 import { hookParams } from './schema.ts';
@@ -87,7 +89,9 @@ function readPayload(raw: Uint8Array): { ok: boolean; action: string | null; rep
  */
 async function apply(ctx: AppContext, app: AppRow, event: string, payload: ReturnType<typeof readPayload>, targets: Target[]): Promise<void> {
   try {
-    if (event === 'issues') await issueDelivery(ctx.db, targets.map((t) => t.projectId), payload.action, payload.body);
+    const projectIds = targets.map((t) => t.projectId);
+    if (event === 'issues') await issueDelivery(ctx.db, projectIds, payload.action, payload.body);
+    if (PULL_EVENTS.has(event)) await pullDelivery(ctx.db, projectIds, event, payload.action, payload.body);
   } catch (err) {
     ctx.log.error('could not apply a code-host delivery to the server state; the runner poll will', { appId: app.id, event, error: err instanceof Error ? err.message : String(err) });
   }
@@ -145,13 +149,17 @@ async function hook(appPublicId: string, request: Request, ctx: AppContext): Pro
   // 6. The state at once; the poll after the answer.
   if (recorded.targets.length) await apply(ctx, app, event, payload, recorded.targets);
   if (recorded.targets.length) setImmediate(() => void pollProjects(ctx, recorded.id, recorded.targets));
+  if (recorded.targets.length && CHECK_EVENTS.has(event) && payload.repo) {
+    const deps = { db: ctx.db, key: ctx.keys.encryption, clock: ctx.clock, log: ctx.log };
+    setImmediate(() => void checksDelivery(deps, app, payload.repo!, recorded.targets.map((t) => t.projectId), event, payload.body));
+  }
   if (!payload.ok) return errorResponse(badRequest('invalid_payload', 'the body is not a JSON object; the delivery was recorded as invalid_payload'));
   return json({ deliveryId: delivery, status: 'accepted', projects: recorded.targets.length }, { status: 202 });
 }
 
 export const routes: Route[] = [
   route({ method: 'POST', path: '/hooks/github/:appPublicId', tag: 'codehost', access: 'public',
-    summary: "A registered GitHub App's webhooks: X-Hub-Signature-256 verified, each X-GitHub-Delivery recorded once, collector.poll sent to the runner of each project of the repository",
+    summary: "A registered GitHub App's webhooks: X-Hub-Signature-256 verified, each X-GitHub-Delivery recorded once, the issue queue and pull request state updated at once, collector.poll sent to the runner of each project of the repository",
     rawBody: true,
     // Never refused here: a malformed id is hashed and looked up like any other, and answers 404 below.
     params: hookParams,

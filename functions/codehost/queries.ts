@@ -37,3 +37,7 @@ export const listDeliveries = (q: Queryable, appId: string, limit: number) =>
   q.query<DeliveryRow>(sql`
     select * from codehost_deliveries where app_id = ${appId} and created_at >= now() - interval '14 days'
      order by created_at desc, id desc limit ${limit}`);
+
+/** The runner of a project (null: none), for the queue's slots; undefined when there is no such project. */
+export const projectRunner = async (q: Queryable, projectId: string): Promise<string | null | undefined> =>
+  (await q.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${projectId}`))[0]?.runner_id;

@@ -11,7 +11,6 @@ import { projectQueue } from '../../protocol/api/queue.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Route } from '../lib/context.ts';
-import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { projectRoute } from '../lib/project-routes.ts';
 import { json, notFound } from '../lib/errors.ts';
@@ -22,7 +21,7 @@ import { apiUrlFor, appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId
 import type { AppRow } from './apps.ts';
 import { routes as hookRoutes } from './hook.ts';
 import { readQueue } from './queue.ts';
-import { deleteApp, insertApp, listApps, listDeliveries, setWebhookSecret, updateApp } from './queries.ts';
+import { deleteApp, insertApp, listApps, listDeliveries, projectRunner, setWebhookSecret, updateApp } from './queries.ts';
 import { appCreate, appParams, appPatch, deliveryQuery } from './schema.ts';
 
 const TAG = 'codehost';
@@ -143,9 +142,9 @@ export const routes: Route[] = [
     summary: "The project's issue queue as the server keeps it (App deliveries, the runner's polls and issues.refresh answers): each open issue with the slot working on it now",
     responses: { 200: { description: "the project's issue queue", schema: projectQueue } },
     async handler({ params }, ctx) {
-      const [p] = await ctx.db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${params.projectId}`);
-      if (!p) throw notFound('no such project');
-      return json(await readQueue(ctx.db, params.projectId, p.runner_id));
+      const runnerId = await projectRunner(ctx.db, params.projectId);
+      if (runnerId === undefined) throw notFound('no such project');
+      return json(await readQueue(ctx.db, params.projectId, runnerId));
     },
   }),
   ...hookRoutes,

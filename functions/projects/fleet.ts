@@ -1,6 +1,7 @@
 // A project's fleet as its runner's events tell it (GET /api/projects/:id/fleet): per slot the issue it
 // works on, its latest checkpoint, its pull request and that PR's checks, and whether it stopped; and the
-// orchestrator's last start or stop. The live state of the tmux sessions comes from the runner itself
+// orchestrator's last start or stop. Which PR a slot has comes from the events; the PR's state and checks
+// from the server's PR state (codehost_pulls), which App deliveries update too. The live state of the tmux sessions comes from the runner itself
 // (orchestrator.status); this is what the server has recorded, so it is there when the runner is not.
 import type { FleetView, SlotView } from '../../protocol/api/projects.ts';
 import { sql } from '../lib/db/index.ts';
@@ -71,5 +72,32 @@ export async function fleetView(db: Queryable, runnerId: string | null, projectI
     }
     if (s.pr) byPr.set(s.pr.number, s);
   }
+  await withPullState(db, projectId, [...slots.values()]);
   return { orchestrator, slots: [...slots.values()].sort((a, b) => a.slot.localeCompare(b.slot, 'en', { numeric: true })) };
+}
+
+/**
+ * The pull requests' state is the server's (codehost_pulls, functions/codehost/pulls.ts: fed by App
+ * deliveries and the runner's poll alike), so a change only a webhook reported shows: a slot's PR (by
+ * number, or — for a slot whose PR no event named yet — by the slot's branch) takes its state, title,
+ * address and checks from there.
+ */
+async function withPullState(db: Queryable, projectId: string, slots: SlotView[]): Promise<void> {
+  const numbers = slots.flatMap((s) => (s.pr ? [s.pr.number] : []));
+  const branches = slots.flatMap((s) => (!s.pr && s.branch ? [s.branch] : []));
+  if (!numbers.length && !branches.length) return;
+  const rows = await db.query<{ number: number; state: 'open' | 'merged' | 'closed'; title: string | null; url: string | null; branch: string | null; checks: string; checks_summary: string | null; checks_at: Date | null }>(sql`
+    select number, state, title, url, branch, checks, checks_summary, checks_at from codehost_pulls
+     where project_id = ${projectId} and (number = any(${numbers}::int[]) or branch = any(${branches}::text[]))
+     order by updated_at`);
+  const byNumber = new Map(rows.map((r) => [r.number, r]));
+  const byBranch = new Map(rows.filter((r) => r.branch).map((r) => [r.branch!, r])); // the latest per branch
+  for (const s of slots) {
+    const row = s.pr ? byNumber.get(s.pr.number) : s.branch ? byBranch.get(s.branch) : undefined;
+    if (!row) continue;
+    const url = row.url ?? s.pr?.url;
+    const title = row.title ?? s.pr?.title;
+    s.pr = { number: row.number, ...(url ? { url } : {}), ...(title ? { title } : {}), state: row.state };
+    if (row.checks_at) s.checks = { state: row.checks, summary: row.checks_summary, at: new Date(row.checks_at).toISOString() };
+  }
 }

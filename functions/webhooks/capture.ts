@@ -1,6 +1,7 @@
 // Where catalogue events come from (spec: Events). Runner events arrive through the ingest pipeline
 // (functions/events/ingest.ts, the sink events/sinks/webhooks.ts);
-// the server emits its own (schedule.*). Each becomes one envelope, stored in `webhook_outbox` under
+// the server emits its own (schedule.*; pr.* from the pull requests' state, codehost/pulls.ts, which the
+// runner's poll and App deliveries both feed). Each becomes one envelope, stored in `webhook_outbox` under
 // its stable id; the dispatcher (worker.ts) turns it into one delivery per matching webhook.
 //
 // Capture runs in every process, whether or not its webhook worker is enabled: it only records. It is

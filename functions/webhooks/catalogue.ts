@@ -12,7 +12,7 @@ export type FieldKind =
 
 interface EventSpec {
   description: string;
-  /** Who may emit it: a runner (through the hub's ingest), the server itself, or Send test only. */
+  /** Who may emit it: a runner (through the hub's ingest), the server itself (pr.*: the PR state, codehost/pulls.ts, from the runner's poll and App deliveries alike), or Send test only. */
   from: 'runner' | 'server' | 'test';
   data: Record<string, FieldKind>;
 }
@@ -27,10 +27,10 @@ export const CATALOGUE = {
     data: { checkpoint: 'text', summary: 'free', pr: 'pr' },
   },
   'slot.stopped': { description: 'A worker session ended', from: 'runner', data: { reason: 'free', exitCode: 'int', summary: 'free' } },
-  'pr.opened': { description: 'A worker opened a pull request', from: 'runner', data: { pr: 'pr', title: 'text', branch: 'text' } },
-  'pr.checks_changed': { description: "A pull request's checks passed, failed or restarted", from: 'runner', data: { pr: 'pr', state: 'text', summary: 'free' } },
-  'pr.merged': { description: 'A pull request was merged', from: 'runner', data: { pr: 'pr', title: 'text' } },
-  'pr.closed': { description: 'A pull request was closed without merging', from: 'runner', data: { pr: 'pr', title: 'text' } },
+  'pr.opened': { description: 'A worker opened a pull request', from: 'server', data: { pr: 'pr', title: 'text', branch: 'text' } },
+  'pr.checks_changed': { description: "A pull request's checks passed, failed or restarted", from: 'server', data: { pr: 'pr', state: 'text', summary: 'free' } },
+  'pr.merged': { description: 'A pull request was merged', from: 'server', data: { pr: 'pr', title: 'text' } },
+  'pr.closed': { description: 'A pull request was closed without merging', from: 'server', data: { pr: 'pr', title: 'text' } },
   'issue.blocked': { description: 'A worker stopped on an issue it cannot finish alone', from: 'runner', data: { reason: 'free', summary: 'free' } },
   'person.needed': { description: 'An agent waits for a person to answer', from: 'runner', data: { question: 'free', summary: 'free' } },
   // Never the pane's text (spec): only what kind of prompt it is and which session shows it.

@@ -12,6 +12,7 @@
 import type { FleetEvent } from '../panes.ts';
 import type { CheckState, Check } from './github.ts';
 import { overall } from './github.ts';
+import { checksSummary } from '../../protocol/checks.ts';
 
 export interface SeenPull {
   title: string;
@@ -53,13 +54,7 @@ export interface PullEvent {
 /** Closed pull requests remembered per project (to number a reopening); the oldest are forgotten. */
 const KEEP_CLOSED = 200;
 
-export function checksSummary(checks: Check[]): string {
-  if (checks.length === 0) return 'no checks';
-  const count = (s: CheckState) => checks.filter((c) => c.state === s).length;
-  const failed = checks.filter((c) => c.state === 'failed').map((c) => c.name);
-  const parts = [`${count('passed')} passed`, `${failed.length} failed`, `${count('pending')} pending`];
-  return `${checks.length} checks: ${parts.join(', ')}${failed.length ? ` (failed: ${failed.slice(0, 10).join(', ')})` : ''}`;
-}
+export { checksSummary } from '../../protocol/checks.ts';
 
 function checksEvent(prev: SeenPull, now: CheckState, sha: string): 'passed' | 'failed' | 'restarted' | null {
   const terminal = (s: CheckState) => s === 'passed' || s === 'failed';

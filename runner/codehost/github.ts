@@ -3,6 +3,8 @@
 // combined status), one pull request, its files, reviews, and creating issues and pull requests.
 import * as z from 'zod';
 import type { GitHubClient } from './client.ts';
+import { checkRuns, checksOfCommit, combinedStatus } from '../../protocol/checks.ts';
+import type { Check } from '../../protocol/checks.ts';
 
 const user = z.object({ login: z.string() }).nullable().optional();
 const label = z.union([z.string(), z.object({ name: z.string() })]);
@@ -35,40 +37,13 @@ export const pullShape = z.object({
 });
 export type Pull = z.infer<typeof pullShape>;
 
-const checkRuns = z.object({
-  total_count: z.number().int(),
-  check_runs: z.array(z.object({ name: z.string(), status: z.string(), conclusion: z.string().nullable(), html_url: z.string().nullable().optional() })),
-});
-const combinedStatus = z.object({
-  state: z.string(),
-  statuses: z.array(z.object({ context: z.string(), state: z.string(), target_url: z.string().nullable().optional() })),
-});
 const fileShape = z.object({ filename: z.string(), status: z.string(), additions: z.number().int(), deletions: z.number().int(), changes: z.number().int().optional() });
 const reviewShape = z.object({ id: z.number(), user, state: z.string(), submitted_at: z.string().nullable().optional() });
 const repoShape = z.object({ default_branch: z.string(), full_name: z.string().optional() });
 
-export type CheckState = 'none' | 'pending' | 'passed' | 'failed';
-export interface Check {
-  name: string;
-  state: CheckState;
-  url: string | null;
-}
-
-const FAILED = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure', 'stale', 'error']);
-
-/** One check run or commit status → our four states. */
-export function checkState(status: string, conclusion: string | null): CheckState {
-  if (status !== 'completed' && conclusion === null) return status === 'success' ? 'passed' : FAILED.has(status) ? 'failed' : 'pending';
-  return conclusion && FAILED.has(conclusion) ? 'failed' : 'passed';
-}
-
-/** All checks of a commit → one state: any failed → failed; else any pending → pending; else passed. */
-export function overall(checks: Check[]): CheckState {
-  if (checks.length === 0) return 'none';
-  if (checks.some((c) => c.state === 'failed')) return 'failed';
-  if (checks.some((c) => c.state === 'pending')) return 'pending';
-  return 'passed';
-}
+// The four check states and how runs and statuses map to them are shared with the server (protocol/checks.ts).
+export type { Check, CheckState } from '../../protocol/checks.ts';
+export { checkState, overall } from '../../protocol/checks.ts';
 
 const repoPath = (repo: string) => `/repos/${repo.split('/').map(encodeURIComponent).join('/')}`;
 
@@ -93,10 +68,7 @@ export async function pull(c: GitHubClient, repo: string, n: number, o: CallOpti
 export async function checksOf(c: GitHubClient, repo: string, sha: string, o: CallOptions = {}): Promise<Check[]> {
   const runs = await c.request('GET', `${repoPath(repo)}/commits/${encodeURIComponent(sha)}/check-runs?per_page=100`, { schema: checkRuns, urgent: o.urgent });
   const status = await c.request('GET', `${repoPath(repo)}/commits/${encodeURIComponent(sha)}/status`, { schema: combinedStatus, urgent: o.urgent });
-  return [
-    ...runs.data.check_runs.map((r) => ({ name: r.name, state: checkState(r.status, r.conclusion), url: r.html_url ?? null })),
-    ...status.data.statuses.map((s) => ({ name: s.context, state: checkState(s.state, null), url: s.target_url ?? null })),
-  ];
+  return checksOfCommit(runs.data.check_runs, status.data.statuses);
 }
 
 export const pullFiles = (c: GitHubClient, repo: string, n: number) => c.paginate(`${repoPath(repo)}/pulls/${n}/files?per_page=100`, fileShape, 100, true);

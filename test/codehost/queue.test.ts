@@ -2,10 +2,11 @@
 // its three sources — an `issues` App delivery changes the row at once with no runner at all (opened,
 // labeled, closed, deleted; one older than the row changes nothing); a runner's `codehost.queue` event
 // replaces the open set (truncated keeps the rest; a re-sent or older one changes nothing); an
-// `issues.refresh` answer replaces it too — with the slot working on each issue, and a `fleet` notice.
+// `issues.refresh` answer replaces it too — with the slot working on each issue, and a live `fleet` notice to the project's viewers.
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { openLive, signIn } from '../helpers/live.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { send } from '../helpers/usage-events.ts';
@@ -68,6 +69,8 @@ const issuesDelivery = (repo: string, action: string, edit: (b: any) => void) =>
 test('an `issues` delivery puts the row in the queue at once, with no runner online; labeled, closed, an older delivery, deleted', async () => {
   const p = await project(offlineRunner);
   assert.equal(await queue(p.id), { issues: [], refreshedAt: null });
+  const live = openLive(server.url, { token: server.admin.token });
+  await live.next((n) => n.type === 'ready');
   const opened = await postGithub(app.webhookUrl, app.webhookSecret, 'issues', webhookBody('issues.opened', p.repo.toLowerCase(), (b) => (b.issue.number = 41)));
   assert.is(opened.status, 202, opened.text);
   let q = await queue(p.id);
@@ -75,6 +78,8 @@ test('an `issues` delivery puts the row in the queue at once, with no runner onl
     { number: 41, title: 'Spelling error in the README file', url: `https://github.com/${p.repo.toLowerCase()}/issues/1`, labels: ['bug'], state: 'open', slot: null, updatedAt: '2019-05-15T15:20:18.000Z' },
   ]);
   assert.is(q.refreshedAt, null, 'a delivery is one row, not a read of the whole queue');
+  await live.next((n) => n.type === 'fleet' && n.projectId === p.id && n.kind === 'codehost.queue', 10_000);
+  live.close();
 
   await issuesDelivery(p.repo, 'labeled', (b) => Object.assign(b.issue, { number: 41, updated_at: '2019-05-15T15:30:00Z', labels: [{ name: 'bug' }, { name: 'svc' }] }));
   assert.equal((await queue(p.id)).issues[0].labels, ['bug', 'svc']);
@@ -93,8 +98,13 @@ test('a runner `codehost.queue` event replaces the open set; truncated keeps the
   const p = await project(runnerId);
   const viewer = await makeUser(server, `viewer-${randomBytes(2).toString('hex')}`);
   assert.is((await call(`/api/projects/${p.id}/members/${viewer.id}`, { method: 'PUT', json: { role: 'viewer' } })).status, 200);
+  const { cookie } = await signIn(server.url, viewer.email, viewer.password);
+  const live = openLive(server.url, { cookie });
+  await live.next((n) => n.type === 'ready');
   const first = queueEvent(p.id, [issue(1, 'one', ['a']), issue(2, 'two'), issue(3, 'three')]);
   await send(ws, [first]);
+  await live.next((n) => n.type === 'fleet' && n.projectId === p.id && n.kind === 'codehost.queue', 10_000);
+  live.close();
   let q = await queue(p.id);
   assert.equal(q.issues.map((i) => [i.number, i.title, i.labels, i.state]), [[1, 'one', ['a'], 'open'], [2, 'two', [], 'open'], [3, 'three', [], 'open']]);
   assert.ok(q.refreshedAt && Date.parse(q.refreshedAt) > Date.now() - 60_000);

@@ -121,10 +121,10 @@ test('strings are cut: summaries and free text to 1000 characters, other strings
 
 const ev = (id: string, kind: string, payload: Record<string, unknown>): RunnerEvent => ({ id, source: 'fleet', kind, ts: '2026-03-04T05:06:07.089Z', payload });
 
-test('runner events: only catalogue kinds of the runner’s own projects become envelopes, with stable ids', () => {
+test('runner events: only catalogue kinds of the runner’s own projects become envelopes, with stable ids; pr.* go through the PR state instead', () => {
   const projects = new Map([['p1', 'acme/widgets']]);
   const events = [
-    ev('1', 'pr.opened', { project: 'p1', slot: 'w1', issue: 9, data: { pr: { number: 3, url: 'https://github.com/acme/widgets/pull/3' }, title: 'Add it' } }),
+    ev('1', 'slot.checkpoint', { project: 'p1', slot: 'w1', issue: 9, data: { pr: { number: 3, url: 'https://github.com/acme/widgets/pull/3' }, checkpoint: 'pr_open' } }),
     ev('2', 'llm.request', { project: 'p1', model: 'opus', prompt: 'hi' }),
     ev('3', 'tool.call', { project: 'p1', tool: 'Bash' }),
     ev('4', 'pane.text', { project: 'p1', text: 'screen' }),
@@ -135,17 +135,18 @@ test('runner events: only catalogue kinds of the runner’s own projects become 
     ev('9', 'pr.merged', { project: 'someone-elses' }),
     ev('10', 'pr.merged', {}),
     ev('11', 'orchestrator.started', { project: 'p1', data: { profile: 'claude' } }),
+    ev('12', 'pr.opened', { project: 'p1', data: { pr: { number: 4 }, title: 'the server emits it (codehost/pulls.ts)' } }),
   ];
   const out = runnerEnvelopes('r1', events, projects);
-  assert.equal(out.map((e) => e.type), ['pr.opened', 'orchestrator.started']);
+  assert.equal(out.map((e) => e.type), ['slot.checkpoint', 'orchestrator.started']);
   assert.equal(out[0], {
-    id: eventId('runner', 'r1', '1', 'pr.opened'),
-    type: 'pr.opened',
+    id: eventId('runner', 'r1', '1', 'slot.checkpoint'),
+    type: 'slot.checkpoint',
     ts: '2026-03-04T05:06:07.089Z',
     project: { id: 'p1', repo: 'acme/widgets' },
     slot: 'w1',
     issue: 9,
-    data: { pr: { number: 3, url: 'https://github.com/acme/widgets/pull/3' }, title: 'Add it' },
+    data: { pr: { number: 3, url: 'https://github.com/acme/widgets/pull/3' }, checkpoint: 'pr_open' },
   });
   assert.match(out[0].id, /^evt_[0-9a-f]{32}$/);
   // The same event (re-sent) gives the same envelope, byte for byte; another runner's does not collide.

@@ -237,7 +237,7 @@ test('server events (schedule.*): emitted with a stable id, delivered once even 
   assert.equal(body.data, { schedule: 'nightly', error: 'exit 1 in [path]', scheduledFor: '2026-01-01T03:00:00.000Z' });
   assert.is((await deliveries(db, hook.id)).length, 1);
   try {
-    await emitEvent(db, { ...e, type: 'pr.merged' as never });
+    await emitEvent(db, { ...e, type: 'slot.dispatched' as never });
     assert.unreachable('a runner type is not emitted by the server');
   } catch (err) {
     assert.match(String(err), /not a server event/);
