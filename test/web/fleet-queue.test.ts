@@ -193,6 +193,7 @@ test('New issue: a bad label is named beside its field and creates nothing; titl
   assert.is(await created.$eval('a', (a) => a.getAttribute('href')), `https://github.example/${REPO}/issues/${issue!.number}`);
   assert.is(await page.$('form.new-issue'), null, 'the form closed');
   await page.waitForSelector(`section.queue tr[data-issue="${issue!.number}"]`, { timeout: 30_000 });
+  await page.screenshot({ path: '.tmp/fleet-queue.png', fullPage: true });
   await rowMatches(page, issue!.number, new RegExp(`^${issue!.number} \\| Export to CSV \\| featureui \\| none \\| (just now|\\d+ min ago)$`));
   await page.context().close();
 });
@@ -239,6 +240,7 @@ test('Approve first shows the PR as GitHub has it (files, checks, reviews, merge
   await page.waitForFunction(() => !/reading/.test(document.querySelector('dialog .cost')?.textContent ?? 'reading'));
   assert.match(((await page.textContent('dialog .cost')) ?? '').replace(/\s+/g, ' '), new RegExp(`^\\$${group.costUsd.toFixed(2)} over 2 LLM requests$`));
   assert.not.ok(existsSync(signal), 'nothing approved yet');
+  await page.screenshot({ path: '.tmp/fleet-approve.png' });
 
   await page.fill('dialog textarea[name=text]', 'Looks right; lint is fixed in the next PR.');
   await page.click('dialog button:has-text("Approve")');
