@@ -58,7 +58,8 @@ export const totals = (row: Record<string, unknown>): Totals => ({
 /**
  * Attribution (docs/cost.md, "Attribution"): the request's own svc.* attributes first, then its
  * session's slot issue and run; a pull request through the branch (the run's, else the session's)
- * that a pr.opened event of the same runner and project names.
+ * that a pr.opened event of the same runner and project names (the runner sends pr and branch in the
+ * event's `data`, runner/fleet.ts fleetSpoolEvent; older test seeds put them at the top level).
  */
 function groupKey(groupBy: (typeof GROUPS)[number], tz: string): Sql {
   switch (groupBy) {
@@ -82,9 +83,9 @@ function groupKey(groupBy: (typeof GROUPS)[number], tz: string): Sql {
 const PR_JOIN = sql`
   left join skill_runs sr on sr.id = coalesce(r.run_id, s.run_id) and sr.project_id = r.project_id
   left join lateral (
-    select e.payload -> 'pr' ->> 'number' as number from runner_events e
+    select coalesce(e.payload -> 'data' -> 'pr', e.payload -> 'pr') ->> 'number' as number from runner_events e
      where e.kind = 'pr.opened' and e.runner_id = r.runner_id and e.payload ->> 'project' = r.project_id
-       and e.payload ->> 'branch' = coalesce(sr.branch, s.branch)
+       and coalesce(e.payload -> 'data' ->> 'branch', e.payload ->> 'branch') = coalesce(sr.branch, s.branch)
      order by e.ts desc limit 1) pr on true`;
 
 /** GET /api/cost: a row per group (key, label and runtime where the grouping has them, the sums) and the sums of all. */

@@ -6,6 +6,8 @@
 // Actions are the runner commands through the project's command route: Next round / Stop
 // (orchestrator.*), Stop / Message a slot (slot.*), Approve / Request changes / Void approval on a PR
 // (pr.*), each offered only to roles that may send it; Open terminal for project admins.
+// Below the slots the issue queue (fleet-queue.ts); Approve first shows the PR as GitHub has it and its
+// cost so far (fleet-pr.ts).
 // Live: the project's fleet notices (every orchestrator, slot, PR and pane event its runner sends), its
 // runner going online or offline, and the project's own changes re-fetch both halves (at most once a
 // second), as does a reconnect after a gap. Whether a session is working or idle is no event (it is
@@ -18,7 +20,9 @@ import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
 import type { Me } from '../session.ts';
 import type { ProjectFleet } from '../../protocol/api/projects.ts';
-import type { CommandAnswer } from '../../protocol/api/runners.ts';
+import { projectCommand } from './fleet-command.ts';
+import { ApproveDialog } from './fleet-pr.ts';
+import { Queue } from './fleet-queue.ts';
 
 interface LiveSession {
   session: string;
@@ -71,8 +75,7 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
   const operator = projectId ? can(me, projectId, 'operator') : false;
   const admin = projectId ? can(me, projectId, 'admin') : false;
 
-  const command = (name: string, args: Record<string, unknown> = {}) =>
-    api<CommandAnswer>(`/api/projects/${projectId}/commands`, { method: 'POST', body: { name, args } });
+  const command = (name: string, args: Record<string, unknown> = {}) => projectCommand(projectId!, name, args);
   /** The project's runner as last read: its online/offline notices concern this page too. */
   const runnerId = useRef<string | null>(null);
   /** Reads started: only the newest one's answers are shown (an older one can come back later). */
@@ -127,7 +130,6 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
     const text = String(new FormData(e.target as HTMLFormElement).get('text') ?? '');
     if (!ask) return;
     if (ask.kind === 'message') return send(`Message to slot ${ask.slot}`, 'slot.message', { slot: ask.slot, message: text });
-    if (ask.kind === 'approve') return send(`Approved #${ask.pr}`, 'pr.approve', { number: ask.pr, ...(text ? { comment: text } : {}) });
     if (ask.kind === 'changes') return send(`Changes requested on #${ask.pr}`, 'pr.requestChanges', { number: ask.pr, comment: text });
   };
 
@@ -186,16 +188,20 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
             </div>
           </section>`;
         })}</div>`}
+    <${Queue} projectId=${projectId} operator=${operator} />
     ${ask?.kind === 'stop' &&
     html`<${Dialog} title="Stop the orchestrator?" onClose=${() => setAsk(null)}>
       <p>Its session ends; worker slots keep running. Next round starts it again.</p>
       <div class="actions"><button type="button" class="secondary" onClick=${() => setAsk(null)}>Cancel</button><button type="button" class="danger" onClick=${() => send('Orchestrator stopped', 'orchestrator.stop')}>Stop</button></div>
     </${Dialog}>`}
-    ${ask && ask.kind !== 'stop' &&
-    html`<${Dialog} title=${ask.kind === 'message' ? `Message to slot ${ask.slot}` : ask.kind === 'approve' ? `Approve #${ask.pr}` : `Request changes on #${ask.pr}`} onClose=${() => (setAsk(null), action.reset())}>
+    ${ask?.kind === 'approve' &&
+    html`<${ApproveDialog} projectId=${projectId} pr=${ask.pr} busy=${action.busy} error=${action.error} fields=${action.fields} onClose=${() => (setAsk(null), action.reset())}
+      onApprove=${(text: string) => send(`Approved #${ask.pr}`, 'pr.approve', { number: ask.pr, ...(text ? { comment: text } : {}) })} />`}
+    ${ask && ask.kind !== 'stop' && ask.kind !== 'approve' &&
+    html`<${Dialog} title=${ask.kind === 'message' ? `Message to slot ${ask.slot}` : `Request changes on #${ask.pr}`} onClose=${() => (setAsk(null), action.reset())}>
       <form onSubmit=${submitAsk}>
-        <label>${ask.kind === 'message' ? 'Message (typed into the session)' : ask.kind === 'approve' ? 'Comment (optional)' : 'What to change'}
-          <textarea name="text" rows="5" maxlength=${ask.kind === 'message' ? 20000 : 10000} required=${ask.kind !== 'approve'}></textarea></label>
+        <label>${ask.kind === 'message' ? 'Message (typed into the session)' : 'What to change'}
+          <textarea name="text" rows="5" maxlength=${ask.kind === 'message' ? 20000 : 10000} required></textarea></label>
         <${FieldError} fields=${action.fields} name=${ask.kind === 'message' ? 'message' : 'comment'} />
         <div class="actions"><button type="button" class="secondary" onClick=${() => (setAsk(null), action.reset())}>Cancel</button><button disabled=${action.busy}>Send</button></div>
       </form>
