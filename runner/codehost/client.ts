@@ -41,8 +41,9 @@ export interface CodeHostStatus {
 
 export interface ClientOptions {
   apiUrl: string;
-  /** The token, or null when none is configured anywhere (resolved per request; cache it outside). */
-  token: () => Promise<string | null>;
+  /** The token for a repository (owner/name, from the request's /repos/ path; undefined for others), or
+   *  null when none is configured anywhere (resolved per request; cache it outside). */
+  token: (repo?: string) => Promise<string | null>;
   fetch?: typeof fetch;
   now?: () => number;
   timeoutMs?: number;
@@ -102,7 +103,7 @@ export class GitHubClient {
     const t = this.now();
     if (t < this.blockedUntil) throw new CodeHostError('rate_limited', `the code host's rate limit is spent; requests wait until ${iso(this.blockedUntil)}`);
     if (!o.urgent && t < this.backoffUntil) throw new CodeHostError('backoff', `the code host failed; the next poll waits until ${iso(this.backoffUntil)}`);
-    const token = o.token ?? (await this.opts.token());
+    const token = o.token ?? (await this.opts.token(repoOf(url.slice(this.base.length))));
     if (!token) {
       this.publish({ state: 'no_token', until: null, lastError: 'no code-host token (profile GH_TOKEN/GITHUB_TOKEN, the environment, or `gh auth token`)' });
       throw new CodeHostError('no_token', 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in a profile or the environment, or sign in with `gh auth login`');
@@ -220,6 +221,12 @@ export class GitHubClient {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** owner/name of a `/repos/{owner}/{name}/…` path (its token may be the App's for that repository). */
+export function repoOf(path: string): string | undefined {
+  const m = /^\/repos\/([^/?#]+)\/([^/?#]+)/.exec(path);
+  return m ? `${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}` : undefined;
+}
 
 /** The `rel="next"` URL of a Link header. */
 export function nextLink(link: string | null): string | null {
