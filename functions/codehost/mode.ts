@@ -1,7 +1,8 @@
 // GET /api/projects/:projectId/codehost-mode (docs/github-app.md, "App mode on the runners"): which token
 // the project's code-host work runs on, and why, for the Projects page.
 //   1. App mode when a registered App is installed on the project's repository (app-mode.ts, asked anew:
-//      a cached token, or a new one minted) — "App installed on acme/app (App <name>)";
+//      a cached token, or a new one minted, then tried on the repository: a removed installation's
+//      cached token is dropped) — "App installed on acme/app (App <name>)";
 //   2. else the runner's own token, as its runner.describe says (source, variable, and the login GitHub
 //      gives for it) — "runner token: gh auth as @alice", "runner token: GH_TOKEN";
 //   3. else neither: a warning that says why each does not work.
@@ -13,7 +14,9 @@ import type { AppContext, Route } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import { json, notFound } from '../lib/errors.ts';
 import { projectRoute } from '../lib/project-routes.ts';
+import { checkRepository } from './app-check.ts';
 import { AppTokenSource } from './app-mode.ts';
+import { appRow } from './apps.ts';
 
 type RunnerView = NonNullable<CodehostMode['runner']>;
 
@@ -41,7 +44,14 @@ export async function codehostModeOf(ctx: AppContext, projectId: string, userId:
   if (!p) throw notFound('no such project');
   const base = { projectId, app: null, appError: null, runner: null };
   if (!REPO.test(p.repo)) return { ...base, repo: null, mode: 'none', reason: 'no code-host repository (owner/name) is set for this project', warning: 'set the repository (owner/name) to poll its issues and pull requests' };
-  const mode = await new AppTokenSource({ db: ctx.db, key: ctx.keys.encryption, clock: ctx.clock, log: ctx.log }).forRepo(p.repo);
+  const deps = { db: ctx.db, key: ctx.keys.encryption, clock: ctx.clock, log: ctx.log };
+  let mode = await new AppTokenSource(deps).forRepo(p.repo);
+  if (mode.mode === 'app') {
+    // The token is tried on the repository (app-check.ts): a cached one of a removed installation is dropped and minted again, once.
+    const app = await appRow(ctx.db, mode.appId);
+    const tried = app ? await checkRepository(deps, app, p.repo) : { error: { code: 'app_gone', message: 'the App was deleted meanwhile' } };
+    if (tried.error) mode = { mode: 'runner', error: tried.error };
+  }
   if (mode.mode === 'app') {
     return {
       ...base,

@@ -82,6 +82,7 @@ export class CodeHost {
       now: o.now,
       backoffBaseMs: override(o.env.SVC_CODEHOST_BACKOFF_MS) ?? 2000,
       onStatus: (s) => this.onStatus(s),
+      onUnauthorized: (repo, token) => this.tokens.refused(repo, token),
     });
   }
 

@@ -61,6 +61,14 @@ export class Tokens {
     }
   }
 
+  /** GitHub refused a server token (the App's installation was removed): the runner's own is used until the server sends another. */
+  refused(repo: string | undefined, token: string): boolean {
+    const key = repo?.toLowerCase();
+    if (!key || this.server.get(key)?.token !== token) return false;
+    this.server.delete(key);
+    return true;
+  }
+
   /** The server's token for owner/name while it has more than SERVER_TOKEN_MARGIN_MS left, else null. */
   serverToken(repo: string | undefined): { token: string; expiresAt: string } | null {
     const t = repo ? this.server.get(repo.toLowerCase()) : undefined;

@@ -36,6 +36,7 @@ let server: RunningServer;
 let sb: Sandbox;
 let daemon: Daemon;
 let runnerId: string;
+let installationId: number;
 const projects: Record<string, string> = {};
 
 const appTokens = () => fake.app.minted.map((m) => m.token);
@@ -64,7 +65,7 @@ test.before(async () => {
   server = await startServer({ admin: true, dbEnv: dbEnv.env, env: { APP_ENCRYPTION_KEY: KEY } });
   assert.is((await server.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1' } })).status, 200);
   const gh = fake.app.addApp();
-  fake.app.install(gh.id, 'acme', ['acme/app']);
+  installationId = fake.app.install(gh.id, 'acme', ['acme/app']).id;
   const app = await server.api('/api/github-apps', { method: 'POST', json: { name: 'svc bot', githubAppId: gh.id, privateKey: gh.pem, apiUrl: fake.url } });
   assert.is(app.status, 201, await app.clone().text());
 
@@ -142,6 +143,16 @@ test('the Projects answer: App mode on acme/app, the runner token on acme/other 
   assert.match(other.reason, /not installed on acme\/other/);
   assert.is(other.appError.code, 'not_installed');
   assert.is(other.runner.tokenName, 'GH_TOKEN');
+});
+
+test("the App's installation removed: the runner drops the refused token and polls with its own; the Projects answer says why", async () => {
+  fake.app.revoke(installationId);
+  const since = fake.requests.length;
+  await waitUntil(() => fake.requests.slice(since).some((r) => r.path.startsWith('/repos/acme/app/issues') && r.token === fake.token && good(r)), 40_000, () => `a poll of acme/app with the runner's token\n${daemon.output()}`);
+  const mode = await (await server.api(`/api/projects/${projects.app}/codehost-mode`)).json();
+  assert.is(mode.mode, 'runner', JSON.stringify(mode));
+  assert.match(mode.reason, /^runner token: GH_TOKEN/);
+  assert.match(mode.appError.message, /not installed on acme\/app/);
 });
 
 function filesUnder(dir: string): string[] {
