@@ -34,16 +34,22 @@ export class AppTokenSource {
     if (miss && this.deps.clock.now() - miss.at < NEGATIVE_TTL_MS) return { mode: 'runner', error: miss.error };
     const apps = await this.deps.db.query<AppRow>(sql`
       select * from codehost_apps where github_app_id is not null and private_key_ciphertext is not null order by created_at, id`);
-    let error: AppError = { code: 'no_app', message: 'no GitHub App with an App ID and a private key is registered (Settings → GitHub App)' };
+    const failed: { app: AppRow; error: AppError }[] = [];
     for (const app of apps) {
       const got = await installationToken(this.deps, app, repo);
       if (got.ok) {
         this.misses.delete(repo);
         return { mode: 'app', appId: app.id, appName: app.name, installationId: got.value.installationId, token: got.value.token, expiresAt: got.value.expiresAt };
       }
-      // "Not installed" says least: any other App's reason (revoked, bad key, suspended) is the one to show.
-      if (error.code === 'no_app' || error.code === 'not_installed') error = got.error;
+      failed.push({ app, error: got.error });
     }
+    // "Not installed" says least: another App's reason (revoked, bad key, suspended) gives the code; the message names each App's.
+    const first = failed.find((f) => f.error.code !== 'not_installed') ?? failed[0];
+    const error: AppError = !first
+      ? { code: 'no_app', message: 'no GitHub App with an App ID and a private key is registered (Settings → GitHub App)' }
+      : failed.length === 1
+        ? first.error
+        : { code: first.error.code, message: failed.map((f) => `App ${f.app.name}: ${f.error.message}`).join('; ').slice(0, 2000) };
     this.misses.set(repo, { at: this.deps.clock.now(), error });
     if (this.misses.size > 10_000) this.misses.delete(this.misses.keys().next().value!);
     return { mode: 'runner', error };
