@@ -61,8 +61,14 @@ export class Hub {
     this.sockets = new RunnerSockets(db, log, this.instance, {
       connected: (conn) => this.control.announce(conn),
       hello: async (conn, capabilities) => {
-        // A runner that takes App tokens gets its watch list with them (socket.ts sent it without).
-        if (this.refresher && capabilities.includes(CODEHOST_TOKENS_CAPABILITY)) this.sockets.send(conn, await this.refresher.frame(conn.runnerId, true));
+        // A runner that takes App tokens gets its watch list with them (socket.ts sent it without); not
+        // awaited: minting may wait on GitHub, and the commands still unanswered must not wait with it.
+        if (this.refresher && capabilities.includes(CODEHOST_TOKENS_CAPABILITY)) {
+          void this.refresher
+            .frame(conn.runnerId, true)
+            .then((frame) => this.sockets.send(conn, frame))
+            .catch((err) => this.log.warn('could not send the watch list with App tokens', { runnerId: conn.runnerId, error: err instanceof Error ? err.message : String(err) }));
+        }
         await this.commands.sendUnanswered(conn, capabilities.includes(REPLAY_CAPABILITY));
         // Not awaited: it may send commands, whose answers come as frames on this very socket.
         if (this.onHello) void this.onHello(conn.runnerId).catch((err) => this.log.error('hello follow-up failed', { runnerId: conn.runnerId, error: err instanceof Error ? err.message : String(err) }));
