@@ -78,6 +78,7 @@ export class AppTokenRefresher {
   private async tokensOf(runnerId: string): Promise<CodehostToken[] | undefined> {
     const tokens = await this.o.tokens.forRunner(runnerId).catch((err) => {
       this.o.log.warn('no App tokens for the watch list: the runner uses its own token', { runnerId, error: err instanceof Error ? err.message : String(err) });
+      this.sent.set(runnerId, { key: 'failed', checkAt: this.o.now() + 60_000 }); // the loop tries again
       return undefined;
     });
     if (!tokens) return undefined;
