@@ -98,6 +98,7 @@ test("the runner's polls of acme/app carry the App's installation token; those o
   assert.equal(minted.repositories, ['acme/app'], 'scoped to acme/app alone');
   // (GET /repos/acme/other/installation is the server asking as the App whether it is installed there.)
   assert.ok(requestsTo('acme/other').filter((r) => !r.path.endsWith('/installation')).every((r) => r.token === fake.token), "acme/other never gets the App's token");
+  await waitUntil(async () => /codehost: ok \(.*the App's for acme\/app/.test((await runCli(sb, ['status'])).stdout), 15_000, 'svc-runner status naming the App token');
 });
 
 test("issue.create, issues.refresh and pr.inspect on acme/app go out with the App's token; issue.create on acme/other with the runner's", async () => {
