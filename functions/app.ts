@@ -13,6 +13,7 @@ import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } 
 import { routes as authRoutes } from './auth/routes.ts';
 import { routes as setupRoutes } from './auth/setup.ts';
 import { routes as appCheckRoutes } from './codehost/app-check.ts';
+import { routes as codehostModeRoutes } from './codehost/mode.ts';
 import { routes as codehostRoutes } from './codehost/routes.ts';
 import { routes as costRoutes } from './cost/routes.ts';
 import { routes as sessionRoutes } from './cost/sessions.ts';
@@ -56,6 +57,7 @@ export const allRoutes: Route[] = [
   ...triggerRoutes,
   ...codehostRoutes,
   ...appCheckRoutes,
+  ...codehostModeRoutes,
   ...projectScheduleRoutes,
   ...liveRoutes,
   ...openapiRoutes(() => allRoutes),

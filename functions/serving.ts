@@ -109,14 +109,16 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   const auditAnchor = new AuditAnchor({ db, log: log.child({ area: 'audit' }), key: auditKey, anchorPath: resolve(config.AUDIT_ANCHOR_PATH), notify });
   const scheduler = new Scheduler(db, log.child({ area: 'jobs' }), config.JOB_LEASE_SECONDS);
   for (const job of [...retentionJobs(config), ...auditJobs(config, auditAnchor), offlineJob]) scheduler.register(job);
-  const hub = new Hub(db, log.child({ area: 'runners' }));
+
+  const clock = serverClock(config.TEST_CLOCK_OFFSET_SECONDS);
+  if (clock !== systemClock) log.warn('TEST_CLOCK_OFFSET_SECONDS shifts this server\'s clock (NODE_ENV=test): for tests only', { seconds: config.TEST_CLOCK_OFFSET_SECONDS });
+  // App mode: code-host commands and watch lists carry the App's installation tokens (docs/github-app.md).
+  const hub = new Hub(db, log.child({ area: 'runners' }), { key: encryption, clock });
   // A runner back online checks the project roots it could not check while offline (issue #34).
   hub.onHello = (runnerId) => recheckRoots(db, hub, log.child({ area: 'projects' }), runnerId);
   await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
 
-  const clock = serverClock(config.TEST_CLOCK_OFFSET_SECONDS);
-  if (clock !== systemClock) log.warn('TEST_CLOCK_OFFSET_SECONDS shifts this server\'s clock (NODE_ENV=test): for tests only', { seconds: config.TEST_CLOCK_OFFSET_SECONDS });
   // Inbound triggers fire on every process (functions/triggers/fire.ts); the work is shared through SQL.
   // The hook's cache of enabled triggers (functions/triggers/cache.ts): a change made by any process drops
   // its entry here on the notification; a lost one (the listening connection was re-made) drops them all.

@@ -112,6 +112,10 @@ export const COMMANDS = {
  *  runner reconnected without knowing whether the first copy arrived (functions/runners/commands.ts sendUnanswered). */
 export const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['runner.ping', 'runner.describe', 'orchestrator.status', 'pr.inspect', 'skill.list', 'skill.search']);
 
+/** Commands that act on a project's code-host repository: in App mode their frame carries the repository's
+ *  installation token (protocol/frames.ts `codehost`), never their args (functions/runners/commands.ts). */
+export const CODEHOST_COMMANDS: ReadonlySet<string> = new Set(['issues.refresh', 'issue.create', 'pr.inspect', 'pr.approve', 'pr.requestChanges', 'pr.voidApproval', 'collector.poll', 'skill.run']);
+
 export { COMMAND_NAMES };
 export type { CommandName };
 export const isCommandName = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name);

@@ -43,6 +43,18 @@ export const REPO = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
 export const watchedProject = z.strictObject({ id: z.string(), root: z.string(), repo: z.string().regex(REPO).optional() });
 export const CODEHOST_CAPABILITY = 'codehost';
 /**
+ * GitHub App mode (docs/github-app.md, "App mode on the runners"): the runner takes the server's
+ * short-lived installation tokens from the `codehost` field of `command` and `projects` frames, keeps
+ * them in memory only and prefers them for their repository over its own token. Sent only to runners
+ * that announce this capability: an older runner's strict schema would refuse the field.
+ */
+export const CODEHOST_TOKENS_CAPABILITY = 'codehost.tokens';
+/** One repository's installation token as the server hands it to a runner: never in args, rows or logs. */
+export const codehostToken = z.strictObject({ repo: z.string().regex(REPO), token: z.string().regex(/^[\x21-\x7e]{8,1024}$/), expiresAt: z.iso.datetime({ offset: true }) });
+export type CodehostToken = z.infer<typeof codehostToken>;
+export const MAX_CODEHOST_TOKENS = 200;
+const codehostTokens = z.array(codehostToken).max(MAX_CODEHOST_TOKENS).optional();
+/**
  * The runner answers a command it has seen before (same requestId) with its first answer, never running
  * it twice: the server may then send again a command whose answer was lost with a socket (a replica went
  * away mid-command). Runners without it get again only read-only commands (READ_ONLY_COMMANDS).
@@ -112,8 +124,11 @@ export const serverFrame = z.discriminatedUnion('type', [
     name: z.enum(COMMAND_NAMES),
     args: z.unknown(),
     timeoutMs: z.number().int().positive(),
+    /** The installation tokens of the repositories the command acts on (App mode), outside its args. */
+    codehost: codehostTokens,
   }),
-  z.strictObject({ type: z.literal('projects'), projects: z.array(watchedProject) }),
+  /** `codehost`, when present, is the whole set of the runner's App tokens (absent: no news about them). */
+  z.strictObject({ type: z.literal('projects'), projects: z.array(watchedProject), codehost: codehostTokens }),
   z.strictObject({ type: z.literal('pong') }),
   z.strictObject({ type: z.literal('error'), code: z.string(), message: z.string() }),
   z.strictObject({ type: z.literal('term.input'), channel: termChannel, data: z.string().min(1).max(MAX_TERM_DATA) }),

@@ -250,8 +250,11 @@ class Daemon {
       case 'ack':
         return this.sender.onAck(frame.ids);
       case 'command':
+        // App mode: the repository's installation token rides beside the args (memory only, never logged).
+        if (frame.codehost) this.codehost.tokens.setServer(frame.codehost, false);
         return void this.onCommand(frame.requestId, frame.name, frame.args);
       case 'projects':
+        if (frame.codehost) this.codehost.tokens.setServer(frame.codehost, true);
         return this.updateProjects(frame.projects);
       case 'error':
         log.warn(`server error frame: ${frame.code}: ${frame.message}`);

@@ -21,7 +21,7 @@ interface Installation {
 }
 
 /** A token for the repository that GitHub accepts on it: a cached one GitHub refuses is dropped and minted again, once. */
-async function checkRepository(deps: AppDeps, app: AppRow, repo: string): Promise<Pick<GithubAppCheck, 'error' | 'repository'>> {
+export async function checkRepository(deps: AppDeps, app: AppRow, repo: string): Promise<Pick<GithubAppCheck, 'error' | 'repository'>> {
   for (let attempt = 1; ; attempt++) {
     const token = await installationToken(deps, app, repo);
     if (!token.ok) return { error: token.error };

@@ -10,6 +10,9 @@
 //      was lost is seen, and a command lost with a socket is announced again (redeliver);
 //   4. a runner's hello sends what is still unanswered for it (sendUnanswered); a re-made LISTEN
 //      connection re-reads the pending commands of the runners held here (sendPendingHeld).
+// Whichever process sends a code-host command builds its frame then (frameOf): in App mode the frame
+// carries the repository's installation token (functions/codehost/app-mode.ts) beside the args — never
+// in them, so the row, the audit log and the logs never hold it.
 // At the deadline the row becomes `timeout` unless it was answered.
 import { randomUUID } from 'node:crypto';
 import { COMMANDS, READ_ONLY_COMMANDS } from '../../protocol/commands.ts';
@@ -18,6 +21,8 @@ import { REPLAY_CAPABILITY } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
+import type { AppTokenSource } from '../codehost/app-mode.ts';
+import type { ServerFrame } from '../../protocol/frames.ts';
 import { resubscribed } from './socket.ts';
 import type { Conn, ResultFrame, RunnerSockets } from './socket.ts';
 import type { CommandOutcome } from '../lib/context.ts';
@@ -40,7 +45,18 @@ export class CommandRelay {
     private readonly db: Db,
     private readonly log: Logger,
     private readonly sockets: RunnerSockets,
+    private readonly appTokens?: AppTokenSource,
   ) {}
+
+  /** A command's frame, with the App's installation tokens for a code-host command (none when minting failed: the runner uses its own). */
+  private async frameOf(runnerId: string, requestId: string, name: CommandName, args: unknown): Promise<ServerFrame> {
+    const frame: ServerFrame = { type: 'command', requestId, name, args, timeoutMs: COMMANDS[name].timeoutMs };
+    const codehost = await this.appTokens?.forCommand(runnerId, name, args).catch((err) => {
+      this.log.warn('no App token for the command: it goes out without one', { requestId, name, error: err instanceof Error ? err.message : String(err) });
+      return undefined;
+    });
+    return codehost?.length ? { ...frame, codehost } : frame;
+  }
 
   /** After a re-subscribe each channel re-reads what a missed notice would have said, rather than leaving it to a timeout. */
   listen(): Promise<() => Promise<void>>[] {
@@ -91,7 +107,7 @@ export class CommandRelay {
       // had moved to while the old holder was still taking the command (a replica stopping in a rolling
       // restart): the command was lost with the old socket and never sent again (command_timeout).
       const holder = { instance: local ? this.sockets.instance : await this.holderOf(runnerId) };
-      if (local) this.sockets.send(local, { type: 'command', requestId, name, args, timeoutMs: COMMANDS[name].timeoutMs });
+      if (local) this.sockets.send(local, await this.frameOf(runnerId, requestId, name, args));
       else await this.db.notify(CMD, requestId);
       const deadline = Date.now() + COMMANDS[name].timeoutMs;
       while (!isAnswered && Date.now() < deadline) {
@@ -171,7 +187,7 @@ export class CommandRelay {
         const [claimed] = await this.db.query(sql`update runner_commands set status = 'sent' where request_id = ${c.request_id} and status = 'pending' returning 1`);
         if (!claimed) continue;
       }
-      this.sockets.send(conn, { type: 'command', requestId: c.request_id, name: c.name, args: c.args, timeoutMs: COMMANDS[c.name].timeoutMs });
+      this.sockets.send(conn, await this.frameOf(conn.runnerId, c.request_id, c.name, c.args));
     }
   }
 
@@ -192,7 +208,7 @@ export class CommandRelay {
     if (!conn) return;
     const [claimed] = await this.db.query(sql`update runner_commands set status = 'sent' where request_id = ${requestId} and status = 'pending' returning 1`);
     if (!claimed) return;
-    this.sockets.send(conn, { type: 'command', requestId, name: cmd.name, args: cmd.args, timeoutMs: COMMANDS[cmd.name].timeoutMs });
+    this.sockets.send(conn, await this.frameOf(cmd.runner_id, requestId, cmd.name, cmd.args));
   }
 
   /** A runner's answer: stored (when its command still waits), and its requester woken wherever it waits. */

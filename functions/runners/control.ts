@@ -6,6 +6,7 @@
 // A notice missed while the LISTEN connection was re-made (PostgreSQL restarted) is made up for by
 // re-reading the rows of every runner held here (recheckHeld).
 import { CLOSE } from '../../protocol/frames.ts';
+import type { ServerFrame } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
@@ -22,6 +23,8 @@ export class RunnerControl {
     private readonly db: Db,
     private readonly log: Logger,
     private readonly sockets: RunnerSockets,
+    /** The `projects` frame of a runner (watch-list.ts; with its App tokens when it takes them). */
+    private readonly projectsFrame: (runnerId: string, withRepo: boolean) => Promise<ServerFrame> = async (runnerId, withRepo) => ({ type: 'projects', projects: await watchList(db, runnerId, withRepo) }),
   ) {}
 
   listen(): Promise<() => Promise<void>> {
@@ -55,7 +58,7 @@ export class RunnerControl {
     // connection can arrive after a newer one was accepted here (a loaded listener), and must not close it.
     if (msg.action === 'close' && msg.since !== undefined && (conn.since === undefined || conn.since >= BigInt(msg.since))) return;
     if (msg.action === 'close') conn.ws.close(msg.code ?? CLOSE.unauthorized, msg.code === CLOSE.replaced ? 'replaced by a newer pairing' : 'token revoked');
-    if (msg.action === 'projects') this.sockets.send(conn, { type: 'projects', projects: await watchList(this.db, msg.runnerId, conn.codehost) });
+    if (msg.action === 'projects') this.sockets.send(conn, await this.projectsFrame(msg.runnerId, conn.codehost));
   }
 
   /**
@@ -73,7 +76,7 @@ export class RunnerControl {
       if (!conn || conn.since === undefined) continue; // still being recorded: its own update is newer than what was read
       if (r.revoked) conn.ws.close(CLOSE.unauthorized, 'token revoked');
       else if (r.instance && r.instance !== this.sockets.instance) conn.ws.close(CLOSE.replaced, 'replaced by a newer pairing');
-      else this.sockets.send(conn, { type: 'projects', projects: await watchList(this.db, r.id, conn.codehost) });
+      else this.sockets.send(conn, await this.projectsFrame(r.id, conn.codehost));
     }
   }
 }

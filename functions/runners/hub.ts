@@ -10,7 +10,9 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { CommandName } from '../../protocol/commands.ts';
-import { REPLAY_CAPABILITY } from '../../protocol/frames.ts';
+import { CODEHOST_TOKENS_CAPABILITY, REPLAY_CAPABILITY } from '../../protocol/frames.ts';
+import { AppTokenSource } from '../codehost/app-mode.ts';
+import type { AppDeps } from '../codehost/app-token.ts';
 import type { ServerFrame } from '../../protocol/frames.ts';
 import { refreshAnswered } from '../codehost/queue.ts';
 import type { Db } from '../lib/db/index.ts';
@@ -23,6 +25,7 @@ import { RunnerSockets } from './socket.ts';
 import type { TermFrame } from './socket.ts';
 import { TerminalChannels } from './terminal-channels.ts';
 import type { TermInput } from './terminal-channels.ts';
+import { AppTokenRefresher } from './watch-list.ts';
 
 export type { CommandOutcome } from './commands.ts';
 
@@ -36,14 +39,37 @@ export class Hub {
   private readonly terminals: TerminalChannels;
   private rebalancer?: Rebalancer;
   private unlisten: (() => Promise<void>)[] = [];
+  /** App mode (docs/github-app.md): the installation tokens code-host commands and watch lists carry. */
+  readonly appTokens?: AppTokenSource;
+  private readonly refresher?: AppTokenRefresher;
 
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
+    app?: Pick<AppDeps, 'key' | 'clock'>,
   ) {
+    if (app) {
+      this.appTokens = new AppTokenSource({ db, key: app.key, clock: app.clock, log: log.child({ area: 'github-app' }) });
+      this.refresher = new AppTokenRefresher({
+        db,
+        log,
+        tokens: this.appTokens,
+        now: () => app.clock.now(),
+        held: () => this.sockets.heldIds().map((id) => ({ id, codehost: this.sockets.get(id)?.codehost ?? false })),
+        send: (runnerId, frame) => this.sockets.sendTo(runnerId, frame),
+      });
+    }
     this.sockets = new RunnerSockets(db, log, this.instance, {
       connected: (conn) => this.control.announce(conn),
       hello: async (conn, capabilities) => {
+        // A runner that takes App tokens gets its watch list with them (socket.ts sent it without); not
+        // awaited: minting may wait on GitHub, and the commands still unanswered must not wait with it.
+        if (this.refresher && capabilities.includes(CODEHOST_TOKENS_CAPABILITY)) {
+          void this.refresher
+            .frame(conn.runnerId, true)
+            .then((frame) => this.sockets.send(conn, frame))
+            .catch((err) => this.log.warn('could not send the watch list with App tokens', { runnerId: conn.runnerId, error: err instanceof Error ? err.message : String(err) }));
+        }
         await this.commands.sendUnanswered(conn, capabilities.includes(REPLAY_CAPABILITY));
         // Not awaited: it may send commands, whose answers come as frames on this very socket.
         if (this.onHello) void this.onHello(conn.runnerId).catch((err) => this.log.error('hello follow-up failed', { runnerId: conn.runnerId, error: err instanceof Error ? err.message : String(err) }));
@@ -53,8 +79,9 @@ export class Hub {
       terminal: (runnerId, frame) => this.terminals.fromRunner(runnerId, frame),
       closed: (runnerId) => this.terminals.runnerGone(runnerId),
     });
-    this.control = new RunnerControl(db, log, this.sockets);
-    this.commands = new CommandRelay(db, log, this.sockets);
+    const refresher = this.refresher;
+    this.control = new RunnerControl(db, log, this.sockets, refresher && ((runnerId, withRepo) => refresher.frame(runnerId, withRepo)));
+    this.commands = new CommandRelay(db, log, this.sockets, this.appTokens);
     this.terminals = new TerminalChannels(db, log, this.sockets);
   }
 
@@ -63,6 +90,7 @@ export class Hub {
     // what a notice missed meanwhile would have said, rather than leaving it to a timeout.
     this.unlisten = await Promise.all([this.control.listen(), ...this.commands.listen(), this.terminals.listen()]);
     this.sockets.startHeartbeat();
+    await this.refresher?.start();
     // Runner sockets kept spread over the replicas (rebalance.ts): some of ours move after a replica joins.
     this.rebalancer = new Rebalancer({ db: this.db, log: this.log, instance: this.instance, holder: this });
     await this.rebalancer.start();
@@ -70,6 +98,7 @@ export class Hub {
 
   async stop(): Promise<void> {
     this.sockets.stopHeartbeat();
+    await this.refresher?.stop();
     await this.rebalancer?.stop();
     // 1012 (service restart): the runners come back from their first backoff step, not a long one.
     await this.sockets.stop();

@@ -41,14 +41,18 @@ export interface CodeHostStatus {
 
 export interface ClientOptions {
   apiUrl: string;
-  /** The token, or null when none is configured anywhere (resolved per request; cache it outside). */
-  token: () => Promise<string | null>;
+  /** The token for a repository (owner/name, from the request's /repos/ path; undefined for others), or
+   *  null when none is configured anywhere (resolved per request; cache it outside). */
+  token: (repo?: string) => Promise<string | null>;
   fetch?: typeof fetch;
   now?: () => number;
   timeoutMs?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   onStatus?: (s: CodeHostStatus) => void;
+  /** GitHub answered 401 to this token for this repository: true when it was the server's App token, now
+   *  dropped (a removed installation), and the request goes once more with the runner's own token. */
+  onUnauthorized?: (repo: string | undefined, token: string) => boolean;
 }
 
 export interface Answer<T> {
@@ -102,7 +106,8 @@ export class GitHubClient {
     const t = this.now();
     if (t < this.blockedUntil) throw new CodeHostError('rate_limited', `the code host's rate limit is spent; requests wait until ${iso(this.blockedUntil)}`);
     if (!o.urgent && t < this.backoffUntil) throw new CodeHostError('backoff', `the code host failed; the next poll waits until ${iso(this.backoffUntil)}`);
-    const token = o.token ?? (await this.opts.token());
+    const repo = repoOf(url.slice(this.base.length));
+    const token = o.token ?? (await this.opts.token(repo));
     if (!token) {
       this.publish({ state: 'no_token', until: null, lastError: 'no code-host token (profile GH_TOKEN/GITHUB_TOKEN, the environment, or `gh auth token`)' });
       throw new CodeHostError('no_token', 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in a profile or the environment, or sign in with `gh auth login`');
@@ -127,6 +132,7 @@ export class GitHubClient {
       throw this.fail(new CodeHostError('unreachable', `${method} ${path}: the code host did not answer (${cause})`));
     }
     this.readLimits(res.headers);
+    if (res.status === 401 && !o.token && this.opts.onUnauthorized?.(repo, token)) return this.request(method, path, o);
     if (res.status === 304 && cached) {
       this.status.notModified++;
       this.succeed();
@@ -220,6 +226,12 @@ export class GitHubClient {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** owner/name of a `/repos/{owner}/{name}/…` path (its token may be the App's for that repository). */
+export function repoOf(path: string): string | undefined {
+  const m = /^\/repos\/([^/?#]+)\/([^/?#]+)/.exec(path);
+  return m ? `${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}` : undefined;
+}
 
 /** The `rel="next"` URL of a Link header. */
 export function nextLink(link: string | null): string | null {

@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
+import * as z from 'zod';
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import { writeFileAtomic } from '../config.ts';
 import { fleetSpoolEvent } from '../fleet.ts';
@@ -76,11 +77,12 @@ export class CodeHost {
     this.tokens = new Tokens(o.env, o.config.codehost.apiUrl, () => o.config.profiles);
     this.client = new GitHubClient({
       apiUrl: o.config.codehost.apiUrl,
-      token: () => this.tokens.get(),
+      token: (repo) => this.tokens.forRepo(repo),
       fetch: o.fetch,
       now: o.now,
       backoffBaseMs: override(o.env.SVC_CODEHOST_BACKOFF_MS) ?? 2000,
       onStatus: (s) => this.onStatus(s),
+      onUnauthorized: (repo, token) => this.tokens.refused(repo, token),
     });
   }
 
@@ -103,9 +105,22 @@ export class CodeHost {
     this.timers.clear();
   }
 
-  /** What `status` and runner.describe show. */
+  /** What `status` and runner.describe show: never a token. `appTokens`: the repositories the server's App tokens are for. */
   describe() {
-    return { ...this.client.status, apiUrl: this.o.config.codehost.apiUrl, tokenSource: this.tokens.source, lastPollAt: this.lastPollAt, projects: this.withRepo().length };
+    return { ...this.client.status, apiUrl: this.o.config.codehost.apiUrl, tokenSource: this.tokens.source, tokenName: this.tokens.sourceName, appTokens: this.tokens.serverRepos(), lastPollAt: this.lastPollAt, projects: this.withRepo().length };
+  }
+
+  private who: { key: string; login: string | null } | null = null;
+  /** The login of the runner's own token (`GET /user`, asked once per token), null when it has none or GitHub does not say. */
+  async login(): Promise<string | null> {
+    const token = await this.tokens.get();
+    if (!token) return null;
+    const key = createHash('sha256').update(token).digest('hex');
+    if (this.who?.key !== key) {
+      const login = await this.client.request('GET', '/user', { schema: z.object({ login: z.string() }), urgent: true, token }).then((a) => a.data.login, () => null);
+      this.who = { key, login };
+    }
+    return this.who.login;
   }
 
   private every(ms: number, poll: () => Promise<unknown>): void {

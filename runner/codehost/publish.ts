@@ -2,8 +2,11 @@
 // succeeded with commits on `svc/run-<runId>`,
 //   1. push the branch to the project's `origin` remote with the run profile's credentials: the
 //      profile's env (SSH keys, GIT_SSH_COMMAND, …) and, for an https remote on the code host's own
-//      host, the token as an HTTP header passed through GIT_CONFIG_* variables (never on the command
-//      line, never to another host);
+//      host, the token as an HTTP header (`http.extraHeader: Authorization: Basic
+//      base64(x-access-token:TOKEN)`) passed through GIT_CONFIG_* variables to that one git command:
+//      never on its command line (another user's `ps` would show it), never in the remote URL, never to
+//      another host. In App mode (docs/github-app.md) the token is the App's installation token for the
+//      repository, so the push is the App's bot's;
 //   2. open the pull request — or find the one already open from that branch (a daemon killed after
 //      opening it asks again) — against the repository's default branch, its title the report's first
 //      line and its body the report.
@@ -79,13 +82,14 @@ async function push(input: PublishInput, token: string, apiUrl: string): Promise
   }
   const r = await run(input.root, ['push', '--porcelain', 'origin', `refs/heads/${input.branch}:refs/heads/${input.branch}`], env);
   if (r.code === 0) return null;
-  const why = r.stderr.split(token).join('[redacted]').trim().slice(-400);
+  const header = env.GIT_CONFIG_VALUE_0 ?? '';
+  const why = [token, header.replace(/^Authorization: Basic /, '')].filter(Boolean).reduce((t, secret) => t.split(secret).join('[redacted]'), r.stderr).trim().slice(-400);
   return /403|denied|not allowed|permission/i.test(why) ? `git push was refused: ${why}; ${SCOPE_HINT}` : `git push failed: ${why}`;
 }
 
 export async function openRunPull(client: GitHubClient, tokens: Tokens, apiUrl: string, input: PublishInput): Promise<PullLink> {
   if (!input.repo) return { openError: 'the project has no code-host repository on this runner (the server sends it with the watch list); the branch stays local' };
-  const token = await tokens.get(input.profile?.id);
+  const token = await tokens.forRepo(input.repo, input.profile?.id);
   if (!token) return { openError: 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in the profile or the environment, or sign in with `gh auth login`; the branch stays local' };
   const pushed = await push(input, token, apiUrl);
   if (pushed) return { openError: pushed };

@@ -15,6 +15,8 @@ export const codehostState = z.object({
   notModified: z.number(),
   apiUrl: z.string(),
   tokenSource: z.string().nullable(),
+  /** The repositories the server's App tokens are for, and when each expires (App mode; never a token). */
+  appTokens: z.array(z.object({ repo: z.string(), expiresAt: z.string() })).default([]),
   lastPollAt: z.string().nullable(),
   projects: z.number(),
   at: z.string(),
@@ -35,7 +37,7 @@ export function describeCodeHost(s: CodeHostState | null, daemonPid: number | nu
     case 'idle':
       return s.projects ? `idle (${s.apiUrl}; no poll yet)` : `idle (no project with a repo on the watch list)`;
     case 'ok':
-      return `ok (${s.apiUrl}, token from ${s.tokenSource ?? 'unknown'}${limit}; ${polls}; last poll ${s.lastPollAt ?? 'none'})`;
+      return `ok (${s.apiUrl}, token from ${s.tokenSource ?? 'unknown'}${s.appTokens.length ? `, the App's for ${s.appTokens.map((t) => t.repo).join(', ')}` : ''}${limit}; ${polls}; last poll ${s.lastPollAt ?? 'none'})`;
     case 'rate_limited':
       return `rate limited: no requests until ${s.until} (${s.apiUrl}; ${polls})`;
     case 'backoff':

@@ -1,4 +1,7 @@
 // Where the code-host token comes from (docs/runner.md, "Code host"), first found wins:
+//   0. for a repository an App acts for (App mode, docs/github-app.md): the installation token the server
+//      sent for it (command and `projects` frames), while it has more than SERVER_TOKEN_MARGIN_MS left —
+//      kept in memory only, never written anywhere;
 //   1. a runtime profile's env: GH_TOKEN, then GITHUB_TOKEN — the run's profile for a skill run, the
 //      first profile that has one for polls and commands;
 //   2. the runner's own environment: GH_TOKEN, then GITHUB_TOKEN;
@@ -6,6 +9,7 @@
 // A token is added to the log redaction list as soon as it is read. gh's answer is cached for five
 // minutes (a miss for one), so polls do not spawn a process each time.
 import { execFile } from 'node:child_process';
+import type { CodehostToken } from '../../protocol/frames.ts';
 import type { Profile } from '../config.ts';
 import { redact } from '../log.ts';
 import type { Env } from '../paths.ts';
@@ -13,8 +17,12 @@ import { findExecutable } from '../profiles.ts';
 
 const NAMES = ['GH_TOKEN', 'GITHUB_TOKEN'] as const;
 const fromEnv = (env: Record<string, string | undefined>) => NAMES.map((n) => env[n]?.trim()).find((v) => v) ?? null;
+const nameIn = (env: Record<string, string | undefined>) => NAMES.find((n) => env[n]?.trim()) ?? null;
 
 export type TokenSource = 'profile' | 'environment' | 'gh' | null;
+
+/** A server token with less than this left is not used: the runner's own token is (the server sends a new one long before). */
+export const SERVER_TOKEN_MARGIN_MS = 30_000;
 
 /** The `--hostname` for gh: none for github.com's API, the host for an Enterprise server. */
 export function ghHost(apiUrl: string): string | null {
@@ -36,7 +44,50 @@ function ghToken(env: Env, apiUrl: string): Promise<string | null> {
 
 export class Tokens {
   private gh: { value: string | null; at: number } | null = null;
+  /** The server's installation tokens by repository (lower case): memory only. */
+  private readonly server = new Map<string, { token: string; expiresAt: number }>();
+  /** Where the runner's own token came from (the server's tokens are not counted). */
   source: TokenSource = null;
+  /** The variable it was read from (GH_TOKEN or GITHUB_TOKEN), for a profile or the environment. */
+  sourceName: string | null = null;
+  now: () => number = Date.now;
+
+  /** The server's tokens from a frame: `replace` (a watch list) drops those of repositories it no longer names. */
+  setServer(tokens: readonly CodehostToken[], replace: boolean): void {
+    if (replace) this.server.clear();
+    for (const t of tokens) {
+      redact(t.token);
+      this.server.set(t.repo.toLowerCase(), { token: t.token, expiresAt: Date.parse(t.expiresAt) });
+    }
+  }
+
+  /** GitHub refused a server token (the App's installation was removed): the runner's own is used until the server sends another. */
+  refused(repo: string | undefined, token: string): boolean {
+    const key = repo?.toLowerCase();
+    if (!key || this.server.get(key)?.token !== token) return false;
+    this.server.delete(key);
+    return true;
+  }
+
+  /** The server's token for owner/name while it has more than SERVER_TOKEN_MARGIN_MS left, else null. */
+  serverToken(repo: string | undefined): { token: string; expiresAt: string } | null {
+    const t = repo ? this.server.get(repo.toLowerCase()) : undefined;
+    if (!t || t.expiresAt - this.now() <= SERVER_TOKEN_MARGIN_MS) return null;
+    return { token: t.token, expiresAt: new Date(t.expiresAt).toISOString() };
+  }
+
+  /** The repositories with a usable server token and when each expires (never the token). */
+  serverRepos(): { repo: string; expiresAt: string }[] {
+    return [...this.server.keys()].flatMap((repo) => {
+      const t = this.serverToken(repo);
+      return t ? [{ repo, expiresAt: t.expiresAt }] : [];
+    });
+  }
+
+  /** The token for a repository: the server's (App mode) when it has a valid one, else the runner's own. */
+  async forRepo(repo: string | undefined, profileId?: string): Promise<string | null> {
+    return this.serverToken(repo)?.token ?? (await this.get(profileId));
+  }
 
   constructor(
     private readonly env: Env,
@@ -51,6 +102,8 @@ export class Tokens {
     const fromProfile = (own && fromEnv(own.env)) ?? profiles.map((p) => fromEnv(p.env)).find((v) => v) ?? null;
     const found = fromProfile ?? fromEnv(this.env) ?? (await this.fromGh());
     this.source = fromProfile ? 'profile' : fromEnv(this.env) ? 'environment' : found ? 'gh' : null;
+    const profile = fromProfile ? ((own && fromEnv(own.env) && own) || profiles.find((p) => fromEnv(p.env))) : undefined;
+    this.sourceName = profile ? nameIn(profile.env) : this.source === 'environment' ? nameIn(this.env) : null;
     if (found) redact(found);
     return found;
   }

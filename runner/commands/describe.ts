@@ -24,6 +24,6 @@ export async function runnerDescribe(_args: unknown, ctx: CommandContext) {
     projects: ctx.projects().length,
     disabledCommands: ctx.config.disabledCommands,
     capabilities: capabilities(ctx.config),
-    ...(ctx.codehost ? { codehost: ctx.codehost.describe() } : {}),
+    ...(ctx.codehost ? { codehost: { ...ctx.codehost.describe(), login: await ctx.codehost.login() } } : {}),
   };
 }

@@ -208,6 +208,7 @@ function probes(): Record<string, Probe> {
     'GET /api/sessions/{sessionId}': { path: `/api/sessions/${sessionB}`, expect: 404 },
     'GET /api/live': { path: '/api/live', expect: 426, check: (a) => assert.is(a.body.error.code, 'upgrade_required') },
     'GET /api/activity': { path: `/api/activity?projectId=${projectB}`, expect: 404 },
+    'GET /api/projects/{projectId}/codehost-mode': { path: `/api/projects/${projectB}/codehost-mode`, expect: 404 },
     'GET /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, expect: 404 },
     'PUT /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, json: { budgetUsd: 0, action: 'stop' }, expect: 404 },
     'GET /api/webhooks/catalogue': { path: '/api/webhooks/catalogue', expect: 403 },

@@ -5,6 +5,8 @@
 // URL field round-trips and a bad one is named next to it; Check, against the fake GitHub's App
 // endpoints (test/fakes/github-app.ts), shows the installations' accounts, a repository's token
 // (installation and expiry, never the token) and GitHub's own error for a key that is not the App's.
+// The Projects page shows each project's code-host mode: "App installed on acme/app" for a repository
+// the App is installed on, and a warning when neither the App nor a runner's token works.
 import { generateKeyPairSync } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -162,6 +164,35 @@ test('API URL round-trips and a bad one is named; Check shows the installations,
   await page.waitForSelector(`${row} .github-app-check[data-ok=false]`);
   assert.match((await page.textContent(`${row} .github-app-check`)) ?? '', /A JSON web token could not be decoded/);
   await page.context().close();
+});
+
+test("Projects: the code-host mode — App installed on the repository, or a warning when neither the App nor a runner's token works", async () => {
+  const gh = fake.app.addApp();
+  fake.app.install(gh.id, 'acme', ['acme/appmode']);
+  fake.repo('acme/appmode');
+  fake.repo('acme/plain');
+  const made = await server.api('/api/github-apps', { method: 'POST', json: { name: 'mode bot', githubAppId: gh.id, privateKey: gh.pem, apiUrl: fake.url } });
+  assert.is(made.status, 201, await made.clone().text());
+  const project = async (name: string, repo: string) => {
+    const res = await server.api('/api/projects', { method: 'POST', json: { name, repo, runnerId: null, rootPath: null } });
+    assert.is(res.status, 201, await res.clone().text());
+    const body = await res.json();
+    return (body.id ?? body.project?.id) as string;
+  };
+  const inApp = await project('appmode', 'acme/appmode');
+  const plain = await project('plain', 'acme/plain');
+  const page = await open();
+  await page.goto(`${server.url}/#/projects?project=${inApp}`);
+  const card = await page.waitForSelector('section.codehost-mode [data-mode]');
+  assert.is(await card.getAttribute('data-mode'), 'app');
+  assert.match((await card.textContent()) ?? '', /App mode\s*App installed on acme\/appmode \(App mode bot, installation \d+\)/);
+  await page.goto(`${server.url}/#/projects?project=${plain}`);
+  await page.waitForSelector('section.codehost-mode [data-mode="none"]');
+  const text = (await page.textContent('section.codehost-mode')) ?? '';
+  assert.match(text, /neither works: no App token: .*App mode bot: The GitHub App is not installed on acme\/plain/);
+  assert.match(text, /the project has no runner/);
+  assert.match((await page.textContent('section.codehost-mode [role=alert]')) ?? '', /no code-host token works for acme\/plain/);
+  assert.not.ok((await page.content()).includes(fake.app.minted.at(-1)!.token), 'never the token');
 });
 
 test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());

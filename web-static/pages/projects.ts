@@ -3,7 +3,9 @@
 // which runner serves it and its root path on that machine (instance admins only, docs/security.md
 // "Runners and project roots"; Check asks the runner with project.inspect whether the path is a
 // repository) — its members and their roles, and the commands its runner refuses (runner.json
-// `disabledCommands`, read-only here). A viewer sees the same facts without a button.
+// `disabledCommands`, read-only here) — and its code-host mode: the GitHub App's tokens ("App installed
+// on acme/app") or the runner's own ("runner token: gh auth as @alice"), with a warning when neither
+// works (GET /api/projects/:id/codehost-mode). A viewer sees the same facts without a button.
 // Live: a `project` notice (a project created, changed or deleted, members changed: functions/live)
 // re-reads the list and the open project's members, a `runner` notice the runners (instance admins);
 // so does a reconnect after a gap. A form being filled in keeps what was typed.
@@ -16,6 +18,7 @@ import { can } from '../session.ts';
 import type { UserList } from '../../protocol/api/auth.ts';
 import type { Me, Role } from '../session.ts';
 import type { ListedProject, MemberAnswer, MemberList, ProjectAnswer, ProjectList } from '../../protocol/api/projects.ts';
+import type { CodehostMode } from '../../protocol/api/codehost-mode.ts';
 import type { CommandAnswer, CommandDone, RunnerList, RunnerView } from '../../protocol/api/runners.ts';
 
 /** A project as the pages hold it: with the caller's role when it came from the list (GET /api/projects). */
@@ -221,6 +224,28 @@ function DisabledCommands({ me, project }: { me: Me; project: Project }) {
   </section>`;
 }
 
+/** Which token the project's code-host work runs on and why (GET …/codehost-mode), with a warning when neither works. */
+function CodehostModeCard({ project }: { project: Project }) {
+  const [mode, setMode] = useState<CodehostMode | string | null>(null);
+  useEffect(() => {
+    setMode(null);
+    api<CodehostMode>(`/api/projects/${project.id}/codehost-mode`)
+      .then(setMode)
+      .catch((e) => setMode(`Could not tell: ${e.message}`));
+  }, [project.id, project.repo, project.runnerId]);
+  const label = { app: 'App mode', runner: 'runner token', none: 'no token' } as const;
+  return html`<section class="card codehost-mode" aria-labelledby="codehost-h">
+    <h3 id="codehost-h">Code host</h3>
+    ${mode === null
+      ? html`<p class="muted">Asking…</p>`
+      : typeof mode === 'string'
+        ? html`<p class="muted">${mode}</p>`
+        : html`<p data-mode=${mode.mode}><${Badge} text=${label[mode.mode]} tone=${mode.mode === 'none' ? 'failed' : 'ok'} /> <span class="codehost-reason">${mode.reason}</span></p>
+            ${mode.warning && html`<p class="field-error" role="alert">${mode.warning}</p>`}
+            ${mode.mode === 'runner' && mode.appError && mode.appError.code !== 'no_app' && html`<p class="muted">GitHub App: ${mode.appError.message}</p>`}`}
+  </section>`;
+}
+
 function ProjectDetail({ me, project, runners, onChanged }: { me: Me; project: Project; runners: Runner[]; onChanged: () => void }) {
   const { error, run } = useAction();
   const [confirming, setConfirming] = useState(false);
@@ -242,6 +267,7 @@ function ProjectDetail({ me, project, runners, onChanged }: { me: Me; project: P
           <dt>Root path</dt><dd><code>${project.rootPath ?? '—'}</code> <${RootCheckBadge} project=${project} /></dd>
           <dt>Budget</dt><dd>${project.budgetUsd === null ? 'none' : `${usd(project.budgetUsd)} a month, then ${project.budgetAction}`}</dd>
           <dt>Your role</dt><dd>${project.role ?? '—'}</dd></dl></div>`}
+    <${CodehostModeCard} project=${project} />
     <${Members} me=${me} project=${project} />
     <${DisabledCommands} me=${me} project=${project} />
     ${me.user.instanceAdmin &&
