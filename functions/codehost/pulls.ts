@@ -180,7 +180,7 @@ export function runnerObservation(e: { id: string; kind: string; ts: string; pay
   // The poll's ids: gh.<project>.<number>.<opens>.<what> (runner/codehost/changes.ts).
   const own = e.id.startsWith(`gh.${projectId}.${number}.`) ? /^(\d{1,9})\./.exec(e.id.slice(`gh.${projectId}.${number}.`.length)) : null;
   const state = RUNNER_PR_KINDS[e.kind];
-  const checks = e.kind === 'pr.checks_changed' && ['passed', 'failed', 'restarted', 'pending'].includes(String(d.state)) ? { state: d.state as ChecksSeen, summary: str(d.summary) } : undefined;
+  const checks = e.kind === 'pr.checks_changed' && ['passed', 'failed', 'restarted', 'pending'].includes(String(d.state)) ? { state: d.state as ChecksSeen, summary: str(d.summary), sha: typeof d.sha === 'string' && /^[0-9a-f]{40}$/.test(d.sha) ? d.sha : null } : undefined;
   if (e.kind === 'pr.checks_changed' && !checks) return null;
   const ts = new Date(e.ts);
   return {

@@ -1,7 +1,9 @@
 // Pull request changes → pr.* events (spec: Events; docs/runner.md, "Code host"), a pure function of
 // what was seen before and what a poll saw now:
 //   a pull request not seen open before          → pr.opened
-//   its checks reach passed or failed             → pr.checks_changed {state: passed|failed}
+//   its checks reach passed or failed             → pr.checks_changed {state: passed|failed, sha}
+//     (`sha`, the head commit, tells the server's arbiter which commit's result it is; the outbound
+//     envelope's data allowlist leaves it out)
 //     (again on a new head commit with the same result: that is a new run's result)
 //   its checks go from passed/failed to pending   → pr.checks_changed {state: restarted}
 //   gone from the open list, merged               → pr.merged;   closed without merging → pr.closed
@@ -84,7 +86,7 @@ export function diffPulls(projectId: string, repo: string, prev: ProjectSeen | u
     const next = { ...before, title: p.title, branch: p.branch, url: p.url, sha: p.sha, checks: state };
     if (change) {
       next.checkSeq = before.checkSeq + 1;
-      emit(p.number, before.opens, `checks.${next.checkSeq}`, 'pr.checks_changed', { pr, state: change, summary: checksSummary(p.checks) });
+      emit(p.number, before.opens, `checks.${next.checkSeq}`, 'pr.checks_changed', { pr, state: change, summary: checksSummary(p.checks), sha: p.sha });
     }
     prs[p.number] = next;
   }

@@ -4,7 +4,7 @@
 // pull request first seen other than opening, the runner numbering a later opening.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { transition } from '../../functions/codehost/pulls.ts';
+import { runnerObservation, transition } from '../../functions/codehost/pulls.ts';
 import type { ChecksSeen, Observation } from '../../functions/codehost/pulls.ts';
 
 type Row = NonNullable<ReturnType<typeof transition>>['next'];
@@ -55,6 +55,17 @@ test('first seen through a delivery other than opened → recorded without pr.op
   const after = transition(row, runner({ state: 'closed', runnerOpens: 1 }));
   assert.is(after, null);
   assert.equal(transition(row, runner({ state: 'merged', runnerOpens: 2 }))!.emits.map((e) => e.type), ['pr.merged']);
+});
+
+test('runner only: the same result on a new head is a new event because its pr.checks_changed names the head; the same event again is nothing', () => {
+  // As the poll's events arrive (runner/codehost/changes.ts ids and data), read by runnerObservation.
+  let seq = 0;
+  const polled = (state: ChecksSeen, sha: string) =>
+    runnerObservation({ id: `gh.p1.7.1.checks.${++seq}`, kind: 'pr.checks_changed', ts: ts.toISOString(), payload: { project: 'p1', data: { pr: { number: 7, url: 'https://github.com/acme/app/pull/7' }, state, summary: state, sha } } }, 'p1')!;
+  const a = 'a'.repeat(40);
+  const b = 'b'.repeat(40);
+  const { emitted } = run(runner({ state: 'open', runnerOpens: 1 }), polled('passed', a), polled('passed', a), polled('passed', b));
+  assert.equal(emitted, ['pr.opened', 'pr.checks_changed:passed', 'pr.checks_changed:passed']);
 });
 
 test.run();
