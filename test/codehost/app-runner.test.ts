@@ -19,6 +19,7 @@ import { openPglite } from '../../functions/lib/db/pglite.ts';
 import { openPostgres } from '../../functions/lib/db/postgres.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import { githubFake } from '../fakes/github.ts';
+import { assertMatchesGitHub } from '../fakes/openapi-check.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 import { serverDbEnv } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
@@ -141,6 +142,8 @@ test('the Projects answer: App mode on acme/app, the runner token on acme/other 
   const other = await (await server.api(`/api/projects/${projects.other}/codehost-mode`)).json();
   assert.is(other.mode, 'runner', JSON.stringify(other));
   assert.match(other.reason, /^runner token: GH_TOKEN of a runtime profile/);
+  // The login the runner asked GitHub for its own token (GET /user), end to end.
+  assert.match(other.reason, /as @alice/);
   assert.match(other.reason, /not installed on acme\/other/);
   assert.is(other.appError.code, 'not_installed');
   assert.is(other.runner.tokenName, 'GH_TOKEN');
@@ -185,5 +188,7 @@ test("no minted token in runner_commands, the audit log, the runner's files, or 
     await db.close();
   }
 });
+
+test("every request svc made to the fake GitHub and every answer it gave match GitHub's OpenAPI description", () => assertMatchesGitHub());
 
 test.run();

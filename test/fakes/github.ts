@@ -1,5 +1,6 @@
 // A small GitHub REST server on loopback for the code-host tests and the benchmark. It speaks the parts
 // of the API the runner uses, with GitHub's shapes and headers:
+//   GET  /user                                          the token's account (403 to an installation token)
 //   GET  /repos/:o/:r                                   default_branch, full_name
 //   GET  /repos/:o/:r/issues?state=open                 issues (and pull requests, with `pull_request`, as GitHub does)
 //   POST /repos/:o/:r/issues                            201, {number, html_url, …}
@@ -24,8 +25,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { appFake, repoId } from './github-app.ts';
 import type { AppFake } from './github-app.ts';
-import { checkRunJson, combinedStatusJson, fileJson, fullRepositoryJson, issueJson as issueShape, pullJson as pullShape, reviewJson } from './github-shapes.ts';
-import { openapiRecorder } from './openapi-check.ts';
+import { checkRunJson, combinedStatusJson, fileJson, fullRepositoryJson, issueJson as issueShape, overlay, pullJson as pullShape, reviewJson } from './github-shapes.ts';
+import { githubExample, openapiRecorder } from './openapi-check.ts';
 import type { OpenapiRecorder } from './openapi-check.ts';
 
 export interface FakeCheckRun {
@@ -70,6 +71,8 @@ export interface FakeRequest {
 export interface GitHubFake {
   url: string;
   token: string;
+  /** The account `token` belongs to (GET /user). */
+  login: string;
   readOnly: Set<string>;
   requests: FakeRequest[];
   rate: { limit: number; remaining: number; reset: number; secondary: number | null };
@@ -90,6 +93,7 @@ export async function githubFake(): Promise<GitHubFake> {
   const failing = { n: 0, mode: '500' as '500' | 'garbage' | 'drop' };
   const fake = {
     token: 'ghp_faketoken0123456789abcdefABCDEF0123',
+    login: 'alice',
     readOnly: new Set<string>(),
     requests: [] as FakeRequest[],
     rate: { limit: 5000, remaining: 5000, reset: Math.floor(Date.now() / 1000) + 3600, secondary: null as number | null },
@@ -174,6 +178,12 @@ export async function githubFake(): Promise<GitHubFake> {
         const links = [...(n < last ? [link(n + 1, 'next'), link(last, 'last')] : []), ...(n > 1 ? [link(1, 'first'), link(n - 1, 'prev')] : [])];
         ok(items.slice((n - 1) * per, n * per), 200, links.length ? { link: links.join(', ') } : {});
       };
+      // The token's own account (the runner asks once per token, for the Projects page's "as @login").
+      // An installation token is not a user: GitHub answers 403 to it.
+      if (url.pathname === '/user' && req.method === 'GET') {
+        if (appToken) return send(403, { message: 'Resource not accessible by integration', documentation_url: 'https://docs.github.com/rest/users/users#get-the-authenticated-user', status: '403' });
+        return send(200, overlay(githubExample('private-user-response-with-public-profile-information'), { login: fake.login }));
+      }
       const m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(url.pathname);
       if (!m) return send(404, { message: 'Not Found' });
       const r = repos.get(`${m[1]}/${m[2]}`) ?? [...repos.values()].find((x) => x.name.toLowerCase() === `${m[1]}/${m[2]}`.toLowerCase()); // names are case-insensitive, as on GitHub
