@@ -30,6 +30,7 @@ import { isDatabaseUnavailable, whenReachable } from '../lib/db/unavailable.ts';
 import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
+import { recordActivity } from '../activity/record.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
 import type { StartFailure } from '../runs/start-failures.ts';
 import { failedStartReason } from '../../protocol/start-reasons.ts';
@@ -55,6 +56,15 @@ const notStarted = (t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' 
   detail,
   deliveryId,
 });
+/** A delivery of trigger `t` in the activity feed: trigger.fired with its run, or trigger.refused with why (once per delivery). */
+const triggerActivity = (q: Queryable, t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' | 'skill'>, deliveryId: string, o: { runId?: string | null; reason?: string | null }) =>
+  recordActivity(q, {
+    kind: o.reason ? 'trigger.refused' : 'trigger.fired',
+    projectId: t.project_id,
+    data: { triggerId: t.id, trigger: t.name, action: t.action, skill: t.skill ?? undefined, deliveryId, runId: o.runId ?? undefined, reason: o.reason ?? undefined },
+    dedupeKey: `trigger.delivery:${deliveryId}`,
+  });
+
 /** Decisions before sending that mean the call started nothing (previous_still_running and a disabled trigger are by design). */
 const STOPS_A_START = new Set(['creator_not_authorized', 'budget_exceeded']);
 
@@ -223,6 +233,7 @@ export class TriggerFirer {
             continue;
           }
           if (STOPS_A_START.has(decision.reason)) failures.push(notStarted(t, d.id, decision.reason, null));
+          await triggerActivity(tx, t, d.id, { reason: decision.reason });
           const key = `${decision.status}/${decision.reason}`;
           const group = decided.get(key) ?? { status: decision.status, reason: decision.reason, ids: [] };
           group.ids.push(d.id);
@@ -277,6 +288,7 @@ export class TriggerFirer {
          where id = ${c.id} and status = 'firing' and lease_owner = ${this.owner}
         returning 1`);
       if (!mine) return; // its lease expired meanwhile: recorded as interrupted
+      await triggerActivity(tx, t, c.id, { runId: outcome.runId, reason: outcome.status === 'fired' ? null : (outcome.reason ?? 'command_refused') });
       if (outcome.status === 'fired') await startSucceeded(tx, 'trigger', t.id);
       else await recordStartFailures(tx, [notStarted(t, c.id, outcome.reason ?? 'command_refused', detail)]);
     });
