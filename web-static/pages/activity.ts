@@ -56,7 +56,8 @@ function prLink(pr: unknown) {
 
 function describe(item: Item, project: string) {
   const d = item.data;
-  const slot = d.slot ? ` slot ${str(d.slot)}` : '';
+  const slot = d.slot ? `slot ${str(d.slot)}` : 'a slot';
+  const inSlot = d.slot ? ` (slot ${str(d.slot)})` : '';
   const issue = d.issue ? ` (issue #${str(d.issue)})` : '';
   const fleet = item.projectId ? html` <a href=${`#/fleet/${encodeURIComponent(item.projectId)}`}>Fleet</a>` : '';
   const run = d.runId ? html` <a href=${hashOf('runs', { run: str(d.runId) })}>Open the run</a>` : '';
@@ -78,11 +79,11 @@ function describe(item: Item, project: string) {
     case 'orchestrator.stopped':
       return html`The orchestrator of ${project} stopped${d.reason ? `: ${str(d.reason)}` : ''}.${fleet}`;
     case 'slot.dispatched':
-      return html`${project}:${slot} started on${issue || ' an issue'}${d.title ? ` — ${str(d.title)}` : ''}${d.branch ? html`, branch <code>${str(d.branch)}</code>` : ''}.${fleet}`;
+      return html`In ${project}, ${slot} started${d.issue ? ` on issue #${str(d.issue)}` : ''}${d.title ? ` — ${str(d.title)}` : ''}${d.branch ? html`, branch <code>${str(d.branch)}</code>` : ''}.${fleet}`;
     case 'slot.checkpoint':
-      return html`${project}:${slot}${issue} reached ${str(d.checkpoint) || 'a checkpoint'}${d.summary ? ` — ${str(d.summary)}` : ''}${d.pr ? html`, pull request ${prLink(d.pr)}` : ''}.${fleet}`;
+      return html`In ${project}, ${slot}${issue} reached ${str(d.checkpoint) || 'a checkpoint'}${d.summary ? ` — ${str(d.summary)}` : ''}${d.pr ? html`, pull request ${prLink(d.pr)}` : ''}.${fleet}`;
     case 'slot.stopped':
-      return html`${project}:${slot}${issue} stopped${d.reason ? `: ${str(d.reason)}` : ''}.${fleet}`;
+      return html`In ${project}, ${slot}${issue} stopped${d.reason ? `: ${str(d.reason)}` : ''}.${fleet}`;
     case 'pr.opened':
       return html`Pull request ${prLink(d.pr)} opened in ${project}${d.title ? ` — ${str(d.title)}` : ''}.`;
     case 'pr.checks_changed':
@@ -96,11 +97,11 @@ function describe(item: Item, project: string) {
     case 'pr.changes_requested':
       return html`${str(d.byName) || 'Someone'} requested changes on pull request ${prLink(d.pr)} in ${project}.${fleet}`;
     case 'issue.blocked':
-      return html`${project}:${slot}${issue} is blocked${d.reason ? `: ${str(d.reason)}` : ''}.${fleet}`;
+      return html`In ${project}, ${d.issue ? `issue #${str(d.issue)}` : slot} is blocked${d.reason ? `: ${str(d.reason)}` : ''}.${fleet}`;
     case 'person.needed':
-      return html`An agent in ${project}${slot ? ` (${slot.trim()})` : ''} waits for a person${d.question ? `: ${str(d.question)}` : d.summary ? `: ${str(d.summary)}` : ''}.${fleet}`;
+      return html`An agent in ${project}${inSlot} waits for a person${d.question ? `: ${str(d.question)}` : d.summary ? `: ${str(d.summary)}` : ''}.${fleet}`;
     case 'pane.prompt':
-      return html`A session in ${project}${slot ? ` (${slot.trim()})` : ''} shows a ${str(d.promptKind) || ''} prompt only a person can answer.${fleet}`;
+      return html`A session in ${project}${inSlot} shows a ${str(d.promptKind) || ''} prompt only a person can answer.${fleet}`;
     case 'pane.quota_hit':
       return html`A session in ${project} hit the usage limit of ${str(d.provider) || 'its provider'}${d.resetsAt ? html`; it resets ${when(str(d.resetsAt))}` : ''}.${fleet}`;
     case 'run.succeeded':
@@ -159,7 +160,7 @@ export function Activity({ me }: { me: Me }) {
     ${items === null
       ? html`<p class="muted">Loading…</p>`
       : items.length === 0
-        ? html`<div class="card empty" role="note"><p>Nothing has happened here yet. Activity appears when the fleet does something: a slot starts, a pull request opens, a run ends, a trigger or schedule fires, a runner comes or goes.</p>
+        ? html`<div class="card empty" role="note"><p>${kind ? 'Nothing of this kind has happened here yet.' : 'Nothing has happened here yet.'} Activity appears when the fleet does something: a slot starts, a pull request opens, a run ends, a trigger or schedule fires, a runner comes or goes.</p>
             <p>${me.projects.length ? html`Start a round from the <a href="#/fleet">Fleet</a>.` : me.user.instanceAdmin ? html`Begin with <a href="#/start">Getting started</a>.` : 'Ask an admin to add you to a project.'}</p></div>`
         : html`<ul class="notifications activity">${items.map(
             (i) => html`<li data-kind=${i.kind}><span class="when">${when(i.createdAt)}</span><span class="text">${describe(i, name(i.projectId))}</span></li>`,
