@@ -9,3 +9,9 @@ alter table activity_items add column dedupe_key text;
 create unique index activity_items_dedupe_key on activity_items (dedupe_key) where dedupe_key is not null;
 create index activity_items_kind on activity_items (kind, id desc);
 create index activity_items_runner on activity_items (runner_id, id desc) where runner_id is not null;
+
+-- Instance secrets (`chat.bot_token`, `codehost.app_private_key`, `codehost.webhook_secret`) were stored
+-- and shown on the Settings page, but nothing ever read them: a GitHub App keeps its own key and webhook
+-- secret, a chat channel its own token (issue #36 item 4: a setting that does nothing must not exist).
+-- The API and the page no longer have them; their stored values go too.
+drop table instance_secrets;
