@@ -174,13 +174,25 @@ export const sessionRequests = (q: Queryable, s: SessionRow, max: number) =>
 
 // ---- activity ----
 
+/**
+ * The activity items the caller may see (alias `a`): a project's to its members; a runner's (no
+ * project) to the admins of the projects on that runner; instance admins everything.
+ */
+function activityVisible(principal: Principal): Sql {
+  const user = principal.user;
+  if (user.instanceAdmin) return sql`true`;
+  return sql`(${visibleProjects(principal, sql`a.project_id`)} or (a.project_id is null and a.runner_id in (
+    select p.runner_id from projects p join project_members m on m.project_id = p.id where m.user_id = ${user.id} and m.role = 'admin')))`;
+}
+
 /** GET /api/activity: newest first, one more than `limit`. */
 export function activityRows(q: Queryable, principal: Principal, query: ActivityQuery) {
   const where = [
-    ...visibleIn(principal, sql`a.project_id`, query.projectId),
-    query.kind ? sql`a.kind = ${query.kind}` : sql`true`,
+    activityVisible(principal),
+    query.projectId ? sql`a.project_id = ${query.projectId}` : sql`true`,
+    query.kind?.length ? sql`a.kind in (select jsonb_array_elements_text(${sql.json(query.kind)}))` : sql`true`,
     query.before ? sql`a.id < ${query.before}` : sql`true`,
   ];
-  return q.query<{ id: string; project_id: string | null; kind: string; data: Record<string, unknown>; created_at: Date }>(sql`
+  return q.query<{ id: string; project_id: string | null; runner_id: string | null; kind: string; data: Record<string, unknown>; created_at: Date }>(sql`
     select a.* from activity_items a where ${sql.join(where, ' and ')} order by a.id desc limit ${query.limit + 1}`);
 }

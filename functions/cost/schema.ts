@@ -1,5 +1,6 @@
 // Shapes of the cost API's requests (docs/cost.md, "Server"): price bodies, cost and session queries,
 // time ranges and budget bodies, validated at the boundary; every refusal is a 400 naming its field.
+import { ACTIVITY_KINDS, kindsOf } from '../../protocol/activity.ts';
 import * as z from 'zod';
 
 const price = z.number().finite().min(0).max(1_000_000);
@@ -78,7 +79,11 @@ export type SessionsQuery = z.output<typeof sessionsQuery>;
 
 export const activityQuery = z.strictObject({
   projectId: id.optional(),
-  kind: z.string().regex(/^[a-z][a-z0-9_.]{0,63}$/, { message: 'must be an activity kind' }).optional(),
+  kind: z
+    .union([z.string().max(2000), z.array(z.string().max(200)).max(50)])
+    .transform((v, c) => kindsOf(v) ?? (c.addIssue({ code: 'custom', message: `must name activity kinds or families (pr.*): ${ACTIVITY_KINDS.join(', ')}` }), z.NEVER))
+    .optional()
+    .describe('Only these kinds: repeat it or give a comma list; a family such as pr.* names all its kinds'),
   limit: z.coerce.number().int().min(1).max(500).default(100),
   before: z.coerce.number().int().positive().optional().describe('The last item id of the previous page (nextBefore)'),
 });

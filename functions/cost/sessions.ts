@@ -4,6 +4,7 @@
 // requests. GET /api/activity is the activity feed (sessions started, budget thresholds reached),
 // kept ACTIVITY_RETENTION_DAYS. A session or item of a project you have no role on does not exist for you.
 // Statements: queries.ts.
+import type { ActivityKind } from '../../protocol/activity.ts';
 import * as z from 'zod';
 import { activityList, sessionDetail, sessionList } from '../../protocol/api/sessions.ts';
 import type { RequestAnswer, SessionAnswer } from '../../protocol/api/sessions.ts';
@@ -104,13 +105,13 @@ export const routes: Route[] = [
   }),
   reportRoute({
     path: '/api/activity',
-    summary: 'The activity feed of the projects you can see (sessions started, budget thresholds reached), newest first',
+    summary: 'The activity feed of the projects you can see (every fleet event: slots, pull requests, runs, triggers, schedules, sessions, budgets; runners for the admins of their projects), newest first, by project and kind',
     query: activityQuery,
     responses: { 200: { description: 'a page of the feed', schema: activityList } },
     async handler({ principal, query }, ctx) {
       const { page, nextBefore } = paged(await activityRows(ctx.db, principal, query), query.limit, (a) => Number(a.id));
       return json({
-        items: page.map((a) => ({ id: Number(a.id), projectId: a.project_id, kind: a.kind, data: a.data, createdAt: iso(a.created_at) })),
+        items: page.map((a) => ({ id: Number(a.id), projectId: a.project_id, runnerId: a.runner_id, kind: a.kind as ActivityKind, data: a.data, createdAt: iso(a.created_at) })),
         nextBefore,
       });
     },

@@ -6,7 +6,7 @@
 // process). Each process then sends the notice to those of ITS sockets whose user may read it:
 //   admins         instance admins only (audit verification, webhook delivery state)
 //   project P, R   instance admins and users with at least role R on P
-//   runner X       instance admins and members of a project served by X
+//   runner X, R    instance admins and users with at least role R (default viewer) on a project served by X
 //   user U         that user only (their notification read state; a project they were removed from)
 // Project roles come from a per-process cache that any membership/project change clears (a trigger
 // sends {access}; sql/0016_live_access.sql), and that expires after ROLE_TTL_MS in any case. Each
@@ -44,6 +44,12 @@ interface Conn {
   principal: Principal;
   alive: boolean;
 }
+
+/** Does the socket's user hold at least rank `min` in `roles` (a project's members)? */
+const holds = (roles: Map<string, Role>, c: Conn, min: number) => {
+  const role = roles.get(c.principal.user.id);
+  return role !== undefined && roleRank(role) >= min;
+};
 
 export class LiveHub {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
@@ -159,11 +165,7 @@ export class LiveHub {
     if ('projectId' in to) {
       const roles = await this.rolesOf(to.projectId);
       const min = roleRank(to.minRole ?? 'viewer');
-      return (c) => {
-        if (c.principal.user.instanceAdmin) return true;
-        const role = roles.get(c.principal.user.id);
-        return role !== undefined && roleRank(role) >= min;
-      };
+      return (c) => c.principal.user.instanceAdmin || holds(roles, c, min);
     }
     let projects = this.runnerProjects.get(to.runnerId);
     if (!projects) {
@@ -172,7 +174,8 @@ export class LiveHub {
       this.runnerProjects.set(to.runnerId, projects);
     }
     const members = await Promise.all(projects.map((p) => this.rolesOf(p)));
-    return (c) => c.principal.user.instanceAdmin || members.some((m) => m.has(c.principal.user.id));
+    const min = roleRank(to.minRole ?? 'viewer');
+    return (c) => c.principal.user.instanceAdmin || members.some((m) => holds(m, c, min));
   }
 
   private async rolesOf(projectId: string): Promise<Map<string, Role>> {

@@ -14,7 +14,7 @@ const MAX_PAYLOAD = 7000;
 export type Audience =
   | { admins: true }
   | { projectId: string; minRole?: Role }
-  | { runnerId: string }
+  | { runnerId: string; minRole?: Role }
   | { userId: string };
 
 export type Envelope =

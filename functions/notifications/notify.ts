@@ -9,13 +9,27 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { wake } from '../webhooks/webhooks.ts';
 import { publish } from '../live/publish.ts';
+import type { Audience } from '../live/publish.ts';
 import { notificationText } from '../../protocol/notification-text.ts';
 import { chatBody } from '../webhooks/chat.ts';
 import type { ChatKind } from '../webhooks/chat.ts';
 
+/**
+ * Kinds about a whole runner (no project): instance admins and the admins of the projects on that
+ * runner see them (queries.ts visibleTo, and the live notice's audience here).
+ */
+export const RUNNER_KINDS: readonly string[] = ['runner.offline'];
+
+/** Who is told of a notification: a project's admins, a runner's project admins, else instance admins. */
+function audience(n: NotifyInput): Audience {
+  if (n.projectId) return { projectId: n.projectId, minRole: 'admin' };
+  if (n.runnerId && RUNNER_KINDS.includes(n.kind)) return { runnerId: n.runnerId, minRole: 'admin' };
+  return { admins: true };
+}
+
 export interface NotifyInput {
   kind: string;
-  /** The project it concerns: that project's admins see it too. Without one, instance admins only. */
+  /** The project it concerns: that project's admins see it too. Without one, instance admins only (RUNNER_KINDS: also the runner's project admins). */
   projectId?: string | null;
   runnerId?: string | null;
   data: Record<string, unknown>;
@@ -33,7 +47,7 @@ export async function notify(q: Queryable, n: NotifyInput): Promise<string | nul
   if (!row) return null;
   const id = String(row.id);
   // The bell (live notice): who may read it is who GET /api/notifications shows it to.
-  await publish(q, { type: 'notification', id, kind: n.kind, ...(n.projectId ? { projectId: n.projectId } : {}) }, n.projectId ? { projectId: n.projectId, minRole: 'admin' } : { admins: true });
+  await publish(q, { type: 'notification', id, kind: n.kind, ...(n.projectId ? { projectId: n.projectId } : {}) }, audience(n));
   const channels = await q.query<{ id: string; kind: ChatKind; chat_id: string | null }>(sql`
     select id, kind, chat_id from webhooks where kind in ('slack', 'telegram') order by created_at`);
   if (channels.length) {

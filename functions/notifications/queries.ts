@@ -6,14 +6,17 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import type { WebhookRow } from '../webhooks/webhooks.ts';
 import type { ChatKind } from '../webhooks/chat.ts';
+import { RUNNER_KINDS } from './notify.ts';
 
 type Viewer = Pick<User, 'id' | 'instanceAdmin'>;
 
-/** The notifications `user` may see (alias `n`). */
+/** The notifications `user` may see (alias `n`): a project's to its admins; a runner's (RUNNER_KINDS) to the admins of the projects on it. */
 export function visibleTo(user: Viewer) {
   return user.instanceAdmin
     ? sql`true`
-    : sql`n.project_id in (select m.project_id from project_members m where m.user_id = ${user.id} and m.role = 'admin')`;
+    : sql`(n.project_id in (select m.project_id from project_members m where m.user_id = ${user.id} and m.role = 'admin')
+        or (n.project_id is null and n.kind in (select jsonb_array_elements_text(${sql.json(RUNNER_KINDS)})) and n.runner_id in (
+          select p.runner_id from projects p join project_members m on m.project_id = p.id where m.user_id = ${user.id} and m.role = 'admin')))`;
 }
 
 export async function unreadCount(q: Queryable, user: Viewer): Promise<number> {

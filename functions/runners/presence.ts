@@ -3,6 +3,7 @@
 // after more than 5 minutes.
 import type { JobDefinition } from '../jobs/scheduler.ts';
 import { sql } from '../lib/db/index.ts';
+import { recordActivity } from '../activity/record.ts';
 import { notify } from '../notifications/notify.ts';
 
 export const ONLINE_WITHIN_SECONDS = 60;
@@ -38,7 +39,9 @@ export const offlineJob: JobDefinition = {
       update runners r set offline_notified_at = now() from gone where r.id = gone.id
       returning r.id, r.name, r.last_seen_at`);
     for (const r of rows) {
-      await notify(db, { kind: 'runner.offline', runnerId: r.id, data: { runnerId: r.id, name: r.name, lastSeenAt: new Date(r.last_seen_at).toISOString() } });
+      const data = { runnerId: r.id, name: r.name, lastSeenAt: new Date(r.last_seen_at).toISOString() };
+      await notify(db, { kind: 'runner.offline', runnerId: r.id, data });
+      await recordActivity(db, { kind: 'runner.offline', runnerId: r.id, data, dedupeKey: `runner.offline:${r.id}:${data.lastSeenAt}` });
     }
     return { notified: rows.length };
   },

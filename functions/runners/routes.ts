@@ -9,10 +9,12 @@ import { CLOSE, pairRequest } from '../../protocol/frames.ts';
 import { compareVersions } from '../../protocol/version.ts';
 import { appendAudit, audited } from '../audit/audit.ts';
 import { forbidden, requireProjectRole } from '../auth/auth.ts';
+import { recordActivity } from '../activity/record.ts';
 import { budgetExceeded } from '../cost/budget.ts';
 import { checkSignInAllowed, recordSignInFailure } from '../auth/ratelimit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Principal, Route, RouteDef } from '../lib/context.ts';
+import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { sha256Hex } from '../lib/crypto.ts';
 import { HttpError, badRequest, conflict, json, notFound } from '../lib/errors.ts';
@@ -118,6 +120,22 @@ async function authorizeCommand(ctx: AppContext, principal: Principal, runner: s
   if (!(await memberOnRunner(ctx.db, runner, principal.user.id))) throw new HttpError(404, 'not_found', 'no such runner');
   throw forbidden(`${name} acts on the whole runner, not one project: it needs an instance admin`);
 }
+/**
+ * An approval or a request for changes done through svc: pr.approved / pr.changes_requested in the
+ * activity feed, with the pull request's address from the feed's own pr.* items (never the comment).
+ */
+async function reviewed(db: Queryable, principal: Principal, name: 'pr.approve' | 'pr.requestChanges', args: { projectId: string; number: number }) {
+  const [seen] = await db.query<{ url: string }>(sql`
+    select data -> 'pr' ->> 'url' as url from activity_items
+     where project_id = ${args.projectId} and kind like 'pr.%' and data -> 'pr' ->> 'number' = ${String(args.number)} and data -> 'pr' ->> 'url' is not null
+     order by id desc limit 1`);
+  await recordActivity(db, {
+    kind: name === 'pr.approve' ? 'pr.approved' : 'pr.changes_requested',
+    projectId: args.projectId,
+    data: { pr: { number: args.number, ...(seen ? { url: seen.url } : {}) }, by: principal.user.id, byName: principal.user.name },
+  });
+}
+
 async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<Response> {
   await authorizeCommand(ctx, principal, runner, name, rawArgs);
   const args = parseWith(COMMANDS[name].args, rawArgs, 'invalid_args');
@@ -128,6 +146,7 @@ async function runCommand(ctx: AppContext, principal: Principal, runner: string,
   const outcome = await ctx.hub.command(runner, name, args, principal.user.id);
   switch (outcome.status) {
     case 'done':
+      if (name === 'pr.approve' || name === 'pr.requestChanges') await reviewed(ctx.db, principal, name, args as { projectId: string; number: number });
       return json({ name, ok: true, data: outcome.data });
     case 'failed':
       return json({ name, ok: false, error: outcome.error }, { status: 502 });

@@ -24,6 +24,8 @@ import type { Db } from '../lib/db/index.ts';
 import { whenReachable } from '../lib/db/unavailable.ts';
 import type { Logger } from '../lib/log.ts';
 import { publish } from '../live/publish.ts';
+import { recordActivity } from '../activity/record.ts';
+import { ONLINE_WITHIN_SECONDS } from './presence.ts';
 import { helloProfiles, recordProfiles } from './profiles.ts';
 import { watchList } from './watch-list.ts';
 import type { TermFrame } from '../lib/context.ts';
@@ -164,11 +166,15 @@ export class RunnerSockets {
     this.conns.set(runner.id, conn);
     // Updates of one row are serialised, so the times they record order the connections of one runner
     // wherever they landed; notices between processes may arrive in any order and late.
-    const [recorded] = await this.db.query<{ since: string }>(sql`
+    // Back after more than ONLINE_WITHIN_SECONDS without a word (or for the first time): runner.online in the activity feed.
+    const [recorded] = await this.db.query<{ since: string; name: string; back: boolean }>(sql`
+      with prev as (select last_seen_at from runners where id = ${runner.id})
       update runners set connected_instance = ${this.instance}, last_seen_at = now(), version = ${version}
        where id = ${runner.id}
-      returning (extract(epoch from clock_timestamp()) * 1000000)::bigint::text as since`);
+      returning (extract(epoch from clock_timestamp()) * 1000000)::bigint::text as since, name,
+                coalesce((select last_seen_at from prev) < now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS}), true) as back`);
     conn.since = BigInt(recorded?.since ?? 0);
+    if (recorded?.back) await recordActivity(this.db, { kind: 'runner.online', runnerId: runner.id, data: { runnerId: runner.id, name: recorded.name, version: version || undefined }, dedupeKey: `runner.online:${runner.id}:${recorded.since}` });
     await this.hooks.connected(conn);
     await publish(this.db, { type: 'runner', id: runner.id, online: true }, { runnerId: runner.id });
     this.log.info('runner connected', { runnerId: runner.id, version });

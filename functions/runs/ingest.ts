@@ -10,10 +10,14 @@
 import type { RunnerEvent } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
-import { PATCH_KEEP_BYTES, REPORT_KEEP_BYTES, cutUtf8 } from '../../protocol/runs.ts';
+import { FINAL_STATES, PATCH_KEEP_BYTES, REPORT_KEEP_BYTES, cutUtf8 } from '../../protocol/runs.ts';
+import type { RunState } from '../../protocol/runs.ts';
+import { cut } from '../../protocol/text.ts';
 import { patchEventPayload, progressEventPayload, stateEventPayload } from './schema.ts';
 import type { StateEventPayload } from './schema.ts';
 import { publish } from '../live/publish.ts';
+import { recordActivity } from '../activity/record.ts';
+import { scrubPaths } from '../webhooks/envelope.ts';
 
 // PostgreSQL text cannot hold NUL.
 const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));
@@ -51,6 +55,18 @@ async function recordState(q: Queryable, runnerId: string, p: StateEventPayload)
     where s.runner_id = excluded.runner_id and ${rank('s.state')} < ${rank('excluded.state')}
     returning s.project_id, s.state`);
   return changed;
+}
+
+/** A run reached its final state: run.succeeded or run.failed (timed out, cancelled, failed) in the activity feed, once per run. */
+function runEnded(q: Queryable, projectId: string, p: StateEventPayload) {
+  const error = p.error ? cut(scrubPaths(clean(p.error)!), 500) : undefined;
+  const pr = p.result?.pullRequest;
+  return recordActivity(q, {
+    kind: p.state === 'succeeded' ? 'run.succeeded' : 'run.failed',
+    projectId,
+    data: { runId: p.runId, skill: p.skill, state: p.state, exitCode: p.result?.exitCode ?? undefined, costUsd: p.result?.costUsd ?? undefined, pr: pr?.url ? { number: pr.number, url: pr.url } : undefined, error },
+    dedupeKey: `run.ended:${p.runId}`,
+  });
 }
 
 /** Store new progress lines; the run's project and line count when some were new. */
@@ -91,6 +107,7 @@ export async function recordSkillRuns(q: Queryable, runnerId: string, events: Ru
       const p = stateEventPayload.safeParse(e.payload);
       const changed = p.success ? await recordState(q, runnerId, p.data) : undefined;
       if (p.success && changed) await publish(q, { type: 'run', projectId: changed.project_id, id: p.data.runId, state: changed.state }, { projectId: changed.project_id });
+      if (p.success && changed && FINAL_STATES.includes(changed.state as RunState)) await runEnded(q, changed.project_id, p.data);
       applied += Number(p.success);
     } else if (e.kind === 'skill_run.progress') {
       const p = progressEventPayload.safeParse(e.payload);

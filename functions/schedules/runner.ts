@@ -30,6 +30,7 @@ import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
 import { creatorAuthorized, sendSkillRun } from '../runs/launch.ts';
+import { recordActivity } from '../activity/record.ts';
 import { emitEvent } from '../webhooks/capture.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
 import { failedStartReason } from '../../protocol/start-reasons.ts';
@@ -160,8 +161,10 @@ export class ScheduleRunner {
         returning *`);
       if (row && o.result === 'failed') await this.failed(tx, row, scheduledFor, `${o.reason}${detail ? `: ${detail}` : ''}`);
       if (!row) return;
-      if (o.result === 'started') await startSucceeded(tx, 'schedule', s.id);
-      else if (o.result === 'failed' || o.reason === 'budget_exceeded') {
+      if (o.result === 'started') {
+        await startSucceeded(tx, 'schedule', s.id);
+        await recordActivity(tx, { kind: 'schedule.fired', projectId: s.project_id, data: { scheduleId: s.id, schedule: s.name, skill: s.skill, runId: o.runId ?? undefined, scheduledFor: scheduledFor.toISOString() }, dedupeKey: `schedule.fired:${s.id}:${scheduledFor.toISOString()}` });
+      } else if (o.result === 'failed' || o.reason === 'budget_exceeded') {
         const reason = failedStartReason(o.reason ?? 'command_refused', detail);
         await recordStartFailures(tx, [{ projectId: s.project_id, source: 'schedule', sourceId: s.id, sourceName: s.name, action: 'skill', skill: s.skill, reason, detail }]);
       }

@@ -7,7 +7,6 @@ import type { Queryable } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
 import { secretAad as triggerSecretAad } from '../triggers/triggers.ts';
 import { secretAad } from '../webhooks/webhooks.ts';
-import { instanceSecretAad } from './secrets.ts';
 
 interface Kind {
   kind: string;
@@ -17,12 +16,6 @@ interface Kind {
 }
 
 const KINDS: Kind[] = [
-  {
-    kind: 'instance secrets',
-    remedy: 'enter them again (Settings page, PUT /api/secrets/:name)',
-    rows: (q) => q.query(sql`select name as id, ciphertext from instance_secrets`),
-    aad: instanceSecretAad,
-  },
   {
     kind: 'webhook secrets',
     remedy: 'rotate them (Integrations page): Send test is refused until then',

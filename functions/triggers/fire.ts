@@ -30,6 +30,7 @@ import { isDatabaseUnavailable, whenReachable } from '../lib/db/unavailable.ts';
 import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
+import { recordActivity } from '../activity/record.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
 import type { StartFailure } from '../runs/start-failures.ts';
 import { failedStartReason } from '../../protocol/start-reasons.ts';
@@ -55,6 +56,15 @@ const notStarted = (t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' 
   detail,
   deliveryId,
 });
+/** A delivery of trigger `t` in the activity feed: trigger.fired with its run, or trigger.refused with why (once per delivery). */
+const triggerActivity = (q: Queryable, t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' | 'skill'>, d: { id: string; deliveryId: string }, o: { runId?: string | null; reason?: string | null }) =>
+  recordActivity(q, {
+    kind: o.reason ? 'trigger.refused' : 'trigger.fired',
+    projectId: t.project_id,
+    data: { triggerId: t.id, trigger: t.name, action: t.action, skill: t.skill ?? undefined, deliveryId: d.deliveryId, runId: o.runId ?? undefined, reason: o.reason ?? undefined },
+    dedupeKey: `trigger.delivery:${d.id}`,
+  });
+
 /** Decisions before sending that mean the call started nothing (previous_still_running and a disabled trigger are by design). */
 const STOPS_A_START = new Set(['creator_not_authorized', 'budget_exceeded']);
 
@@ -89,6 +99,8 @@ export function decide(f: Facts): Decision {
 
 interface Claimed {
   id: string;
+  /** The caller's delivery id (X-Svc-Delivery). */
+  deliveryId: string;
   /** When its lease ends (ms): until then this process may still record its outcome. */
   leaseEnds: number;
   args: string[] | null;
@@ -199,8 +211,8 @@ export class TriggerFirer {
     const disabled: string[] = [];
     const claimed = await db.transaction(async (tx) => {
       const failures: StartFailure[] = [];
-      const waiting = await tx.query<{ id: string; trigger_id: string; args: string[] | null }>(sql`
-        select id, trigger_id, args from inbound_deliveries where status = 'accepted'
+      const waiting = await tx.query<{ id: string; trigger_id: string; delivery_id: string; args: string[] | null }>(sql`
+        select id, trigger_id, delivery_id, args from inbound_deliveries where status = 'accepted'
          order by created_at, id limit ${CLAIM_BATCH} for update skip locked`);
       if (!waiting.length) return null;
       const byTrigger = new Map<string, typeof waiting>();
@@ -218,11 +230,12 @@ export class TriggerFirer {
           const decision = decide({ enabled, creatorAuthorized: authorized, live, budgetExceeded: overBudget });
           if (decision.status === 'firing') {
             if (out.length >= sendable) continue; // stays accepted, claimed next time (later ones of this trigger then see this one live)
-            out.push({ id: d.id, leaseEnds: now + this.opts.leaseMs, args: d.args, trigger: t });
+            out.push({ id: d.id, deliveryId: d.delivery_id, leaseEnds: now + this.opts.leaseMs, args: d.args, trigger: t });
             live = true;
             continue;
           }
           if (STOPS_A_START.has(decision.reason)) failures.push(notStarted(t, d.id, decision.reason, null));
+          await triggerActivity(tx, t, { id: d.id, deliveryId: d.delivery_id }, { reason: decision.reason });
           const key = `${decision.status}/${decision.reason}`;
           const group = decided.get(key) ?? { status: decision.status, reason: decision.reason, ids: [] };
           group.ids.push(d.id);
@@ -277,6 +290,7 @@ export class TriggerFirer {
          where id = ${c.id} and status = 'firing' and lease_owner = ${this.owner}
         returning 1`);
       if (!mine) return; // its lease expired meanwhile: recorded as interrupted
+      await triggerActivity(tx, t, c, { runId: outcome.runId, reason: outcome.status === 'fired' ? null : (outcome.reason ?? 'command_refused') });
       if (outcome.status === 'fired') await startSucceeded(tx, 'trigger', t.id);
       else await recordStartFailures(tx, [notStarted(t, c.id, outcome.reason ?? 'command_refused', detail)]);
     });

@@ -8,6 +8,7 @@
 // idempotent (stable ids, `on conflict do nothing`, and one delivery per webhook and event id), so a
 // runner's re-send after a crash captures nothing new.
 import type { RunnerEvent } from '../../protocol/frames.ts';
+import { recordEnvelopes } from '../activity/record.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { CATALOGUE, RUNNER_TYPES, isEventType } from './catalogue.ts';
@@ -17,9 +18,13 @@ import type { Envelope } from './envelope.ts';
 
 export const CHANNEL = 'svc_webhooks';
 
-/** Store envelopes for dispatch — only types some webhook subscribes to; wake the dispatchers. */
+/**
+ * Store envelopes for dispatch — only types some webhook subscribes to; wake the dispatchers. Every
+ * envelope is an activity feed item too (activity/record.ts), whether or not a webhook wants it.
+ */
 export async function enqueue(q: Queryable, envelopes: Envelope[]): Promise<number> {
   if (envelopes.length === 0) return 0;
+  await recordEnvelopes(q, envelopes);
   const rows = envelopes.map((e) => ({ id: e.id, type: e.type, project_id: e.project?.id ?? null, body: JSON.stringify(e) }));
   const stored = await q.query(sql`
     insert into webhook_outbox (id, type, project_id, body)

@@ -2,6 +2,7 @@
 // sends (declared in its `responses`, held to them by CHECK_ANSWERS) and web-static/pages/sessions.ts
 // and activity.ts read (type imports only).
 import * as z from 'zod';
+import { ACTIVITY_KINDS } from '../activity.ts';
 import { nextPage } from './common.ts';
 import { requestSpan, tokenCounts, totalsAnswer } from './cost.ts';
 
@@ -50,11 +51,17 @@ export type RequestAnswer = z.output<typeof requestAnswer>;
 export const sessionDetail = sessionAnswer.omit({ requests: true }).extend({ requests: z.array(requestAnswer), requestsTruncated: z.boolean() });
 export type SessionDetail = z.output<typeof sessionDetail>;
 
-/** An item of the activity feed; data depends on the kind (session.started, budget.threshold, …). */
+/**
+ * An item of the activity feed (protocol/activity.ts lists the kinds); data depends on the kind: a
+ * catalogue event's allowlisted `data` with its slot, issue and eventId; a run's runId, skill and state;
+ * a trigger's triggerId, trigger, deliveryId, runId or reason; a runner's runnerId and name; … Runner
+ * items (runner.online, runner.offline) have no project but a runnerId.
+ */
 export const activityItem = z.object({
   id: z.number().int(),
   projectId: z.string().nullable(),
-  kind: z.string(),
+  runnerId: z.string().nullable(),
+  kind: z.enum(ACTIVITY_KINDS),
   data: z.record(z.string(), z.unknown()),
   createdAt: z.string(),
 });

@@ -1,4 +1,4 @@
-// Answers of the settings API (instance settings, the encryption key's status, instance secrets): the
+// Answers of the settings API (instance settings, the encryption key's status): the
 // shapes functions/settings/routes.ts sends (declared in its `responses`, so CHECK_ANSWERS holds the
 // handlers to them) and web-static/pages/settings.ts reads (type imports only, so zod stays out of the
 // pages' bundle).
@@ -12,18 +12,3 @@ export type SettingsAnswer = z.output<typeof settingsAnswer>;
 export const encryptionKeyStatus = z.object({ set: z.boolean(), source: z.enum(['environment', 'file', 'none']), path: z.string().nullable(), fingerprint: z.string().nullable(), backup: z.string().nullable() });
 export type EncryptionKeyStatus = z.output<typeof encryptionKeyStatus>;
 
-/** An instance secret's status (never its value): configured, and whether it decrypts with the current key. */
-export const secretStatus = z.object({
-  name: z.string(),
-  description: z.string(),
-  /** Set at all, and (null when not set) whether it decrypts with the current key, else why not. */
-  configured: z.boolean(),
-  decryptable: z.boolean().nullable(),
-  problem: z.string().nullable(),
-  updatedAt: z.string().nullable(),
-});
-export type SecretStatusAnswer = z.output<typeof secretStatus>;
-
-/** GET /api/secrets. */
-export const secretList = z.object({ encryptionKeySet: z.boolean(), secrets: z.array(secretStatus) });
-export type SecretList = z.output<typeof secretList>;

@@ -41,7 +41,9 @@ test('each admin mutation writes one record with actor, action, target, redacted
   await j('PATCH', `/api/projects/${project.id}`, { budgetUsd: 50, budgetAction: 'stop' });
   await j('PUT', `/api/projects/${project.id}/members/${user.user.id}`, { role: 'operator' });
   await j('PATCH', '/api/settings', { 'instance.name': 'Team svc' });
-  await j('PUT', '/api/secrets/chat.bot_token', { value: 'xoxb-very-secret-bot-token' });
+  const hook = await j('POST', '/api/webhooks', { url: 'https://hooks.example/audit', events: ['pr.merged'] });
+  assert.is(hook.status, 201);
+  const hookSecret = (await hook.json()).secret as string;
   await j('PUT', '/api/prices/claude-sonnet-4', { inputUsdPerMTok: 3, outputUsdPerMTok: 15 });
   await j('POST', '/api/schedules/retention.activity/run');
 
@@ -57,7 +59,7 @@ test('each admin mutation writes one record with actor, action, target, redacted
     'project.update',
     'project.member_set',
     'settings.update',
-    'secret.set',
+    'webhook.create',
     'price.set',
     'schedule.run',
   ]);
@@ -68,7 +70,8 @@ test('each admin mutation writes one record with actor, action, target, redacted
   assert.is(byAction.get('project.update')!.targetId, project.id);
   assert.equal((byAction.get('project.update')!.diff as { after: { budgetUsd: number } }).after.budgetUsd, 50);
   assert.equal(byAction.get('project.member_set')!.diff, { userId: user.user.id, before: null, after: 'operator' });
-  assert.not.ok(JSON.stringify(records).includes('xoxb-very-secret-bot-token'), 'no secret in any record');
+  assert.ok(hookSecret.length >= 32);
+  assert.not.ok(JSON.stringify(records).includes(hookSecret), 'no secret in any record');
 });
 
 test('refused requests leave no record', async () => {

@@ -185,9 +185,6 @@ function probes(): Record<string, Probe> {
     'GET /api/settings': { path: '/api/settings', expect: 403 },
     'PATCH /api/settings': { path: '/api/settings', json: {}, expect: 403 },
     'GET /api/settings/encryption-key': { path: '/api/settings/encryption-key', expect: 403 },
-    'GET /api/secrets': { path: '/api/secrets', expect: 403 },
-    'PUT /api/secrets/{name}': { path: '/api/secrets/chat.bot_token', json: { value: 'x' }, expect: 403 },
-    'DELETE /api/secrets/{name}': { path: '/api/secrets/chat.bot_token', method: 'DELETE', expect: 403 },
     'GET /api/audit': { path: '/api/audit', expect: 403 },
     'GET /api/audit/verification': { path: '/api/audit/verification', expect: 403 },
     'GET /api/schedules': {
@@ -270,7 +267,6 @@ async function snapshot() {
     runners: ((await get('/api/runners')).runners as { id: string; status: string; revokedAt: string | null }[]).map((r) => [r.id, r.revokedAt]),
     tokens: ((await get('/api/tokens')).tokens as { lastUsedAt?: string }[]).map(({ lastUsedAt: _, ...t }) => t), // using it is not changing it
     settings: await get('/api/settings'),
-    secrets: await get('/api/secrets'),
     webhooks: await get('/api/webhooks'),
     allowlist: await get('/api/webhooks/allowlist'),
     run: await get(`/api/runs/${runB}`),

@@ -69,7 +69,7 @@ onlyOn('pglite', test, 4, () => {
       const copy = join(tempDir('pglite-tpl-'), 'data');
       cpSync(TEMPLATE, copy, { recursive: true });
       await inspect(copy, async (db) => {
-        for (const table of ['users', 'instance_keys', 'instance_secrets', 'settings', 'model_prices', 'audit_records', 'runners', 'api_tokens', 'sessions', 'instance_identity']) assert.is(await count(db, table), 0, `${table} is empty in the template`);
+        for (const table of ['users', 'instance_keys', 'settings', 'model_prices', 'audit_records', 'runners', 'api_tokens', 'sessions', 'instance_identity']) assert.is(await count(db, table), 0, `${table} is empty in the template`);
         assert.is((await db.query(sql`select name from schema_migrations`)).length, names.length);
         // Only the database the server uses: the template databases are a third of the files to copy.
         assert.equal((await db.query<{ datname: string }>(sql`select datname from pg_database order by datname`)).map((r) => r.datname), ['postgres']);

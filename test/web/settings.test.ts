@@ -44,12 +44,11 @@ async function open(path: string): Promise<Page> {
   return page;
 }
 
-test('the Settings page shows where the key comes from, its fingerprint, the backup note, and each instance secret', async () => {
+test('the Settings page shows where the key comes from, its fingerprint, the backup note, and no instance-wide secrets', async () => {
   // PGlite without a key: the generated file. PostgreSQL: the environment (a key is required there).
   server = await startServer({ dbEnv, admin: true, env: TEST_DB === 'postgres' ? { APP_ENCRYPTION_KEY: KEY_A } : {} });
   admin = server.admin;
   assert.is((await server.api('/api/webhooks', { method: 'POST', json: { url: HOOK_URL, events: ['pr.merged'] } })).status, 201);
-  assert.is((await server.api('/api/secrets/chat.bot_token', { method: 'PUT', json: { value: 'xoxb-settings-page' } })).status, 200);
   const page = await open('/#/settings');
   const card = await page.waitForSelector('.encryption-key');
   const text = (await card.textContent()) ?? '';
@@ -66,13 +65,14 @@ test('the Settings page shows where the key comes from, its fingerprint, the bac
     assert.match(text, /Back this file up separately/);
   }
   assert.is((await page.textContent('.encryption-key .fingerprint'))?.trim(), status.fingerprint);
-  assert.match((await page.textContent('tr[data-secret="chat.bot_token"]')) ?? '', /Set/);
-  assert.match((await page.textContent('tr[data-secret="codehost.webhook_secret"]')) ?? '', /Not set/);
+  // No instance-wide secrets: each is entered where it is used (GitHub App, chat channel, webhook, trigger).
+  assert.is(await page.$('table.secrets'), null);
+  assert.not.match((await page.textContent('main')) ?? '', /Instance secrets|chat\.bot_token/);
   assert.is(await page.getAttribute('nav a[href="#/settings"]', 'aria-current'), 'page');
   await page.context().close();
 });
 
-test('after a restart with another key: "Secret unavailable — rotate" on the webhook, Send test refused with the reason, the instance secret to enter again', async () => {
+test('after a restart with another key: "Secret unavailable — rotate" on the webhook, Send test refused with the reason, the new fingerprint on Settings', async () => {
   assert.is(await server.stop(), 0);
   await server.cleanup();
   server = await startServer({ dbEnv, env: { APP_ENCRYPTION_KEY: KEY_B } });
@@ -93,7 +93,6 @@ test('after a restart with another key: "Secret unavailable — rotate" on the w
   await page.goto(server.url + '/#/settings');
   await page.waitForSelector('.encryption-key[data-key-source="environment"]');
   assert.is((await page.textContent('.encryption-key .fingerprint'))?.trim(), keyId(Buffer.from(KEY_B, 'base64')));
-  assert.match((await page.textContent('tr[data-secret="chat.bot_token"]')) ?? '', /Secret unavailable — enter it again/);
   await page.context().close();
 });
 
