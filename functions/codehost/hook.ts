@@ -29,7 +29,7 @@ import { PUBLIC_ID, publicIdHash, webhookSecretOf } from './apps.ts';
 import type { AppRow } from './apps.ts';
 import { pollProjects } from './polls.ts';
 import { CHECK_EVENTS, PULL_EVENTS, checksDelivery, pullDelivery } from './pull-deliveries.ts';
-import { issueDelivery } from './queue.ts';
+import { issueCommentDelivery, issueDelivery } from './queue.ts';
 import type { Target } from './polls.ts';
 import { hookParams } from './schema.ts';
 import { GITHUB_HEADERS, verifyGithubSignature } from './verify.ts';
@@ -91,6 +91,7 @@ async function apply(ctx: AppContext, app: AppRow, event: string, payload: Retur
   try {
     const projectIds = targets.map((t) => t.projectId);
     if (event === 'issues') await issueDelivery(ctx.db, projectIds, payload.action, payload.body);
+    if (event === 'issue_comment') await issueCommentDelivery(ctx.db, projectIds, payload.body);
     if (PULL_EVENTS.has(event)) await pullDelivery(ctx.db, projectIds, event, payload.action, payload.body);
   } catch (err) {
     ctx.log.error('could not apply a code-host delivery to the server state; the runner poll will', { appId: app.id, event, error: err instanceof Error ? err.message : String(err) });

@@ -127,6 +127,26 @@ export async function issueDelivery(q: Queryable, projectIds: string[], action: 
   return changed.length;
 }
 
+/**
+ * An `issue_comment` delivery: its `issue` is the whole issue as it is now, so a row the queue already
+ * holds takes its title, labels, state and updated_at — but a comment never adds an issue (it may be on a
+ * pull request, or on an issue closed long ago: the open set comes from polls and `issues` deliveries).
+ */
+export async function issueCommentDelivery(q: Queryable, projectIds: string[], body: unknown): Promise<number> {
+  const issue = (body as { issue?: { pull_request?: unknown } } | null)?.issue;
+  const parsed = deliveredIssue.safeParse(issue);
+  if (!parsed.success || issue?.pull_request !== undefined || projectIds.length === 0) return 0;
+  const i = parsed.data;
+  const changed = await q.query<{ project_id: string }>(sql`
+    update codehost_issues c set title = ${i.title}, url = ${i.html_url}, labels = ${sql.json(i.labels.map((l) => (typeof l === 'string' ? l : l.name)))},
+           state = ${i.state}, gh_updated_at = coalesce(${i.updated_at ?? null}::timestamptz, c.gh_updated_at), updated_at = now()
+     where c.project_id = any(${projectIds}) and c.number = ${i.number}
+       and (c.gh_updated_at is null or ${i.updated_at ?? null}::timestamptz is null or c.gh_updated_at <= ${i.updated_at ?? null}::timestamptz)
+    returning c.project_id`);
+  for (const p of new Set(changed.map((r) => r.project_id))) await notify(q, p);
+  return changed.length;
+}
+
 /** GET /api/projects/:projectId/queue. */
 export async function readQueue(db: Queryable, projectId: string, runnerId: string | null): Promise<ProjectQueue> {
   const rows = await db.query<{ number: number; title: string; url: string; labels: string[]; state: 'open' | 'closed'; at: Date }>(sql`

@@ -124,6 +124,9 @@ test('a pull_request delivery, closed and merged → one pr.merged at once; the 
   await send(ws, [runnerPr('pr.merged', 2, 1, { title: 'Update the README with new information.' })]);
   await settled();
   assert.equal(of(2), ['pr.merged:2']);
+  // The activity feed has it once too: it records each envelope, whichever source reported the change.
+  const feed = (await call(`/api/activity?projectId=${projectId}&kind=pr.merged`)).body.items as { kind: string; data: { pr?: { number: number } } }[];
+  assert.equal(feed.filter((i) => i.data.pr?.number === 2).map((i) => i.kind), ['pr.merged']);
   // GitHub redelivering it (a new delivery id, the same state) changes nothing either.
   assert.is((await postGithub(app.webhookUrl, app.webhookSecret, 'pull_request', webhookBody('pull_request.closed', repo))).status, 202);
   await settled();

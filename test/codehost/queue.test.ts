@@ -14,6 +14,7 @@ import type { Ev } from '../helpers/usage-events.ts';
 import { callAs, makeUser } from '../helpers/users.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 import type { Client } from '../helpers/wsclient.ts';
+import { createRequire } from 'node:module';
 import { waitFor } from '../triggers/_harness.ts';
 import { postGithub, webhookBody } from './_github.ts';
 
@@ -92,6 +93,27 @@ test('an `issues` delivery puts the row in the queue at once, with no runner onl
   assert.equal([q.issues[0].state, q.issues[0].title], ['closed', 'Spelling error in the README file']);
   await issuesDelivery(p.repo, 'deleted', (b) => Object.assign(b.issue, { number: 41, updated_at: '2019-05-15T17:00:00Z' }));
   assert.equal((await queue(p.id)).issues, []);
+});
+
+test('an `issue_comment` delivery (GitHub\'s recorded body) refreshes a queued issue from its `issue`; it never adds one, nor acts on a pull request\'s comment', async () => {
+  const p = await project(offlineRunner);
+  const comment = (number: number, edit: (issue: any) => void = () => {}) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const examples = createRequire(import.meta.url)('@octokit/webhooks-examples') as { name: string; examples: any[] }[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const body = structuredClone(examples.find((e) => e.name === 'issue_comment')!.examples.find((e) => e.action === 'created' && !e.issue.pull_request));
+    body.repository.full_name = p.repo;
+    Object.assign(body.issue, { number, updated_at: '2019-05-15T16:00:00Z' });
+    edit(body.issue);
+    return postGithub(app.webhookUrl, app.webhookSecret, 'issue_comment', body);
+  };
+  assert.is((await issuesDelivery(p.repo, 'opened', (b) => (b.issue.number = 42))).status, 202);
+  assert.is((await comment(42, (i) => Object.assign(i, { title: 'Spelling error, discussed', labels: [{ name: 'bug' }, { name: 'needs-info' }] }))).status, 202);
+  let q = await queue(p.id);
+  assert.equal([q.issues.length, q.issues[0].title, q.issues[0].labels, q.issues[0].updatedAt], [1, 'Spelling error, discussed', ['bug', 'needs-info'], '2019-05-15T16:00:00.000Z']);
+  // A comment on an issue the queue does not hold, and one on a pull request: nothing added, nothing changed.
+  assert.is((await comment(43)).status, 202);
+  assert.is((await comment(42, (i) => Object.assign(i, { title: 'a pull request', updated_at: '2019-05-15T17:00:00Z', pull_request: { url: `https://api.github.com/repos/${p.repo}/pulls/42` } }))).status, 202);
+  q = await queue(p.id);
+  assert.equal(q.issues.map((i) => [i.number, i.title]), [[42, 'Spelling error, discussed']]);
 });
 
 test('a runner `codehost.queue` event replaces the open set; truncated keeps the others; a re-sent or older one changes nothing; a fleet notice', async () => {
