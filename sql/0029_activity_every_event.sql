@@ -13,5 +13,8 @@ create index activity_items_runner on activity_items (runner_id, id desc) where 
 -- Instance secrets (`chat.bot_token`, `codehost.app_private_key`, `codehost.webhook_secret`) were stored
 -- and shown on the Settings page, but nothing ever read them: a GitHub App keeps its own key and webhook
 -- secret, a chat channel its own token (issue #36 item 4: a setting that does nothing must not exist).
--- The API and the page no longer have them; their stored values go too.
-drop table instance_secrets;
+-- The API and the page no longer have them. The table stays for one release: the previous release reads it
+-- at start-up (its key check), and a rolling upgrade runs both (docs/operations.md, "expand, then contract
+-- one release later"); the release after this one drops it.
+-- Their stored values go now (an empty table is what the previous release shows when none was set).
+delete from instance_secrets;

@@ -57,7 +57,7 @@ const notStarted = (t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' 
   deliveryId,
 });
 /** A delivery of trigger `t` in the activity feed: trigger.fired with its run, or trigger.refused with why (once per delivery). */
-const triggerActivity = (q: Queryable, t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' | 'skill'>, d: { id: string; deliveryId: string }, o: { runId?: string | null; reason?: string | null }) =>
+export const triggerActivity = (q: Queryable, t: Pick<TriggerRow, 'id' | 'project_id' | 'name' | 'action' | 'skill'>, d: { id: string; deliveryId: string }, o: { runId?: string | null; reason?: string | null }) =>
   recordActivity(q, {
     kind: o.reason ? 'trigger.refused' : 'trigger.fired',
     projectId: t.project_id,

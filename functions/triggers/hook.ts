@@ -33,6 +33,7 @@ import type { CachedTrigger } from './cache.ts';
 import { PUBLIC_ID, liveSecrets, publicIdHash } from './triggers.ts';
 import type { TriggerRow } from './triggers.ts';
 import { signedHeaders, verifyTrigger } from './verify.ts';
+import { triggerActivity } from './fire.ts';
 
 export const HOOK_BODY_LIMIT = 256 * 1024;
 const REPLAY_MEMORY_MS = 24 * 3600 * 1000;
@@ -81,7 +82,9 @@ async function record(ctx: AppContext, c: CachedTrigger, delivery: string, raw: 
     // A refused payload uses up its id for 24 h (an older claim of it is taken over) and takes no token.
     const now = new Date(ctx.clock.now());
     const current = sql`select 1 from triggers where id = ${t.id} and enabled and xmin::text = ${c.version}`;
-    const [row] = await ctx.db.query<{ current: boolean; refused: boolean }>(sql`
+    // In one transaction with its activity item (trigger.refused, once per delivery row), so neither exists alone.
+    const row = await ctx.db.transaction(async (tx) => {
+      const [r] = await tx.query<{ current: boolean; refused: string | null }>(sql`
       with claim as (
         insert into trigger_delivery_ids (trigger_id, delivery_id, seen_at) select ${t.id}, ${delivery}, ${now} where exists (${current})
         on conflict (trigger_id, delivery_id) do update set seen_at = excluded.seen_at
@@ -90,8 +93,11 @@ async function record(ctx: AppContext, c: CachedTrigger, delivery: string, raw: 
       refused as (
         insert into inbound_deliveries (id, trigger_id, delivery_id, status, reason, reasons, created_at, updated_at)
         select gen_random_uuid()::text, trigger_id, ${delivery}, 'refused', 'invalid_payload', ${sql.json(rendered.reasons)}, ${now}, ${now} from claim
-        returning 1)
-      select exists (${current}) as current, exists (select 1 from refused) as refused`);
+        returning id)
+      select exists (${current}) as current, (select id from refused) as refused`);
+      if (r.refused) await triggerActivity(tx, t, { id: r.refused, deliveryId: delivery }, { reason: 'invalid_payload' });
+      return r;
+    });
     if (!row.current) return { kind: 'stale' };
     return row.refused ? { kind: 'refused', reasons: rendered.reasons } : { kind: 'replayed' };
   } catch (err) {

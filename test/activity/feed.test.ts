@@ -81,12 +81,14 @@ const CATALOGUE_BATCH = () => [
   ev('c-1', 'orchestrator.started', projectA, { profile: 'cc', model: 'claude-opus-4-1', round: 3 }),
   ev('c-2', 'slot.dispatched', projectA, { slot: 'w1', issue: 7, title: 'Fix the login', branch: 'svc/7-login' }),
   ev('c-3', 'slot.checkpoint', projectA, { slot: 'w1', issue: 7, checkpoint: 'pr_open', summary: 'opened', pr: { number: 5, url: PR_URL } }),
-  ev('c-4', 'pr.opened', projectA, { slot: 'w1', issue: 7, pr: { number: 5, url: PR_URL }, title: 'Fix the login', branch: 'svc/7-login' }),
-  ev('c-5', 'pr.checks_changed', projectA, { pr: { number: 5, url: PR_URL }, state: 'failure', summary: '1 failing' }),
-  ev('c-6', 'pr.merged', projectA, { pr: { number: 5, url: PR_URL }, title: 'Fix the login' }),
+  // pr.* as the runner's poll sends them (runner/codehost/changes.ts: the fields under `data`); the server's
+  // pull request state (codehost/pulls.ts) turns each change into one envelope, so into one item.
+  ev(`gh.${projectA}.5.1.opened`, 'pr.opened', projectA, { slot: 'w1', issue: 7, data: { pr: { number: 5, url: PR_URL }, title: 'Fix the login', branch: 'svc/7-login' } }),
+  ev(`gh.${projectA}.5.1.checks.1`, 'pr.checks_changed', projectA, { data: { pr: { number: 5, url: PR_URL }, state: 'failed', summary: '1 failing', sha: 'c'.repeat(40) } }),
+  ev(`gh.${projectA}.5.1.merged`, 'pr.merged', projectA, { data: { pr: { number: 5, url: PR_URL }, title: 'Fix the login' } }),
   ev('c-7', 'slot.stopped', projectA, { slot: 'w1', issue: 7, reason: 'done', exitCode: 0 }),
   ev('c-8', 'orchestrator.stopped', projectA, { reason: 'round over', exitCode: 0 }),
-  ev('c-9', 'pr.closed', projectB, { pr: { number: 9, url: 'https://github.com/acme/b/pull/9' }, title: 'Stale' }),
+  ev(`gh.${projectB}.9.1.closed`, 'pr.closed', projectB, { data: { pr: { number: 9, url: 'https://github.com/acme/b/pull/9' }, title: 'Stale' } }),
   ev('c-10', 'issue.blocked', projectB, { slot: 'w2', issue: 11, reason: 'needs a key', summary: 'blocked' }),
   ev('c-11', 'person.needed', projectB, { slot: 'w2', question: 'Merge now?' }),
   // The pane's text never reaches the feed: only the prompt's kind and its session.
@@ -170,6 +172,14 @@ test('triggers: one that fires is trigger.fired with its run; one whose runner i
   assert.equal([refused.projectId, refused.data.trigger, refused.data.reason], [projectC, 'offline hook', 'runner_offline']);
   assert.equal((await feed('&kind=trigger.*', u.adminC.token)).map((i) => i.kind), ['trigger.refused']);
   assert.equal((await feed('&kind=trigger.*', u.viewerA.token)).map((i) => i.kind), ['trigger.fired']);
+
+  // Refused by the hook itself (its placeholder rules: 422): an item too, once for a repeated delivery id.
+  const strict = await createTrigger(server, projectA, skillTrigger({ name: 'strict hook', args: ['--ref', '{{payload.ref}}'], allowedPaths: ['ref'] }));
+  assert.is((await post(strict.url, strict.secret, { ref: '$(rm -rf /)' }, { delivery: 'act-422' })).status, 422);
+  assert.is((await post(strict.url, strict.secret, { ref: '$(rm -rf /)' }, { delivery: 'act-422' })).status, 409, 'the same id again is a replay');
+  const byHook = (await feed('&kind=trigger.refused')).filter((i) => i.data.trigger === 'strict hook');
+  assert.equal(byHook.map((i) => [i.projectId, i.data.reason, i.data.deliveryId]), [[projectA, 'invalid_payload', 'act-422']]);
+  assert.not.ok(JSON.stringify(byHook).includes('rm -rf'), 'never the payload');
 });
 
 test('schedule.fired: a schedule run that starts is an item with its run', async () => {

@@ -30,8 +30,9 @@ test.before(async () => {
     type: 'events',
     events: [
       ev('e-1', 'slot.dispatched', { slot: 'w1', issue: 4, title: 'Add the widget', branch: 'svc/4-widget' }),
-      ev('e-2', 'pr.opened', { slot: 'w1', issue: 4, pr: PR, title: 'Add the widget' }),
-      ev('e-3', 'pr.merged', { pr: PR, title: 'Add the widget' }),
+      // pr.* as the runner's poll sends them: the fields under `data` (runner/codehost/changes.ts).
+      ev('e-2', 'pr.opened', { slot: 'w1', issue: 4, data: { pr: PR, title: 'Add the widget' } }),
+      ev('e-3', 'pr.merged', { data: { pr: PR, title: 'Add the widget' } }),
       run('running'),
       run('failed'),
     ],
