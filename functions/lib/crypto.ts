@@ -4,7 +4,7 @@
 // Ciphertext format: `v1.<key id>.<iv>.<ciphertext>.<tag>` (base64url parts). The key id is the first
 // 8 bytes of SHA-256(key) in hex: it says which key encrypted a value, so a changed key is reported as
 // "cannot decrypt — enter it again" instead of as corruption. The AAD binds a value to its place
-// (e.g. `secret:chat.bot_token`), so ciphertexts cannot be swapped between rows.
+// (e.g. `codehost_app_private_key:<app id>`), so ciphertexts cannot be swapped between rows.
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { conflict } from './errors.ts';
 
