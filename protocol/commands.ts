@@ -102,6 +102,10 @@ export const COMMANDS = {
       model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/\[\]-]{0,99}$/, { message: 'must be a model name (letters, digits, . _ : / [ ] -)' }).optional(),
       output: z.enum(['report', 'pull_request']).default('report'),
       timeoutSec: z.number().int().min(60).max(21600).optional(),
+      /** A pool run's id, chosen by the server (functions/runs/pool.ts): the runner uses it instead of picking
+       *  one, and answers a second skill.run with the same id with the first run (never two runs). Sent only
+       *  to runners that announce POOL_CAPABILITY (protocol/frames.ts): an older runner's strict schema refuses it. */
+      runId: id.optional(),
     }),
     true,
   ),

@@ -40,7 +40,9 @@ export type RunnerEvent = z.infer<typeof runnerEvent>;
 /** A project on a runner's watch list. `repo` (owner/name on the code host) is sent only to runners that
  *  announced the `codehost` capability in hello: an older runner's strict schema would refuse it. */
 export const REPO = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
-export const watchedProject = z.strictObject({ id: z.string(), root: z.string(), repo: z.string().regex(REPO).optional() });
+/** `pool: true` marks a project this runner serves only as a pool member (skill runs of a `pool` target; no
+ *  orchestrator, slots, terminal or code-host polling there): sent only to runners that announce POOL_CAPABILITY. */
+export const watchedProject = z.strictObject({ id: z.string(), root: z.string(), repo: z.string().regex(REPO).optional(), pool: z.literal(true).optional() });
 export const CODEHOST_CAPABILITY = 'codehost';
 /**
  * GitHub App mode (docs/github-app.md, "App mode on the runners"): the runner takes the server's
@@ -82,6 +84,18 @@ export const MAX_REPORTED_PROFILES = 32;
  * runner was offline (functions/projects/root-check.ts). Runners without it leave their roots unchecked.
  */
 export const ROOTS_CAPABILITY = 'roots.check';
+/**
+ * Runner pools (issue #37; docs/runner.md "Runner pools"): the runner reports its capacity in a `capacity`
+ * frame after hello and whenever the number of runs it holds changes, takes `runId` in skill.run (a pool
+ * run's id, chosen by the server) and `pool: true` on watch-list entries. Only runners that announce it
+ * are sent pool runs.
+ */
+export const POOL_CAPABILITY = 'skills.pool';
+/** A runner tag (PATCH /api/runners/:runnerId, `svc-runner pair --tags`): a lowercase word. */
+export const RUNNER_TAG = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+export const runnerTag = z.string().regex(RUNNER_TAG, { message: 'must be a lowercase word (a-z 0-9 _ -, at most 32, starting with a letter or digit)' });
+export const MAX_RUNNER_TAGS = 16;
+export const runnerTags = z.array(runnerTag).max(MAX_RUNNER_TAGS, { message: `at most ${MAX_RUNNER_TAGS} tags` });
 
 /** A terminal channel (terminal.attach): the server names it, both sides address frames with it. */
 export const termChannel = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/);
@@ -100,6 +114,8 @@ export const runnerFrame = z.discriminatedUnion('type', [
   }),
   z.strictObject({ type: z.literal('events'), events: z.array(runnerEvent).min(1).max(MAX_BATCH) }),
   z.strictObject({ type: z.literal('profiles'), profiles: z.array(reportedProfile).max(MAX_REPORTED_PROFILES) }),
+  /** POOL_CAPABILITY: skills.maxConcurrentRuns and the runs it holds now (starting or running; queued ones are not counted). */
+  z.strictObject({ type: z.literal('capacity'), maxConcurrentRuns: z.number().int().min(1).max(32), running: z.number().int().min(0).max(10_000) }),
   // A command's answer: `ok: true` with `data`, or `ok: false` with `error`.
   z
     .strictObject({ type: z.literal('result'), requestId: z.string().max(64), ok: z.boolean(), data: z.unknown().optional(), error: commandError.optional() })
@@ -158,6 +174,8 @@ export const pairRequest = z.strictObject({
   hostname: z.string().max(255).default(''),
   version: z.string().max(64).default(''),
   target: z.string().max(64).default(''),
+  /** `svc-runner pair --tags a,b`: the runner's tags (replacing any it had). */
+  tags: runnerTags.optional(),
 });
 /**
  * The server's answer to a pairing request, as the runner reads it: fields it does not know are ignored,

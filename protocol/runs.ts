@@ -8,6 +8,15 @@ export const FINAL_STATES: readonly RunState[] = ['succeeded', 'failed', 'timed_
 /** Moves only go forward: queued → starting → running → one final state, never out of it. */
 export const stateRank = (s: RunState): number => (s === 'queued' ? 0 : s === 'starting' ? 1 : s === 'running' ? 2 : 3);
 
+/**
+ * A run id: the time in base 36 (so ids sort by creation) and 8 random hex digits. The runner picks it
+ * for a run it is sent directly; the server picks it for a pool run (functions/runs/pool.ts), which exists
+ * queued before any runner holds it, and sends it in skill.run's `runId`.
+ */
+export const newRunId = (now = Date.now()) =>
+  `${now.toString(36).padStart(9, '0')}-${[...globalThis.crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, '0')).join('')}`;
+export const RUN_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
 /** The server keeps at most this much of a patch. */
 export const PATCH_KEEP_BYTES = 128 * 1024;
 /** The report (the agent's final message) kept with a run. */

@@ -7,7 +7,7 @@ import { visibleProjects } from '../cost/queries.ts';
 import type { FailedStartRow, RunDetailRow, RunRow } from './rows.ts';
 
 const SUMMARY_COLUMNS = sql.raw(
-  'r.id, r.runner_id, r.project_id, r.skill, r.args, r.output, r.profile_id, r.runtime, r.model, r.timeout_sec, r.state, r.error, r.branch, r.created_at, r.started_at, r.finished_at, r.updated_at, r.cost_usd, r.progress_lines, r.last_progress',
+  'r.id, r.runner_id, r.project_id, r.skill, r.args, r.output, r.profile_id, r.runtime, r.model, r.timeout_sec, r.state, r.error, r.branch, r.created_at, r.started_at, r.finished_at, r.updated_at, r.cost_usd, r.progress_lines, r.last_progress, r.reason, r.retry_of',
 );
 
 /** One page and one more row (so the caller knows whether a next page exists), newest first. */

@@ -6,7 +6,7 @@ import { startReasonRemedy, startReasonWords } from '../../protocol/start-reason
 
 export interface RunRow {
   id: string;
-  runner_id: string;
+  runner_id: string | null;
   project_id: string;
   skill: string;
   args: string[];
@@ -25,6 +25,8 @@ export interface RunRow {
   cost_usd: string | null;
   progress_lines: number;
   last_progress: string | null;
+  reason: string | null;
+  retry_of: string | null;
 }
 export interface RunDetailRow extends RunRow {
   report: string | null;
@@ -78,6 +80,9 @@ export const toSummary = (r: RunRow): RunSummary => ({
   costUsd: num(r.cost_usd),
   progressLines: r.progress_lines,
   lastProgress: r.last_progress,
+  reason: r.reason,
+  retryOf: r.retry_of,
+  queue: null,
 });
 
 export const toDetail = (r: RunDetailRow, progress: RunDetail['progress']): RunDetail => ({

@@ -26,7 +26,7 @@ export const pullRequest = z.object({
 const runSummary = z.object({
   id: z.string(),
   projectId: z.string(),
-  runnerId: z.string(),
+  runnerId: z.string().nullable().describe('The runner that holds the run; null while a pool run waits in the queue'),
   skill: z.string(),
   args: z.array(z.string()),
   output: z.enum(['report', 'pull_request']),
@@ -41,6 +41,15 @@ const runSummary = z.object({
   costUsd: z.number().nullable(),
   progressLines: z.number(),
   lastProgress: z.string().nullable(),
+  reason: z
+    .string()
+    .nullable()
+    .describe('Why the server ended the run itself: no_runner_available, runner_lost, budget_exceeded, creator_not_authorized, interrupted (null: the runner reported its end)'),
+  retryOf: z.string().nullable().describe('The run lost with its runner that this run tries again (retryOnRunnerLoss)'),
+  queue: z
+    .object({ position: z.number().int().positive(), reason: z.string() })
+    .nullable()
+    .describe('A pool run waiting for a runner: its place in the project\'s queue (1 = next) and why it waits ("3 runners busy", "no runner online with tag gpu")'),
 });
 export type RunSummary = z.output<typeof runSummary>;
 

@@ -2,7 +2,6 @@
 // run.json (what to launch, as an argv), state.json (the run's state), stream.jsonl (the agent's
 // output stream), stderr.log, exit.json, patch.diff and result.json. Every JSON file is written
 // atomically (temp file, fsync, rename) with mode 0600: run.json carries the profile's environment.
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
@@ -29,7 +28,7 @@ export const FILES = {
 } as const;
 
 /** Sortable and unique: creation time in base 36, then randomness. */
-export const newRunId = (now = Date.now()) => `${now.toString(36).padStart(9, '0')}-${randomBytes(4).toString('hex')}`;
+export { newRunId } from '../../protocol/runs.ts';
 
 export { RUN_STATES } from '../../protocol/runs.ts';
 export type { RunState } from '../../protocol/runs.ts';
