@@ -27,6 +27,7 @@ import { empty, withHeaders } from './lib/respond.ts';
 import { NO_BODY_BYTES, afterReads, hasBody, nodeHasBody, nodeHeaders, parseWith, readBody, readJson, readNodeBody, refuseDeclaredLength } from './lib/http.ts';
 import { routes as notificationRoutes } from './notifications/routes.ts';
 import { openapiRoutes } from './openapi.ts';
+import { routes as poolRoutes } from './projects/pool-routes.ts';
 import { routes as projectRoutes } from './projects/routes.ts';
 import { routes as installRoutes } from './runners/install.ts';
 import { routes as runnerRoutes } from './runners/routes.ts';
@@ -44,6 +45,7 @@ export const allRoutes: Route[] = [
   ...authRoutes,
   ...setupRoutes,
   ...projectRoutes,
+  ...poolRoutes,
   ...runnerRoutes,
   ...installRoutes,
   ...runRoutes,

@@ -38,15 +38,16 @@ import { checkRoot, recordRootCheck, rootRefused } from './root-check.ts';
 import type { RootCheck } from './root-check.ts';
 
 const member = { userId: idParam('user') };
+/** A root on a runner: absolute, without `..` (a project's, or a pool member's: pool-routes.ts). */
+export const rootPathField = z
+  .string()
+  .max(4096)
+  .refine((p) => p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\0'), { message: 'must be an absolute path without ..' });
 const fields = {
   name: z.string().trim().min(1).max(100),
   repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }),
   runnerId: z.string().max(64).nullable(),
-  rootPath: z
-    .string()
-    .max(4096)
-    .refine((p) => p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\0'), { message: 'must be an absolute path without ..' })
-    .nullable(),
+  rootPath: rootPathField.nullable(),
   budgetUsd: z.number().finite().min(0).max(1_000_000_000).nullable(),
   budgetAction: z.enum(['warn', 'stop']),
 };

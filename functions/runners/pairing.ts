@@ -6,6 +6,7 @@ import { randomInt } from 'node:crypto';
 import { randomToken, sha256Hex } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
+import { setRunnerTags } from './queries.ts';
 
 export const CODE_MINUTES = 15;
 const ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'; // no 0/O, 1/I: read aloud and typed by people
@@ -26,7 +27,7 @@ export async function createPairingCode(tx: Queryable, runnerId: string, userId:
 export async function redeemPairingCode(
   tx: Queryable,
   code: string,
-  facts: { hostname: string; version: string; target: string },
+  facts: { hostname: string; version: string; target: string; tags?: string[] },
 ): Promise<{ runnerId: string; token: string; repaired: boolean } | null> {
   const [used] = await tx.query<{ runner_id: string }>(sql`
     update pairing_codes c set used_at = now()
@@ -43,5 +44,7 @@ export async function redeemPairingCode(
            hostname = ${facts.hostname}, version = ${facts.version}, target = ${facts.target},
            name = case when name = '' then left(${facts.hostname}, 100) else name end
      where id = ${used.runner_id}`);
+  // `svc-runner pair --tags a,b` replaces the tags; pairing without --tags keeps those an admin set.
+  if (facts.tags) await setRunnerTags(tx, used.runner_id, facts.tags);
   return { runnerId: used.runner_id, token, repaired: Boolean(before?.paired_at) };
 }

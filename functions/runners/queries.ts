@@ -18,6 +18,9 @@ export interface RunnerRow {
   online: boolean;
   profiles: unknown;
   profiles_reported_at: Date | null;
+  tags: string[];
+  max_concurrent_runs: number | null;
+  running_runs: number | null;
 }
 
 const selectRunners = sql`select r.*, ${onlineSql} as online from runners r`;
@@ -95,3 +98,12 @@ export async function runnerByToken(q: Queryable, tokenHash: string): Promise<{ 
   const [runner] = await q.query<{ id: string; name: string; revoked_at: Date | null }>(sql`select id, name, revoked_at from runners where token_hash = ${tokenHash}`);
   return runner ?? null;
 }
+
+/** Replace a runner's tags (deduplicated and sorted); false when there is no such runner. */
+export async function setRunnerTags(q: Queryable, id: string, tags: string[]): Promise<boolean> {
+  const [r] = await q.query(sql`update runners set tags = ${sql.json(normalTags(tags))}::jsonb where id = ${id} and removed_at is null returning 1`);
+  return Boolean(r);
+}
+
+/** Tags as stored: each once, sorted, so two runners with the same tags compare equal. */
+export const normalTags = (tags: readonly string[]): string[] => [...new Set(tags)].sort();

@@ -1,11 +1,11 @@
 // Runner management, pairing and commands over HTTP.
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
-import { commandDone, commandFailed, pairAnswer, pairingCode, runnerCreated, runnerDetail, runnerList, runnerSelf } from '../../protocol/api/runners.ts';
+import { commandDone, commandFailed, pairAnswer, pairingCode, runnerCreated, runnerDetail, runnerList, runnerSelf, runnerView } from '../../protocol/api/runners.ts';
 import type { RunnerView } from '../../protocol/api/runners.ts';
 import { COMMANDS, COMMAND_NAMES, isCommandName } from '../../protocol/commands.ts';
 import type { CommandName } from '../../protocol/commands.ts';
-import { CLOSE, pairRequest } from '../../protocol/frames.ts';
+import { CLOSE, pairRequest, runnerTags } from '../../protocol/frames.ts';
 import { compareVersions } from '../../protocol/version.ts';
 import { appendAudit, audited } from '../audit/audit.ts';
 import { forbidden, requireProjectRole } from '../auth/auth.ts';
@@ -39,6 +39,8 @@ import {
   runnerProjects,
   runnerRow,
   sameNameCount,
+  setRunnerTags,
+  normalTags,
 } from './queries.ts';
 import type { RunnerRow } from './queries.ts';
 
@@ -80,7 +82,8 @@ const toRunner = (r: RunnerRow, bundleVersion: string | null): RunnerView => {
   };
   const profiles = storedProfiles(r.profiles);
   const reported = { profiles, agentRuntime: runtimeState(profiles), profilesReportedAt: iso(r.profiles_reported_at) };
-  return { ...base, remedy: base.status === 'online' ? null : remedy({ paired: Boolean(r.paired_at), revoked: Boolean(r.revoked_at), lastSeenAt: base.lastSeenAt }), ...reported };
+  const pool = { tags: r.tags ?? [], maxConcurrentRuns: r.max_concurrent_runs ?? null, runningRuns: r.running_runs ?? null };
+  return { ...base, ...pool, remedy: base.status === 'online' ? null : remedy({ paired: Boolean(r.paired_at), revoked: Boolean(r.revoked_at), lastSeenAt: base.lastSeenAt }), ...reported };
 };
 
 async function getRunner(db: Queryable, id: string): Promise<RunnerRow> {
@@ -216,6 +219,23 @@ export const routes: Route[] = [
       });
     },
   }),
+  adminRunnerRoute({ method: 'PATCH', path: '/api/runners/:runnerId',
+    summary: "Set a runner's tags (replacing them; stored each once, sorted): a pool target's targetTags must all be among a runner's tags for it to take the target's runs",
+    responses: { 200: { description: 'the runner', schema: runnerView } },
+    body: z.strictObject({ tags: runnerTags }),
+    async handler({ principal, params, body, requestId }, ctx) {
+      await audited(
+        ctx.db,
+        (before: string[]) => ({ actor: principal!, action: 'runner.update', target: { type: 'runner', id: params.runnerId }, diff: { before: { tags: before }, after: { tags: normalTags(body.tags) } }, requestId }),
+        async (tx) => {
+          const before = await getRunner(tx, params.runnerId);
+          await setRunnerTags(tx, params.runnerId, body.tags);
+          return before.tags;
+        },
+      );
+      return json(toRunner(await getRunner(ctx.db, params.runnerId), await servedRunnerVersion(ctx.config)));
+    },
+  }),
   adminRunnerRoute({ method: 'DELETE', path: '/api/runners/:runnerId', status: 204,
     summary: 'Revoke a paired runner (its token stops working, its socket closes with 4401); an unpaired or revoked one is removed from the list instead',
     async handler({ principal, params, requestId }, ctx) {
@@ -247,7 +267,7 @@ export const routes: Route[] = [
       const paired = await ctx.db.transaction(async (tx) => {
         const out = await redeemPairingCode(tx, body.code, body);
         if (out) {
-          await appendAudit(tx, { actor: { label: `runner:${out.runnerId}` }, action: 'runner.pair', target: { type: 'runner', id: out.runnerId }, diff: { hostname: body.hostname, repaired: out.repaired }, requestId });
+          await appendAudit(tx, { actor: { label: `runner:${out.runnerId}` }, action: 'runner.pair', target: { type: 'runner', id: out.runnerId }, diff: { hostname: body.hostname, repaired: out.repaired, ...(body.tags ? { tags: normalTags(body.tags) } : {}) }, requestId });
         }
         return out;
       });

@@ -42,3 +42,34 @@ export const poolTargetOf = (r: PoolTargetRow): PoolTarget => ({
   queueTimeoutMinutes: Number(r.queue_timeout_minutes),
   retryOnRunnerLoss: r.retry_on_runner_loss,
 });
+
+/** The defaults of a create body (spread after poolTargetFields' shapes by the trigger and schedule schemas). */
+export const poolTargetDefaults = {
+  target: poolTargetFields.target.default('primary'),
+  targetTags: poolTargetFields.targetTags.default([]),
+  queueTimeoutMinutes: poolTargetFields.queueTimeoutMinutes.default(DEFAULT_QUEUE_TIMEOUT_MINUTES),
+  retryOnRunnerLoss: poolTargetFields.retryOnRunnerLoss.default(false),
+};
+/** The same fields, each optional, for a patch body. */
+export const poolTargetPatch = {
+  target: poolTargetFields.target.optional(),
+  targetTags: poolTargetFields.targetTags.optional(),
+  queueTimeoutMinutes: poolTargetFields.queueTimeoutMinutes.optional(),
+  retryOnRunnerLoss: poolTargetFields.retryOnRunnerLoss.optional(),
+};
+
+/**
+ * The rule across the fields (docs/triggers.md, docs/schedules.md): targetTags and retryOnRunnerLoss mean
+ * something for the pool target only, so given with `primary` they are refused (naming the field) rather
+ * than silently ignored; switching to `primary` clears them. Tags are kept each once, sorted, as runner
+ * tags are. Answers the settings to store and the problems by field.
+ */
+export function settlePoolTarget<T extends PoolTarget>(merged: T, given: Partial<PoolTarget>): { settled: T; problems: Record<string, string> } {
+  const problems: Record<string, string> = {};
+  if (merged.target === 'primary') {
+    if (given.targetTags?.length) problems.targetTags = 'is only for the pool target';
+    if (given.retryOnRunnerLoss) problems.retryOnRunnerLoss = 'is only for the pool target';
+    return { settled: { ...merged, targetTags: [], retryOnRunnerLoss: false }, problems };
+  }
+  return { settled: { ...merged, targetTags: [...new Set(merged.targetTags)].sort() }, problems };
+}

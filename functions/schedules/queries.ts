@@ -19,9 +19,11 @@ export async function scheduleRow(q: Queryable, projectId: string, scheduleId: s
 
 export async function insertSchedule(q: Queryable, s: { id: string; projectId: string; createdBy: string; nextRunAt: Date | null } & ScheduleSettings): Promise<void> {
   await q.query(sql`
-    insert into project_schedules (id, project_id, name, cron, timezone, skill, args, profile, model, output, enabled, next_run_at, created_by)
+    insert into project_schedules (id, project_id, name, cron, timezone, skill, args, profile, model, output, enabled, next_run_at, created_by,
+                                   target, target_tags, queue_timeout_minutes, retry_on_runner_loss)
     values (${s.id}, ${s.projectId}, ${s.name}, ${s.cron}, ${s.timezone}, ${s.skill}, ${sql.json(s.args)}, ${s.profile},
-            ${s.model}, ${s.output}, ${s.enabled}, ${s.nextRunAt}, ${s.createdBy})`);
+            ${s.model}, ${s.output}, ${s.enabled}, ${s.nextRunAt}, ${s.createdBy},
+            ${s.target}, ${sql.json(s.targetTags)}, ${s.queueTimeoutMinutes}, ${s.retryOnRunnerLoss})`);
 }
 
 /**
@@ -33,6 +35,8 @@ export async function updateSchedule(q: Queryable, id: string, s: ScheduleSettin
     update project_schedules
        set name = ${s.name}, cron = ${s.cron}, timezone = ${s.timezone}, skill = ${s.skill}, args = ${sql.json(s.args)},
            profile = ${s.profile}, model = ${s.model}, output = ${s.output}, enabled = ${s.enabled},
+           target = ${s.target}, target_tags = ${sql.json(s.targetTags)}, queue_timeout_minutes = ${s.queueTimeoutMinutes},
+           retry_on_runner_loss = ${s.retryOnRunnerLoss},
            next_run_at = case when ${change.timing} then ${change.nextRunAt}::timestamptz else next_run_at end,
            disabled_reason = case when ${s.enabled} then null else disabled_reason end,
            consecutive_failures = case when ${change.enabling} then 0 else consecutive_failures end,

@@ -12,7 +12,7 @@ import { empty } from '../lib/respond.ts';
 import { deleteSchedule, insertSchedule, listSchedules, scheduleRow, updateSchedule } from './queries.ts';
 import { nextTime, settingsOf, toSchedule } from './schedules.ts';
 import type { ScheduleRow } from './schedules.ts';
-import { scheduleCreate, schedulePatch } from './schema.ts';
+import { scheduleCreate, schedulePatch, settle } from './schema.ts';
 import type { ScheduleSettings } from './schema.ts';
 
 const TAG = 'schedules';
@@ -42,7 +42,8 @@ export const routes: Route[] = [
     responses: { 201: { description: 'the new schedule', schema: scheduleAnswer } },
     status: 201,
     body: scheduleCreate,
-    async handler({ principal, params, body, requestId }, ctx) {
+    async handler({ principal, params, body: given, requestId }, ctx) {
+      const body = settle(given, given);
       const id = randomUUID();
       const row = await audited(
         ctx.db,
@@ -74,7 +75,7 @@ export const routes: Route[] = [
         async (tx) => {
           const before = await getRow(tx, params, true);
           const given = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)) as Partial<ScheduleSettings>;
-          const s: ScheduleSettings = { ...settingsOf(before), ...given };
+          const s = settle({ ...settingsOf(before), ...given }, given);
           const timing = s.enabled !== before.enabled || s.cron !== before.cron || s.timezone !== before.timezone;
           const enabling = s.enabled && !before.enabled;
           await updateSchedule(tx, params.scheduleId, s, { timing, enabling, nextRunAt: pending(ctx, s) });

@@ -2,9 +2,11 @@
 // row, and plan() — when a schedule is due, whether its pending time still runs or was missed.
 import { Cron } from 'croner';
 import type { ScheduleSettings } from './schema.ts';
+import { poolTargetOf } from '../runs/pool-target.ts';
+import type { PoolTargetRow } from '../runs/pool-target.ts';
 import type { ScheduleAnswer } from '../../protocol/api/schedules.ts';
 
-export interface ScheduleRow {
+export interface ScheduleRow extends PoolTargetRow {
   id: string;
   project_id: string;
   name: string;
@@ -53,6 +55,7 @@ export const settingsOf = (r: ScheduleRow): ScheduleSettings => ({
   model: r.model,
   output: r.output,
   enabled: r.enabled,
+  ...poolTargetOf(r),
 });
 
 /** The API's view of a schedule (protocol/api/schedules.ts). */

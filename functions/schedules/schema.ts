@@ -6,6 +6,9 @@ import { Cron } from 'croner';
 import * as z from 'zod';
 import { COMMANDS } from '../../protocol/commands.ts';
 import { model, profile, skill } from '../runs/schema.ts';
+import { poolTargetDefaults, poolTargetPatch, settlePoolTarget } from '../runs/pool-target.ts';
+import type { PoolTarget } from '../runs/pool-target.ts';
+import { badRequest } from '../lib/errors.ts';
 
 const id = (what: string) => z.string().regex(/^[A-Za-z0-9-]{1,64}$/, { message: `must be a ${what} id` });
 export const projectParams = z.strictObject({ projectId: id('project') });
@@ -63,6 +66,7 @@ export const scheduleCreate = z.strictObject({
   model: fields.model.default(null),
   output: fields.output.default('report'),
   enabled: fields.enabled.default(true),
+  ...poolTargetDefaults,
 });
 export const schedulePatch = z.strictObject({
   name: fields.name.optional(),
@@ -74,6 +78,14 @@ export const schedulePatch = z.strictObject({
   model: fields.model.optional(),
   output: fields.output.optional(),
   enabled: fields.enabled.optional(),
+  ...poolTargetPatch,
 });
 
 export type ScheduleSettings = z.output<typeof scheduleCreate>;
+
+/** The settings to store once the pool target's rule holds (runs/pool-target.ts): a 400 naming the field otherwise. */
+export function settle(merged: ScheduleSettings, given: Partial<PoolTarget>): ScheduleSettings {
+  const { settled, problems } = settlePoolTarget(merged, given);
+  if (Object.keys(problems).length) throw badRequest('invalid_body', `invalid fields: ${Object.keys(problems).join(', ')}`, problems);
+  return settled;
+}

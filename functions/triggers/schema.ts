@@ -6,6 +6,7 @@ import * as z from 'zod';
 import { badRequest } from '../lib/errors.ts';
 import { idParam } from '../lib/project-routes.ts';
 import { model, profile, skill } from '../runs/schema.ts';
+import { poolTargetDefaults, poolTargetPatch, settlePoolTarget } from '../runs/pool-target.ts';
 import type { TriggerSettings } from '../../protocol/api/triggers.ts';
 import { DEFAULT_VALUE_PATTERN, checkTemplates, pathProblem, valuePatternProblem } from '../../protocol/placeholders.ts';
 
@@ -43,6 +44,7 @@ export const triggerCreate = z.strictObject({
   allowedPaths: allowedPaths.default([]),
   valuePattern: valuePattern.default(DEFAULT_VALUE_PATTERN),
   enabled: z.boolean().default(true),
+  ...poolTargetDefaults,
 });
 export const triggerPatch = z.strictObject({
   name: fields.name.optional(),
@@ -55,6 +57,7 @@ export const triggerPatch = z.strictObject({
   allowedPaths: allowedPaths.optional(),
   valuePattern: valuePattern.optional(),
   enabled: z.boolean().optional(),
+  ...poolTargetPatch,
 });
 export const dryRunBody = z.strictObject({ payload: z.unknown().describe('A sample payload: what a caller would POST') });
 export const deliveryQuery = z.strictObject({
@@ -69,7 +72,8 @@ export type { TriggerSettings };
 /**
  * The rules across fields: a skill action names its skill; skill, args, profile and model are for the
  * skill action only (spec: Inbound trigger) — given with next_round they are refused, and switching
- * to next_round clears them; each template parses and uses allowed paths only; the pattern compiles.
+ * to next_round clears them (and the pool target: a round runs on the primary runner); the
+ * pool target's own rule (runs/pool-target.ts); each template parses and uses allowed paths only; the pattern compiles.
  */
 export function settle(merged: TriggerSettings, given: Partial<TriggerSettings>): TriggerSettings {
   const problems: Record<string, string> = {};
@@ -77,8 +81,13 @@ export function settle(merged: TriggerSettings, given: Partial<TriggerSettings>)
   if (merged.action === 'next_round') {
     for (const k of ['skill', 'profile', 'model'] as const) if (given[k]) problems[k] = 'is only for the skill action';
     if (given.args?.length) problems.args = 'is only for the skill action';
-    merged = { ...merged, skill: null, args: [], profile: null, model: null, output: 'report' };
+    // A round of the orchestrator runs where the orchestrator is: the primary runner.
+    if (given.target === 'pool') problems.target = 'is only for the skill action (a round runs on the primary runner)';
+    merged = { ...merged, skill: null, args: [], profile: null, model: null, output: 'report', target: 'primary' };
   }
+  const target = settlePoolTarget(merged, given);
+  merged = target.settled;
+  Object.assign(problems, target.problems);
   const patternProblem = valuePatternProblem(merged.valuePattern);
   if (patternProblem) problems.valuePattern = patternProblem;
   for (const r of checkTemplates(merged.args, merged.allowedPaths).reasons) problems[r.field] ??= r.message;

@@ -6,6 +6,8 @@ import { DecryptError, decryptSecret, encryptSecret, randomToken, sha256Hex } fr
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import type { DeliveryAnswer, PayloadReason, TriggerAnswer, TriggerSettings } from '../../protocol/api/triggers.ts';
+import { poolTargetOf } from '../runs/pool-target.ts';
+import type { PoolTargetRow } from '../runs/pool-target.ts';
 
 /** The previous secret keeps verifying this long after a rotation (spec: Limits). */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
@@ -26,7 +28,7 @@ export const publicIdHash = (publicId: string) => sha256Hex(`trigger:${publicId}
 /** The settings a row stores under the API's own names (all but allowed_paths and value_pattern). */
 const SAME_NAMED = ['name', 'action', 'skill', 'args', 'profile', 'model', 'output'] as const;
 
-export interface TriggerRow extends Pick<TriggerSettings, (typeof SAME_NAMED)[number] | 'enabled'> {
+export interface TriggerRow extends Pick<TriggerSettings, (typeof SAME_NAMED)[number] | 'enabled'>, PoolTargetRow {
   id: string;
   project_id: string;
   allowed_paths: string[];
@@ -50,6 +52,7 @@ export const settingsOf = (r: TriggerRow): TriggerSettings => ({
   allowedPaths: r.allowed_paths,
   valuePattern: r.value_pattern,
   enabled: r.enabled,
+  ...poolTargetOf(r),
 });
 
 /** The API's view of a trigger (protocol/api/triggers.ts): never a secret; `url` is where callers POST. */

@@ -30,3 +30,11 @@ export const circuitState = {
   circuitLabel: z.string(),
   consecutiveFailures: z.number().int(),
 };
+
+/** Where a trigger's or a schedule's skill runs go (functions/runs/pool-target.ts; docs/runner.md "Runner pools"). */
+export const poolTarget = {
+  target: z.enum(['primary', 'pool']),
+  targetTags: z.array(z.string()),
+  queueTimeoutMinutes: z.number(),
+  retryOnRunnerLoss: z.boolean(),
+};

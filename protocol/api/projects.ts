@@ -66,3 +66,24 @@ export type FleetView = z.output<typeof fleetView>;
 /** GET /api/projects/:projectId/fleet. */
 export const projectFleet = fleetView.extend({ projectId: z.string(), runnerId: z.string().nullable() });
 export type ProjectFleet = z.output<typeof projectFleet>;
+
+/**
+ * A runner of a project's pool (GET /api/projects/:projectId/runners, docs/runner.md "Runner pools"): the
+ * primary runner first (`primary: true`, its root the project's), then the members, each with its own clone.
+ */
+export const poolRunnerView = z.object({
+  runnerId: z.string(),
+  name: z.string(),
+  primary: z.boolean(),
+  status: z.enum(['online', 'offline']),
+  tags: z.array(z.string()),
+  rootPath: z.string().nullable(),
+  rootState: z.enum(['ok', 'unchecked', 'failed']).describe('Whether the runner confirmed the root is a clone of the repository (unchecked: not yet, e.g. it was offline)'),
+  rootMessage: z.string().nullable(),
+  maxConcurrentRuns: z.number().int().nullable().describe('Its reported capacity for pool runs (skills.maxConcurrentRuns); null = not reported'),
+  runningRuns: z.number().int().nullable().describe('The skill runs it holds now, as last reported; null = not reported'),
+  takesPoolRuns: z.boolean().describe('It announced the skills.pool capability: only such runners get pool runs (update svc-runner otherwise)'),
+});
+export type PoolRunnerView = z.output<typeof poolRunnerView>;
+export const poolRunnerList = z.object({ runners: z.array(poolRunnerView) });
+export type PoolRunnerList = z.output<typeof poolRunnerList>;

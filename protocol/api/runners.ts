@@ -29,6 +29,9 @@ export const runnerView = z.object({
     ),
   agentRuntime: z.enum(['ready', 'none', 'unknown']).describe('ready: a reported profile is signed in; none: no usable profile ("no agent runtime"); unknown: not reported'),
   profilesReportedAt: iso.nullable(),
+  tags: z.array(z.string()).describe('Tags set by instance admins or at pairing (a pool target\'s targetTags must all be among them)'),
+  maxConcurrentRuns: z.number().int().nullable().describe('The pool runs the runner takes at once (skills.maxConcurrentRuns), as it last reported; null = not reported'),
+  runningRuns: z.number().int().nullable().describe('The skill runs it holds now (starting or running), as it last reported; null = not reported'),
 });
 export type RunnerView = z.output<typeof runnerView>;
 

@@ -3,7 +3,7 @@
 // CHECK_ANSWERS holds the handlers to them) and web-static/pages/schedules.ts reads (type imports only,
 // so zod stays out of the pages' bundle).
 import * as z from 'zod';
-import { iso, stamps } from './common.ts';
+import { iso, poolTarget, stamps } from './common.ts';
 
 const result = z.enum(['started', 'succeeded', 'failed', 'skipped', 'cancelled']);
 /** What became of a scheduled run: why it did not start (a code and in words), or the run it started. */
@@ -22,6 +22,7 @@ export const scheduleAnswer = z.object({
   model: z.string().nullable(),
   output: z.enum(['report', 'pull_request']),
   enabled: z.boolean(),
+  ...poolTarget,
   disabledReason: z.string().nullable(),
   consecutiveFailures: z.number().int(),
   nextRunAt: iso.nullable(),

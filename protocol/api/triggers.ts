@@ -3,7 +3,7 @@
 // to them) and web-static/pages/triggers.ts and trigger-panels.ts read (type imports only, so zod stays
 // out of the pages' bundle).
 import * as z from 'zod';
-import { iso, maybe, nextPage, stamps } from './common.ts';
+import { iso, maybe, nextPage, poolTarget, stamps } from './common.ts';
 const action = z.enum(['skill', 'next_round']);
 const output = z.enum(['report', 'pull_request']);
 
@@ -19,6 +19,7 @@ export const triggerSettings = z.object({
   allowedPaths: z.array(z.string()),
   valuePattern: z.string(),
   enabled: z.boolean(),
+  ...poolTarget,
 });
 export type TriggerSettings = z.output<typeof triggerSettings>;
 

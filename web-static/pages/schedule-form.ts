@@ -6,6 +6,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { Alert, FieldError, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
+import { BLANK_TARGET, TargetFields, targetBody } from './pool-target.ts';
+import type { TargetDraft } from './pool-target.ts';
 import type { ProjectList } from '../../protocol/api/projects.ts';
 
 /** Arguments typed on one line, split on white space (the API takes a list of strings). */
@@ -14,6 +16,11 @@ export const splitArgs = (text: string): string[] => text.split(/\s+/).filter(Bo
 export function ScheduleForm({ me, onCreated }: { me: Me; onCreated: (message: string) => void }) {
   const { error, fields, busy, run } = useAction();
   const [projects, setProjects] = useState<{ id: string; name: string }[] | null>(null);
+  const [target, setTarget] = useState<TargetDraft>(BLANK_TARGET);
+  const setT = (k: keyof TargetDraft) => (e: Event) => {
+    const el = e.target as HTMLInputElement;
+    setTarget({ ...target, [k]: el.type === 'checkbox' ? el.checked : el.value });
+  };
   useEffect(() => {
     // The API's list gives an instance admin every project with role admin.
     api<ProjectList>('/api/projects').then((r) => setProjects(r.projects.filter((p) => p.role === 'admin')), () => setProjects([]));
@@ -40,11 +47,13 @@ export function ScheduleForm({ me, onCreated }: { me: Me; onCreated: (message: s
       model: text('model') || null,
       output: text('output'),
       enabled: f.get('enabled') === 'on',
+      ...targetBody(target),
     };
     const projectId = text('projectId');
     return run(async () => {
       await api(`/api/projects/${encodeURIComponent(projectId)}/schedules`, { method: 'POST', body });
       form.reset();
+      setTarget(BLANK_TARGET);
       onCreated(`Schedule ${body.name} created.`);
     });
   };
@@ -60,6 +69,7 @@ export function ScheduleForm({ me, onCreated }: { me: Me; onCreated: (message: s
     <label>Model <input name="model" placeholder="the profile's default" /><${FieldError} fields=${fields} name="model" /></label>
     <label>Output <select name="output"><option value="report">report</option><option value="pull_request">pull request</option></select></label>
     <label class="check"><input type="checkbox" name="enabled" defaultChecked /> Enabled</label>
+    <div class="full"><${TargetFields} d=${target} set=${setT} fields=${fields} /></div>
     <div class="full"><${Alert} error=${error} /><button disabled=${busy}>Create schedule</button></div>
   </form>`;
 }

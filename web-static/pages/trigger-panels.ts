@@ -8,6 +8,8 @@ import { failedStartReason, startReasonWords } from '../../protocol/start-reason
 import { ApiError, api, errorText, when } from '../api.ts';
 import { FieldError, RichText } from '../components.ts';
 import { samplePayload } from '../trigger-snippets.ts';
+import { BLANK_TARGET, TargetFields, targetBody, targetDraftOf } from './pool-target.ts';
+import type { TargetDraft } from './pool-target.ts';
 import type { DeliveryAnswer, DeliveryList, DryRunAnswer, PayloadReason, TriggerAnswer, TriggerSettings } from '../../protocol/api/triggers.ts';
 
 export type Reason = PayloadReason;
@@ -18,9 +20,9 @@ export type Trigger = TriggerAnswer & { lastDelivery?: DeliveryAnswer | null };
 export const statusClass = (s: Delivery['status']) => (s === 'fired' || s === 'accepted' ? 'ok' : s === 'failed' || s === 'refused' ? 'failed' : s === 'firing' ? 'running' : 'muted');
 
 /** The form's fields: the settings as typed (text, one item a line), the choices as they are. */
-type Draft = Record<Exclude<keyof TriggerSettings, Choice>, string> & Pick<TriggerSettings, Choice>;
+type Draft = Record<Exclude<keyof TriggerSettings, Choice | keyof TargetDraft>, string> & Pick<TriggerSettings, Choice> & TargetDraft;
 type Choice = 'action' | 'output' | 'enabled';
-const BLANK: Draft = { name: '', action: 'skill', skill: '', args: '', profile: '', model: '', output: 'report', allowedPaths: '', valuePattern: DEFAULT_VALUE_PATTERN, enabled: true };
+const BLANK: Draft = { name: '', action: 'skill', skill: '', args: '', profile: '', model: '', output: 'report', allowedPaths: '', valuePattern: DEFAULT_VALUE_PATTERN, enabled: true, ...BLANK_TARGET };
 const draftOf = (t: Trigger): Draft => ({
   name: t.name,
   action: t.action,
@@ -32,6 +34,7 @@ const draftOf = (t: Trigger): Draft => ({
   allowedPaths: t.allowedPaths.join('\n'),
   valuePattern: t.valuePattern,
   enabled: t.enabled,
+  ...targetDraftOf(t),
 });
 /** One item per non-empty line, trimmed: what `args.<n>` and `allowedPaths.<n>` in an answer count. */
 const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter(Boolean);
@@ -41,7 +44,7 @@ function bodyOf(d: Draft): Record<string, unknown> {
   const common = { name: d.name.trim(), action: d.action, allowedPaths: lines(d.allowedPaths), valuePattern: d.valuePattern, enabled: d.enabled };
   if (d.action === 'next_round') return common;
   const orNull = (s: string) => s.trim() || null;
-  return { ...common, skill: orNull(d.skill), args: lines(d.args), profile: orNull(d.profile), model: orNull(d.model), output: d.output };
+  return { ...common, skill: orNull(d.skill), args: lines(d.args), profile: orNull(d.profile), model: orNull(d.model), output: d.output, ...targetBody(d) };
 }
 
 /** Create (no `trigger`) or edit a trigger; `save` throws the API's error, shown here field by field. */
@@ -94,7 +97,8 @@ export function TriggerForm({ trigger, save, onCancel }: { trigger?: Trigger; sa
       <label>Output <select name="output" value=${d.output} onChange=${set('output')}>
         <option value="report">Report</option><option value="pull_request">Pull request</option>
       </select></label>
-      <${FieldError} fields=${fields} name="output" />`}
+      <${FieldError} fields=${fields} name="output" />
+      <${TargetFields} d=${d} set=${set} fields=${fields} />`}
     <label>Allowed paths, one per line <span class="muted">(the payload paths placeholders may use, e.g. <code>pr.number</code>)</span>
       <textarea name="allowedPaths" rows="2" value=${d.allowedPaths} onInput=${set('allowedPaths')}></textarea></label>
     <${FieldError} fields=${fields} name="allowedPaths" />
