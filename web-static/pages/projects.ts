@@ -7,7 +7,7 @@
 // on acme/app") or the runner's own ("runner token: gh auth as @alice"), with a warning when neither
 // works (GET /api/projects/:id/codehost-mode). A viewer sees the same facts without a button.
 // Live: a `project` notice (a project created, changed or deleted, members changed: functions/live)
-// re-reads the list and the open project's members, a `runner` notice the runners (instance admins);
+// re-reads the list and the open project's members and pool (project-pool.ts), a `runner` notice the runners (instance admins);
 // so does a reconnect after a gap. A form being filled in keeps what was typed.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -15,6 +15,7 @@ import { ApiError, api, when } from '../api.ts';
 import { Alert, Badge, Dialog, FieldError, hashOf, hashQuery, usd, useAction } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
+import { Pool } from './project-pool.ts';
 import type { UserList } from '../../protocol/api/auth.ts';
 import type { Me, Role } from '../session.ts';
 import type { ListedProject, MemberAnswer, MemberList, ProjectAnswer, ProjectList } from '../../protocol/api/projects.ts';
@@ -269,6 +270,7 @@ function ProjectDetail({ me, project, runners, onChanged }: { me: Me; project: P
           <dt>Your role</dt><dd>${project.role ?? '—'}</dd></dl></div>`}
     <${CodehostModeCard} project=${project} />
     <${Members} me=${me} project=${project} />
+    <${Pool} me=${me} projectId=${project.id} runners=${runners} />
     <${DisabledCommands} me=${me} project=${project} />
     ${me.user.instanceAdmin &&
     html`<div class="card"><h3>Delete</h3><p>Deletes the project and its memberships; the repository on the runner is left as it is.</p>

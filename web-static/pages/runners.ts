@@ -5,12 +5,13 @@
 // A paired runner that reported no usable agent runtime (docs/runner.md, "Agent runtimes reported") is
 // marked "no agent runtime" (amber) with the remedy; one that does not report them (older) says so.
 // A runner older than the bundle this server serves (GET /svc-runner.mjs) is marked "update available",
-// and its detail says how to update it.
+// and its detail says how to update it. Tags (a pool target's targetTags pick runners by them) are edited
+// in place, and a runner that reports its capacity shows "1 of 2 runs" (docs/runner.md "Runner pools").
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { NO_RUNTIME_REMEDY } from '../../protocol/start-reasons.ts';
-import { Badge, CopyBlock, PairingCommands, RichText } from '../components.ts';
+import { Badge, CopyBlock, FieldError, PairingCommands, RichText, useAction } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import type { CommandDone, PairingCode, RunnerCreated, RunnerDetail as Detail, RunnerList, RunnerView } from '../../protocol/api/runners.ts';
 
@@ -126,6 +127,35 @@ function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
   </section>`;
 }
 
+/** Its capacity as reported: "1 of 2 runs" (null until the runner reports it: an older svc-runner). */
+export const capacityText = (r: Pick<Runner, 'maxConcurrentRuns' | 'runningRuns'>): string | null =>
+  r.maxConcurrentRuns === null ? null : `${r.runningRuns ?? 0} of ${r.maxConcurrentRuns} run${r.maxConcurrentRuns === 1 ? '' : 's'}`;
+
+/** The runner's tags, and a small form to replace them (comma- or space-separated; the API says which is wrong). */
+function Tags({ r, onSaved }: { r: Runner; onSaved: () => void }) {
+  const [editing, setEditing] = useState(false);
+  const { fields, error, busy, run } = useAction();
+  const save = (e: Event) => {
+    e.preventDefault();
+    const text = String(new FormData(e.target as HTMLFormElement).get('tags') ?? '');
+    const tags = text.split(/[\s,]+/).filter(Boolean);
+    return run(async () => {
+      await api(`/api/runners/${r.id}`, { method: 'PATCH', body: { tags } });
+      setEditing(false);
+      onSaved();
+    });
+  };
+  if (!editing) {
+    return html`<div class="tags">${r.tags.map((t) => html`<${Badge} text=${t} tone="muted" />`)}
+      <button type="button" class="link" onClick=${() => setEditing(true)} aria-label=${`Edit tags of ${label(r)}`}>${r.tags.length ? 'edit' : 'add tags'}</button></div>`;
+  }
+  return html`<form class="inline tags-form" onSubmit=${save}>
+    <input name="tags" defaultValue=${r.tags.join(', ')} aria-label=${`Tags of ${label(r)}`} placeholder="gpu, linux" />
+    <button disabled=${busy}>Save tags</button> <button type="button" class="secondary" onClick=${() => setEditing(false)}>Cancel</button>
+    <${FieldError} fields=${fields} name="tags" />${error && html`<div class="failed">${error}</div>`}
+  </form>`;
+}
+
 export function Runners() {
   const [runners, setRunners] = useState<Runner[] | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -194,7 +224,7 @@ export function Runners() {
       : runners.length === 0
         ? html`<p class="muted">No runners yet. Add one, then pair it on the agent machine.</p>`
         : html`<div class="scroll"><table>
-            <thead><tr><th>Runner</th><th>Status</th><th>Last seen</th><th></th></tr></thead>
+            <thead><tr><th>Runner</th><th>Status</th><th>Tags</th><th>Last seen</th><th></th></tr></thead>
             <tbody>
               ${runners.map(
                 (r) => html`<tr data-runner=${r.name}>
@@ -202,7 +232,9 @@ export function Runners() {
                     ${r.updateAvailable && html`<${Badge} text="update available" tone="warn" />`}</td>
                   <td><span class=${r.status === 'online' ? 'ok' : r.status === 'offline' ? 'failed' : 'muted'}>${r.status}</span>
                     ${r.remedy && html`<div class="muted remedy"><${RichText} text=${r.remedy} /></div>`}
-                    <${Runtime} r=${r} /></td>
+                    <${Runtime} r=${r} />
+                    ${capacityText(r) && html`<div class="muted capacity">${capacityText(r)}</div>`}</td>
+                  <td><${Tags} r=${r} onSaved=${load} /></td>
                   <td>${when(r.lastSeenAt)}</td>
                   <td class="actions">${r.status === 'revoked'
                     ? html`<button class="secondary" onClick=${() => pairAgain(r)}>Pair again</button>`

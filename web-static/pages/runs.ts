@@ -3,7 +3,9 @@
 // 128 KiB and says when it cut); Cancel for a run that has not ended (operator or more).
 // `#/runs?run=<id>` opens that run's details (the trigger delivery log links here). Above them, runs that
 // did not start (GET /api/failed-starts: a trigger call or a schedule that started nothing), each with
-// its reason in words and what to do.
+// its reason in words and what to do. A pool run waiting for a runner (docs/runner.md "Runner pools")
+// shows its place in the project's queue and why it waits; a run the server ended shows its reason
+// (runner_lost, no_runner_available…), and a retry links to the run it tries again.
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
@@ -108,7 +110,10 @@ export function Runs() {
                   <td><strong>${r.skill}</strong> <span class="muted">${r.args.join(' ')}</span>
                     ${r.lastProgress && html`<div class="muted">${r.lastProgress}</div>`}</td>
                   <td>${r.projectId}</td>
-                  <td><span class=${stateClass(r.state)}>${r.state}</span></td>
+                  <td><span class=${stateClass(r.state)}>${r.state}</span>
+                    ${r.queue && html`<div class="muted queue-place">#${r.queue.position} in the queue: ${r.queue.reason}</div>`}
+                    ${r.reason && html`<div class="muted run-reason"><code>${r.reason}</code></div>`}
+                    ${r.retryOf && html`<div class="muted">retry of <a href=${`#/runs?run=${encodeURIComponent(r.retryOf)}`} onClick=${() => setOpen(r.retryOf)}><code>${r.retryOf}</code></a></div>`}</td>
                   <td>${when(r.startedAt ?? r.createdAt)}</td>
                   <td>${when(r.finishedAt)}</td>
                   <td>${r.costUsd === null ? '—' : `$${r.costUsd.toFixed(4)}`}</td>
