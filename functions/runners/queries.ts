@@ -55,6 +55,11 @@ export async function sameNameCount(q: Queryable, name: string, except: string):
 export const runnerProjects = (q: Queryable, runnerId: string) =>
   q.query<{ id: string; name: string; root_path: string | null }>(sql`select id, name, root_path from projects where runner_id = ${runnerId} order by lower(name)`);
 
+/** The projects whose pool a runner is a member of (project_runners), by name. */
+export const poolProjects = (q: Queryable, runnerId: string) =>
+  q.query<{ id: string; name: string }>(sql`
+    select p.id, p.name from project_runners m join projects p on p.id = m.project_id where m.runner_id = ${runnerId} order by lower(p.name)`);
+
 /** A runner's last events, newest first. */
 export const lastEvents = (q: Queryable, runnerId: string, limit: number) =>
   q.query<{ kind: string; source: string; ts: Date; received_at: Date }>(sql`

@@ -41,6 +41,7 @@ import {
   sameNameCount,
   setRunnerTags,
   normalTags,
+  poolProjects,
 } from './queries.ts';
 import type { RunnerRow } from './queries.ts';
 
@@ -251,6 +252,8 @@ export const routes: Route[] = [
       await audited(ctx.db, { actor: principal!, action: 'runner.remove', target: { type: 'runner', id: params.runnerId }, diff: { name: before.name }, requestId }, async (tx) => {
         const bound = await runnerProjects(tx, params.runnerId);
         if (bound.length) throw conflict('runner_in_use', `projects ${bound.map((p) => p.name).join(', ')} still use this runner: move them to another runner first`);
+        const pooled = await poolProjects(tx, params.runnerId);
+        if (pooled.length) throw conflict('runner_in_use', `projects ${pooled.map((p) => p.name).join(', ')} still have this runner in their pool: remove it there first`);
         if (!(await removeRunner(tx, params.runnerId))) throw conflict('runner_changed', 'the runner was paired meanwhile: reload and try again');
       });
       return empty(204);

@@ -120,6 +120,17 @@ test('bad inputs: relative root (400 rootPath), unknown runner (404), revoked ru
   assert.ok(overlap.body.error.fields.rootPath);
 });
 
+test('a revoked runner still in a pool is not removed from the runners list (409 naming the project) until it leaves the pool', async () => {
+  const r = (await pairRunner(server.api, server.url, 'leaving')).runnerId;
+  assert.is((await call(`/api/projects/${projectId}/runners/${r}`, { method: 'PUT', json: { rootPath: '/srv/leaving' } })).status, 201);
+  assert.is((await call(`/api/runners/${r}`, { method: 'DELETE' })).status, 204, 'revoked');
+  const kept = await call(`/api/runners/${r}`, { method: 'DELETE' });
+  assert.is(kept.status, 409);
+  assert.match(kept.body.error.message, /Pooled/);
+  assert.is((await call(`/api/projects/${projectId}/runners/${r}`, { method: 'DELETE' })).status, 204);
+  assert.is((await call(`/api/runners/${r}`, { method: 'DELETE' })).status, 204, 'removed once out of the pool');
+});
+
 test('a project admin who is not instance admin: 403 on PUT and DELETE, nothing changed', async () => {
   const put = await call(`/api/projects/${projectId}/runners/${member}`, { method: 'PUT', json: { rootPath: '/srv/elsewhere' }, token: padmin.token });
   assert.is(put.status, 403);
@@ -133,7 +144,8 @@ test('remove: 204, audited, the watch list re-sent; a non-member → 404', async
   assert.is((await call(`/api/projects/${projectId}/runners/${member}`, { method: 'DELETE' })).status, 204);
   await waitUntil(() => projectsFrames() > framesBefore, 10_000, 'the watch list sent again');
   assert.equal((await call(`/api/projects/${projectId}/runners`)).body.runners.map((r: { runnerId: string }) => r.runnerId), [primary, offline]);
-  assert.is((await call(`/api/audit?action=project.pool_remove&targetId=${projectId}`)).body.records.length, 1);
+  const removals = (await call(`/api/audit?action=project.pool_remove&targetId=${projectId}`)).body.records;
+  assert.is(removals.filter((r: { diff: { runnerId: string } }) => r.diff.runnerId === member).length, 1);
   const again = await call(`/api/projects/${projectId}/runners/${member}`, { method: 'DELETE' });
   assert.is(again.status, 404);
 });
