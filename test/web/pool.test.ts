@@ -1,7 +1,7 @@
 // Runner pools on the admin pages in a real browser (issue #37; docs/runner.md "Runner pools"): the
 // Runners page edits a runner's tags and shows its reported capacity ("1 of 2 runs"); a project's pool
 // section lists the primary runner and the members, adds a runner with the root of its clone (a relative
-// root is refused beside the field) and removes one; the Runs page shows a queued pool run, the reason
+// root is refused beside the field) and removes one; the schedule form sends the target fields; the Runs page shows a queued pool run, the reason
 // the server ended a run with and a retry's link to the run it tries again. The runs and the capacity
 // are written into the database while the server is stopped (the dispatcher and the capacity frame are
 // other slices' and have their own tests).
@@ -16,6 +16,7 @@ import { TEST_DB, serverDbEnv } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { Admin, RunningServer } from '../helpers/server.ts';
 import { pairRunner } from '../helpers/wsclient.ts';
+import { waitUntil } from '../runner/_harness.ts';
 
 let dbEnv: Record<string, string>;
 let drop: () => Promise<void>;
@@ -131,6 +132,28 @@ test('Runs: a queued pool run (with its place and reason when the server reports
   assert.match((await page.textContent('tr[data-run=lost-1]')) ?? '', /runner_lost/);
   await page.click('tr[data-run=retry-1] a:has-text("lost-1")');
   await page.waitForSelector('tr[data-run=lost-1] + tr .run-detail', { state: 'attached' }); // opened (empty: the lost run reported nothing)
+  assert.equal(errors, []);
+});
+
+test('Schedules: the new schedule form sends the target fields (tags to a pool only; a bad tag is named beside the field)', async () => {
+  const { page, errors } = await signedIn('#/schedules');
+  const form = 'form.schedule-form';
+  await page.waitForSelector(`${form} select[name=target]`);
+  assert.is(await page.$(`${form} input[name=targetTags]`), null, 'the pool-only fields show with the pool target');
+  await page.fill(`${form} input[name=name]`, 'pooled nightly');
+  await page.fill(`${form} input[name=cron]`, '0 3 * * *');
+  await page.fill(`${form} input[name=skill]`, 'review');
+  await page.selectOption(`${form} select[name=target]`, 'pool');
+  await page.fill(`${form} input[name=targetTags]`, 'GPU');
+  await page.click(`${form} button:has-text("Create schedule")`);
+  await page.waitForSelector(`${form} .field-error[data-field=targetTags]`);
+  await page.fill(`${form} input[name=targetTags]`, 'linux, gpu');
+  await page.fill(`${form} input[name=queueTimeoutMinutes]`, '5');
+  await page.check(`${form} input[name=retryOnRunnerLoss]`);
+  await page.click(`${form} button:has-text("Create schedule")`);
+  let made: Record<string, unknown> | undefined;
+  await waitUntil(async () => Boolean((made = (await api(`/api/projects/${projectId}/schedules`)).body.schedules.find((x: { name: string }) => x.name === 'pooled nightly'))), 15_000, 'the schedule created');
+  assert.equal([made!.target, made!.targetTags, made!.queueTimeoutMinutes, made!.retryOnRunnerLoss], ['pool', ['gpu', 'linux'], 5, true]);
   assert.equal(errors, []);
 });
 
