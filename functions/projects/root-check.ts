@@ -6,7 +6,8 @@
 // 2. When the runner is offline, does not answer in time, or does not announce ROOTS_CAPABILITY (it has
 //    project.inspect disabled, or is an older release), the project is accepted and recorded `unchecked`.
 // 3. When a runner that announces the capability connects (hello), its unchecked and failed roots are
-//    checked again (recheckRoots) and the result recorded; a failure shows on the Projects page.
+//    checked again (recheckRoots) and the result recorded; a failure shows on the Projects page. The
+//    roots of its clones in projects' pools (project_runners) are checked the same way.
 // project.inspect does not tell a path that does not exist from a directory that is not a repository
 // (runner/commands/project.ts: it does not probe paths outside the registered roots), so one sentence
 // covers both, and `git clone` fixes both.
@@ -87,5 +88,24 @@ export async function recheckRoots(db: Queryable, hub: Commander, log: Logger, r
     if (!updated) continue;
     if (check.state === 'failed') log.warn('project root check failed', { projectId: p.id, runnerId, reason: check.message });
     await publish(db, { type: 'project', projectId: p.id, change: 'updated' }, { projectId: p.id });
+  }
+  await recheckPoolRoots(db, hub, log, runnerId);
+}
+
+/** The same for the roots of the pools the runner is a member of (project_runners; docs/runner.md "Runner pools"). */
+async function recheckPoolRoots(db: Queryable, hub: Commander, log: Logger, runnerId: string): Promise<void> {
+  const rows = await db.query<{ project_id: string; root_path: string; repo: string }>(sql`
+    select m.project_id, m.root_path, p.repo from project_runners m join projects p on p.id = m.project_id
+     where m.runner_id = ${runnerId} and m.root_state in ('unchecked', 'failed') order by m.project_id`);
+  for (const m of rows) {
+    const check = await checkRoot(db, hub, runnerId, m.root_path, m.repo, null);
+    if (check.state === 'unchecked') continue;
+    // Only if the member still has this root: an admin may have changed it while the runner answered.
+    const [updated] = await db.query(sql`
+      update project_runners set root_state = ${check.state}, root_message = ${check.state === 'failed' ? check.message : null}
+       where project_id = ${m.project_id} and runner_id = ${runnerId} and root_path = ${m.root_path} returning 1`);
+    if (!updated) continue;
+    if (check.state === 'failed') log.warn('pool root check failed', { projectId: m.project_id, runnerId, reason: check.message });
+    await publish(db, { type: 'project', projectId: m.project_id, change: 'updated' }, { projectId: m.project_id });
   }
 }

@@ -19,6 +19,7 @@ const call = (path: string, init: { method?: string; json?: unknown; token?: str
 let primary = '';
 let member = '';
 let offline = '';
+let offlineToken = '';
 let projectId = '';
 let fake: Client;
 let padmin: TestUser;
@@ -45,7 +46,7 @@ test.before(async () => {
   primary = (await call('/api/runners', { method: 'POST', json: { name: 'primary' } })).body.runner.id;
   const m = await pairRunner(server.api, server.url, 'pool-member');
   member = m.runnerId;
-  offline = (await pairRunner(server.api, server.url, 'sleeping')).runnerId;
+  ({ runnerId: offline, token: offlineToken } = await pairRunner(server.api, server.url, 'sleeping'));
   projectId = (await call('/api/projects', { method: 'POST', json: { name: 'Pooled', repo: 'acme/pooled', runnerId: primary, rootPath: '/srv/pooled' } })).body.id;
   fake = await onlineRunner(m.token);
   await waitUntil(async () => (await call(`/api/runners/${member}`)).body.capabilities.includes('skills.pool'), 15_000, 'the hello stored');
@@ -97,6 +98,16 @@ test('an offline runner is accepted unchecked', async () => {
   assert.is(added.body.rootState, 'unchecked');
   assert.is(added.body.status, 'offline');
   assert.match(added.body.rootMessage, /runner|announced/);
+});
+
+test('the offline runner connects: its pool root is checked then (ok for a clone)', async () => {
+  const token = offlineToken;
+  const c = await onlineRunner(token);
+  try {
+    await waitUntil(async () => (await call(`/api/projects/${projectId}/runners`)).body.runners.find((r: { runnerId: string }) => r.runnerId === offline)?.rootState === 'ok', 15_000, 'the root checked on connect');
+  } finally {
+    c.ws.close();
+  }
 });
 
 test('bad inputs: relative root (400 rootPath), unknown runner (404), revoked runner (400 runnerId), the primary runner (409), an overlapping root (422)', async () => {
