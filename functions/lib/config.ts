@@ -82,6 +82,7 @@ const envShape = z.object({
     DATABASE_DRIVER: z.enum(['pglite', 'postgres', 'neon']).optional(),
     DATABASE_POOL_MAX: int(10, 1, 200),
     DATABASE_CONNECT_TIMEOUT_SECONDS: int(300, 1, 86400),
+    DATABASE_CONNECT_ATTEMPT_SECONDS: int(2, 1, 60),
     NEON_WS_PROXY: z.string().optional(),
     PGLITE_DATA_DIR: z.string().default('./data/pglite'),
     PGLITE_SHARED_BUFFERS: z
