@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { githubFake } from '../fakes/github.ts';
 import type { GitHubFake } from '../fakes/github.ts';
-import { waitUntil } from './_harness.ts';
+import { runCli, waitUntil } from './_harness.ts';
 import { PROFILES, skillFleet } from './_skills.ts';
 import type { SkillFleet } from './_skills.ts';
 
@@ -124,6 +124,11 @@ test('a pool-only project: skill.cancel and project.refresh work; orchestrator, 
   line(f.root, 4);
   await waitUntil(() => fromFile().some((e) => (e.payload as any).data?.i === 4), 15_000, 'the second primary line');
   assert.equal([...new Set(fromFile().map((e) => (e.payload as any).project))], ['p1'], 'nothing from the pool clone');
+
+  // The watch list is kept in runner.json with its pool mark, and the file still loads.
+  assert.equal(f.sb.readConfig().projects.map((p: any) => [p.id, p.pool ?? false]), [['p1', false], ['p2', true]]);
+  const cli = await runCli(f.sb, ['status'], f.env);
+  assert.match(cli.stdout, /^projects: 2 \(1 as a pool member only: skill runs\)$/m, cli.stdout + cli.stderr);
 });
 
 test('the code host is polled for the primary project\'s repository only, not for a pool-only entry\'s', async () => {
