@@ -23,6 +23,10 @@ function manager(ctx: CommandContext): NonNullable<CommandContext['runs']> {
 export async function skillRun(args: CommandArgs<'skill.run'>, ctx: CommandContext) {
   const runs = manager(ctx);
   const project = await projectOf(ctx, args.projectId);
+  // A pool run sent again (the server resends until it has an answer): answered as it stands, before the
+  // checks below, which may no longer hold (a skill uninstalled since) for a run that already started.
+  const known = args.runId ? await runs.existing(args.runId, project.id) : null;
+  if (known) return { ...known, projectId: project.id };
   const chosen = chooseProfile(ctx.config, ctx.env, args.profileId);
   if (!findSkill(args.skill, chosen.profile, ctx.env, project.root)) {
     throw new CommandError('unknown_skill', `no skill ${args.skill} is installed for profile ${chosen.profile.id} (looked in ${skillsDir(chosen.profile.runtime, ctx.env, chosen.profile)}, ${skillsDir(chosen.profile.runtime, ctx.env)} and the project's .${chosen.profile.runtime}/skills)`);

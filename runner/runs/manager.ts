@@ -182,17 +182,32 @@ export class SkillRuns {
       const ms = (this.lastMs = Math.max(Date.now(), this.lastMs + 1));
       return this.accept(req, chosen, newRunId(ms));
     }
+    // No await before `accepting` is set: two skill.run with this id arriving together see each other.
     const runId = req.runId;
     const pending = this.accepting.get(runId);
     if (pending) return pending;
-    const known = readRun(runDir(this.env, runId));
-    if (known) {
-      if (known.projectId !== req.projectId) throw new CommandError('run_exists', `run ${runId} exists on this runner for another project`);
-      return this.answerFor(runId, known);
-    }
+    const known = this.knownRun(runId, req.projectId);
+    if (known) return this.answerFor(runId, known);
     const accepted = this.accept(req, chosen, runId).finally(() => this.accepting.delete(runId));
     this.accepting.set(runId, accepted);
     return accepted;
+  }
+
+  /**
+   * The answer to a skill.run whose `runId` this runner already has (being accepted, or its run file
+   * written): the run as it stands, with what it was started with. Null when the id is new here.
+   */
+  async existing(runId: string, projectId: string): Promise<(Submitted & { profileId: string; runtime: string; timeoutSec: number }) | null> {
+    const pending = this.accepting.get(runId);
+    if (pending) await pending.catch(() => {});
+    const run = this.knownRun(runId, projectId);
+    return run ? { ...this.answerFor(runId, run), profileId: run.profileId, runtime: run.runtime, timeoutSec: run.timeoutSec } : null;
+  }
+
+  private knownRun(runId: string, projectId: string): RunFile | null {
+    const run = readRun(runDir(this.env, runId));
+    if (run && run.projectId !== projectId) throw new CommandError('run_exists', `run ${runId} exists on this runner for another project`);
+    return run;
   }
 
   /** A run's answer as it stands (state.json is the truth; the queue gives the position). */

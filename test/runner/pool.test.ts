@@ -5,7 +5,7 @@
 // the same run, never a second), and a watch-list entry with `pool: true`: skill runs there, but no
 // code-host polling, no `.svc/events.jsonl` tailing and `not_primary` for the orchestrator's commands.
 // needs: tmux
-import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -78,8 +78,10 @@ test('skill.run with runId: the run takes that id (its run directory, SVC_RUN_ID
   assert.is(f.readRunFile(runId, 'run.json').root, clone);
 
   await f.waitState(runId, 'succeeded', 20_000);
+  // Sent again later, even after the skill was uninstalled: the run as it stands, not a refusal.
+  rmSync(join(f.sb.home, '.claude', 'skills', 'slow'), { recursive: true, force: true });
   const after = await conn.command('skill.run', { projectId: 'p2', skill: 'slow', args: ['x'], runId });
-  assert.equal([after.ok, after.data.runId, after.data.state], [true, runId, 'succeeded']);
+  assert.equal([after.ok, after.data.runId, after.data.state, after.data.profileId, after.data.projectId], [true, runId, 'succeeded', 'cc', 'p2'], JSON.stringify(after));
   const starts = f.agentStarts();
   assert.is(starts.length, 1, 'one agent start for three skill.run');
   assert.equal([starts[0].env.SVC_RUN_ID, starts[0].cwd], [runId, clone]);
