@@ -25,12 +25,12 @@ export interface Fake {
   max: number;
 }
 
-/** A paired runner with `tags`, connected as a pool runner with `max` places. */
-export async function fakeRunner(server: RunningServer, sql: postgres.Sql, o: { max?: number; tags?: string[]; pool?: boolean } = {}): Promise<Fake> {
+/** A paired runner with `tags`, connected (to `o.via`, else `server`) as a pool runner with `max` places. */
+export async function fakeRunner(server: RunningServer, sql: postgres.Sql, o: { max?: number; tags?: string[]; pool?: boolean; via?: RunningServer } = {}): Promise<Fake> {
   const r = await pairRunner(server.api, server.url, `pool-${randomBytes(3).toString('hex')}`);
   await sql`update runners set tags = ${sql.json(o.tags ?? [])} where id = ${r.runnerId}`;
   const f: Fake = { runnerId: r.runnerId, token: r.token, client: undefined as unknown as Client, runs: [], cancels: [], max: o.max ?? 1 };
-  await goOnline(server, f, o.pool ?? true);
+  await goOnline(o.via ?? server, f, o.pool ?? true);
   return f;
 }
 
