@@ -2,7 +2,7 @@
 // happens on loss"), with protocol fake runners as pool members: a pool trigger's call queues a run that
 // waits while every runner is full and is dispatched in order when a place frees; least loaded first;
 // tags; the queue timeout with its notification; runner_lost after the grace and one retry; a late report
-// over runner_lost cancels the retry; a runner removed from the pool still has its run recorded.
+// over runner_lost cancels the retry; a pool schedule queues its run too; a runner removed from the pool still has its run recorded.
 // Pools and targets are set with SQL, so these run on PostgreSQL (the test reaches the server's database).
 import postgres from 'postgres';
 import { test } from 'uvu';
@@ -12,6 +12,7 @@ import { freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { KEY } from '../triggers/_harness.ts';
+import { createSchedule, daily } from '../schedules/_harness.ts';
 import { fakeRunner, goOffline, goOnline, poolProject, queueRun, report, runIs, runOf, waitFor } from './_pool.ts';
 
 test('pickRunner(): online, pool-capable, tagged, free — least loaded first; else the waiting reason', () => {
@@ -25,7 +26,7 @@ test('pickRunner(): online, pool-capable, tagged, free — least loaded first; e
   assert.equal(pickRunner([m('a', { tags: ['gpu'] }), m('b')], ['gpu']), { runnerId: 'a' });
 });
 
-onlyOn('postgres', test, 6, () => {
+onlyOn('postgres', test, 7, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let server: RunningServer;
   let sql: postgres.Sql;
@@ -145,6 +146,21 @@ onlyOn('postgres', test, 6, () => {
     await report(e, projectId, retry, 'cancelled');
     await runIs(server, projectId, retry, 'cancelled');
     for (const f of [d, e]) f.client.ws.close();
+  });
+
+  test('a pool schedule run now: started with a queued run, which the dispatcher sends with its runId', async () => {
+    const f = await fakeRunner(server, sql, { max: 1 });
+    const projectId = await poolProject(server, sql, [f]);
+    const made = await createSchedule(server, projectId, daily({ args: [] }));
+    await sql`update project_schedules set target = 'pool' where id = ${made.id}`;
+    const res = await server.api(`/api/projects/${projectId}/schedules/${made.id}/run`, { method: 'POST' });
+    const body = await res.json();
+    assert.is(res.status, 202);
+    assert.is(body.result, 'started');
+    const started = await runIs(server, projectId, body.runId, 'starting');
+    assert.is(started.runnerId, f.runnerId);
+    assert.equal(f.runs, [body.runId]);
+    f.client.ws.close();
   });
 
   test('a runner removed from the pool keeps its in-flight run recorded, and gets no new one', async () => {
