@@ -3,7 +3,7 @@
 // fails the run command_refused; an offline runner puts it back in the queue; a run queued past its
 // deadline fails no_runner_available with one notification; a lost runner's run fails runner_lost and is
 // retried once; the lost runner's late `succeeded` replaces runner_lost and cancels a queued retry
-// (runs/ingest.ts). The server-level behaviour is in pool.test.ts (PostgreSQL).
+// (runs/ingest.ts); a lease that runs out while sending fails the run interrupted. The server-level behaviour is in pool.test.ts (PostgreSQL).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunnerEvent } from '../../protocol/frames.ts';
@@ -148,6 +148,18 @@ test('runner_lost after the grace, retried once; the late success replaces runne
   await pass();
   assert.is((await run(again.id)).reason, 'runner_lost');
   assert.is((await db.query<{ n: number }>(sql`select count(*)::int as n from skill_runs where retry_of = ${again.id}`))[0].n, 0);
+});
+
+test('a process that dies while sending: its lease runs out, the run fails interrupted and is never sent again', async () => {
+  // A dispatcher whose command never comes back (its process "died" with skill.run out).
+  const dying = new PoolDispatcher({ db, log: createLogger('error'), hub: { command: () => new Promise(() => {}) } as any, clock: systemClock, leaseMs: 50, lossGraceSeconds: 1 });
+  const a = await queuePoolRun(db, spec(), Date.now());
+  await (dying as any).pass();
+  assert.is((await db.query<{ status: string }>(sql`select status from pool_runs where run_id = ${a}`))[0].status, 'dispatching');
+  await new Promise((r) => setTimeout(r, 100));
+  await pass();
+  assert.equal(await run(a), { state: 'failed', runner_id: null, reason: 'interrupted', retry_of: null });
+  assert.is(sent.filter((x) => x.args.runId === a).length, 0, 'not sent again by another process');
 });
 
 test.run();
