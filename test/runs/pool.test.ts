@@ -2,7 +2,7 @@
 // happens on loss"), with protocol fake runners as pool members: a pool trigger's call queues a run that
 // waits while every runner is full and is dispatched in order when a place frees; least loaded first;
 // tags; the queue timeout with its notification; runner_lost after the grace and one retry; a late report
-// over runner_lost cancels the retry; a pool schedule queues its run too; a runner removed from the pool still has its run recorded.
+// over runner_lost cancels the retry; a pool schedule queues its run too; pool entries in the watch list; a runner removed from the pool still has its run recorded.
 // Pools and targets are set with SQL, so these run on PostgreSQL (the test reaches the server's database).
 import postgres from 'postgres';
 import { test } from 'uvu';
@@ -26,7 +26,7 @@ test('pickRunner(): online, pool-capable, tagged, free — least loaded first; e
   assert.equal(pickRunner([m('a', { tags: ['gpu'] }), m('b')], ['gpu']), { runnerId: 'a' });
 });
 
-onlyOn('postgres', test, 7, () => {
+onlyOn('postgres', test, 8, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let server: RunningServer;
   let sql: postgres.Sql;
@@ -161,6 +161,21 @@ onlyOn('postgres', test, 7, () => {
     assert.is(started.runnerId, f.runnerId);
     assert.equal(f.runs, [body.runId]);
     f.client.ws.close();
+  });
+
+  test('watch list: a pool member that announced skills.pool gets the project with its own root and pool: true; an older runner none', async () => {
+    const f = await fakeRunner(server, sql, { max: 1 });
+    const old = await fakeRunner(server, sql, { max: 1, pool: false });
+    const projectId = await poolProject(server, sql, [f, old]);
+    for (const r of [f, old]) {
+      await goOffline(r);
+      await goOnline(server, r, r === f);
+    }
+    const listed = (r: typeof f) => r.client.frames.filter((x: any) => x.type === 'welcome' || x.type === 'projects').flatMap((x: any) => x.projects);
+    await waitFor('the pool entry', async () => listed(f).some((p: any) => p.id === projectId));
+    assert.equal(listed(f).filter((p: any) => p.id === projectId).at(-1), { id: projectId, root: `/pool/${projectId}`, pool: true });
+    assert.is(listed(old).filter((p: any) => p.id === projectId).length, 0);
+    for (const r of [f, old]) r.client.ws.close();
   });
 
   test('a runner removed from the pool keeps its in-flight run recorded, and gets no new one', async () => {
