@@ -12,6 +12,7 @@ import { freshPostgres, onlyOn } from '../helpers/db.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { KEY } from '../triggers/_harness.ts';
+import { meta, send, uid } from '../helpers/usage-events.ts';
 import { createSchedule, daily } from '../schedules/_harness.ts';
 import { fakeRunner, goOffline, goOnline, poolProject, queueRun, report, runIs, runOf, waitFor } from './_pool.ts';
 
@@ -26,7 +27,7 @@ test('pickRunner(): online, pool-capable, tagged, free — least loaded first; e
   assert.equal(pickRunner([m('a', { tags: ['gpu'] }), m('b')], ['gpu']), { runnerId: 'a' });
 });
 
-onlyOn('postgres', test, 8, () => {
+onlyOn('postgres', test, 9, () => {
   let pg: Awaited<ReturnType<typeof freshPostgres>>;
   let server: RunningServer;
   let sql: postgres.Sql;
@@ -176,6 +177,17 @@ onlyOn('postgres', test, 8, () => {
     assert.equal(listed(f).filter((p: any) => p.id === projectId).at(-1), { id: projectId, root: `/pool/${projectId}`, pool: true });
     assert.is(listed(old).filter((p: any) => p.id === projectId).length, 0);
     for (const r of [f, old]) r.client.ws.close();
+  });
+
+  test("a pool member's agent session of a pool run counts for the pool's project (cost ingest); another runner's project does not", async () => {
+    const f = await fakeRunner(server, sql, { max: 1 });
+    const projectId = await poolProject(server, sql, [f]);
+    const stranger = await poolProject(server, sql, []);
+    const [mine, theirs] = [`s-${uid()}`, `s-${uid()}`];
+    await send(f.client, [meta('claude', mine, { project: projectId }), meta('claude', theirs, { project: stranger })]);
+    const rows = await sql`select session_id, project_id from agent_sessions where runner_id = ${f.runnerId} order by session_id`;
+    assert.equal(Object.fromEntries(rows.map((r) => [r.session_id, r.project_id])), { [mine]: projectId, [theirs]: null });
+    f.client.ws.close();
   });
 
   test('a runner removed from the pool keeps its in-flight run recorded, and gets no new one', async () => {
