@@ -256,20 +256,21 @@ export class PoolDispatcher {
   }
 
   /**
-   * Dispatched runs whose runner has been offline (no socket, or not heard from) for longer than the grace:
-   * failed runner_lost, and retried once when asked.
+   * Dispatched runs whose runner has been offline (no socket, or not heard from) for longer than the grace,
+   * or was revoked or deleted: failed runner_lost, and retried once when asked.
    */
   private async loseRuns(): Promise<void> {
     const grace = this.opts.lossGraceSeconds;
     await this.opts.db.transaction(async (tx) => {
       const lost = await tx.query<PoolRunRow & { source: string; source_id: string; source_name: string; delivery_id: string | null; queue_deadline: Date; created_at: Date; retry_on_loss: boolean; retry_of: string | null; runner_id: string }>(sql`
-        select d.* from pool_runs d join runners r on r.id = d.runner_id
+        select d.* from pool_runs d left join runners r on r.id = d.runner_id
          where d.status = 'dispatched'
-           and (r.connected_instance is null or r.last_seen_at < now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS}))
-           and r.last_seen_at < now() - make_interval(secs => ${grace})
+           and (r.id is null or r.revoked_at is null and (r.connected_instance is null or r.last_seen_at < now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS}))
+                             and r.last_seen_at < now() - make_interval(secs => ${grace})
+                or r.revoked_at is not null)
          order by d.seq for update of d skip locked`);
       for (const l of lost) {
-        const run = await endRun(tx, l.run_id, 'runner_lost', `its runner ${l.runner_id} has been offline for more than ${grace} s (POOL_LOSS_GRACE_SECONDS)`);
+        const run = await endRun(tx, l.run_id, 'runner_lost', `its runner ${l.runner_id ?? '(deleted)'} has been offline for more than ${grace} s (POOL_LOSS_GRACE_SECONDS), or was revoked`);
         if (!run || !l.retry_on_loss || l.retry_of) continue;
         const minutes = (new Date(l.queue_deadline).getTime() - new Date(l.created_at).getTime()) / 60_000;
         const retry = await queuePoolRun(
