@@ -161,7 +161,7 @@ export class ScheduleRunner {
     return { scheduledFor: scheduledFor.toISOString(), ...out };
   }
 
-  /** The schedule's last started run is queued, starting or running — or has no record yet, for a while. */
+  /** The schedule's last started run is queued, starting or running — or has no record yet, for a while — or its pool retry has not ended. */
   private async liveRun(s: ScheduleRow): Promise<boolean> {
     const [row] = await this.opts.db.query<{ live: boolean }>(sql`
       select exists (
@@ -170,6 +170,8 @@ export class ScheduleRunner {
            and (exists (select 1 from skill_runs r where r.id = p.last_run_id and r.state in ('queued', 'starting', 'running'))
                 or (not exists (select 1 from skill_runs r where r.id = p.last_run_id)
                     and p.last_run_at > ${new Date(this.opts.clock.now() - UNREPORTED_RUN_LIVE_MS)}))
+      ) or exists (
+        select 1 from pool_runs d where d.source_id = ${s.id} and d.status <> 'ended' and d.source = 'schedule' and d.retry_of is not null
       ) as live`);
     return row.live;
   }

@@ -138,7 +138,8 @@ interface Claimed {
 
 /**
  * Live = another delivery of this trigger is being sent, or (skill) started a run that is queued,
- * starting or running — or whose record has not arrived yet, for UNREPORTED_RUN_LIVE_MS.
+ * starting or running — or whose record has not arrived yet, for UNREPORTED_RUN_LIVE_MS — or a pool
+ * retry of its run lost with its runner (runs/pool.ts) has not ended.
  */
 export async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: string, nowMs: number): Promise<boolean> {
   const [row] = await q.query<{ live: boolean }>(liveRunQuery(triggerId, deliveryId, nowMs));
@@ -146,7 +147,7 @@ export async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: st
 }
 
 /**
- * The statement of hasLiveRun. Three cases, each read from an index that holds only what can make it
+ * The statement of hasLiveRun. Four cases, each read from an index that holds only what can make it
  * true (sql/0020), so its cost does not grow with the trigger's history of finished runs. Exported for
  * the test that reads its plan (test/triggers/live-run.test.ts).
  */
@@ -161,7 +162,10 @@ export const liveRunQuery = (triggerId: string, deliveryId: string, nowMs: numbe
            select 1 from inbound_deliveries o
             where o.trigger_id = ${triggerId} and o.id <> ${deliveryId} and o.status = 'fired' and o.run_id is not null
               and o.fired_at > ${new Date(nowMs - UNREPORTED_RUN_LIVE_MS)}
-              and not exists (select 1 from skill_runs r where r.id = o.run_id)) as live`;
+              and not exists (select 1 from skill_runs r where r.id = o.run_id))
+      or exists (
+           select 1 from pool_runs d
+            where d.source_id = ${triggerId} and d.status <> 'ended' and d.source = 'trigger' and d.retry_of is not null) as live`;
 
 export class TriggerFirer {
   readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;

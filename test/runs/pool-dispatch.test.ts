@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunnerEvent } from '../../protocol/frames.ts';
 import { recordSkillRuns } from '../../functions/runs/ingest.ts';
+import { hasLiveRun } from '../../functions/triggers/fire.ts';
 import { PoolDispatcher, queuePoolRun } from '../../functions/runs/pool.ts';
 import type { PoolRunSpec } from '../../functions/runs/pool.ts';
 import { systemClock } from '../../functions/lib/clock.ts';
@@ -130,10 +131,12 @@ test('runner_lost after the grace, retried once; the late success replaces runne
   assert.equal(await run(a), { state: 'failed', runner_id: 'r2', reason: 'runner_lost', retry_of: null });
   const [retry] = await db.query<{ id: string }>(sql`select id from skill_runs where retry_of = ${a}`);
   assert.is((await run(retry.id)).state, 'queued');
+  assert.ok(await hasLiveRun(db, 't', 'another-delivery', Date.now()), "the retry is its trigger's live run (previous_still_running)");
   // r2 comes back with the lost run's end.
   await recordSkillRuns(db, 'r2', [stateEvent('r2', a, 'succeeded')]);
   assert.equal(await run(a), { state: 'succeeded', runner_id: 'r2', reason: null, retry_of: null });
   assert.is((await run(retry.id)).state, 'cancelled');
+  assert.not.ok(await hasLiveRun(db, 't', 'another-delivery', Date.now()));
   // A lost retry is not retried.
   await online('r2');
   const b = await queuePoolRun(db, spec({ retryOnLoss: true }), Date.now());
