@@ -32,6 +32,7 @@ import { recheckRoots } from './projects/root-check.ts';
 import { Hub } from './runners/hub.ts';
 import { offlineJob } from './runners/presence.ts';
 import { TerminalRelay } from './runners/terminal.ts';
+import { PoolDispatcher, kickPool, poolLeaseMs } from './runs/pool.ts';
 import { ScheduleRunner } from './schedules/runner.ts';
 import { warnUndecryptable } from './settings/keycheck.ts';
 import { TRIGGER_CHANGED_CHANNEL, TriggerCache } from './triggers/cache.ts';
@@ -115,7 +116,12 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   // App mode: code-host commands and watch lists carry the App's installation tokens (docs/github-app.md).
   const hub = new Hub(db, log.child({ area: 'runners' }), { key: encryption, clock });
   // A runner back online checks the project roots it could not check while offline (issue #34).
-  hub.onHello = (runnerId) => recheckRoots(db, hub, log.child({ area: 'projects' }), runnerId);
+  // …and a pool runner back (or reporting its capacity) may take a queued pool run (functions/runs/pool.ts).
+  hub.onHello = (runnerId) => {
+    kickPool();
+    return recheckRoots(db, hub, log.child({ area: 'projects' }), runnerId);
+  };
+  hub.onCapacity = () => kickPool();
   await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
 
@@ -127,8 +133,10 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000, onTriggerChanged: (id) => triggers.invalidate(id) });
   // Project schedules run on replicas with JOBS_ENABLED, once across them (functions/schedules/runner.ts);
   // run-now works on every replica.
+  // Pool runs (functions/runs/pool.ts) are dispatched from every process, once across them (SKIP LOCKED).
+  const pool = new PoolDispatcher({ db, log: log.child({ area: 'pool' }), hub, clock, leaseMs: poolLeaseMs(config.TRIGGER_LEASE_SECONDS), lossGraceSeconds: config.POOL_LOSS_GRACE_SECONDS });
   const schedules = new ScheduleRunner({ db, log: log.child({ area: 'schedules' }), hub, scheduler, clock, maxFailures: config.SCHEDULE_MAX_FAILURES });
-  // The background loops (webhook deliveries, jobs, trigger firing, schedules) start BACKGROUND_START_MS
+  // The background loops (webhook deliveries, jobs, trigger firing, pool dispatch, schedules) start BACKGROUND_START_MS
   // after the server listens: their first claims and sweeps would otherwise queue before the first
   // requests (a balancer's health check, the page a user opens), on PGlite's single connection most of
   // all (docs/performance.md, Cold start). Requests work meanwhile: an accepted trigger or a run-now
@@ -139,6 +147,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     if (config.WEBHOOKS_WORKER_ENABLED) await webhooks.start();
     if (config.JOBS_ENABLED) scheduler.start();
     firer.start();
+    pool.start();
     if (config.JOBS_ENABLED) schedules.start();
   };
   let background: Promise<void> | null = null;
@@ -250,7 +259,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     await closeAdminSocket();
     await background?.catch(() => {});
     await Promise.all([hub.stop(), live.stop()]);
-    await Promise.all([schedules.stop().then(() => scheduler.stop(left())), webhooks.stop(left()), firer.stop(left()), auditAnchor.stop()]);
+    await Promise.all([schedules.stop().then(() => scheduler.stop(left())), webhooks.stop(left()), firer.stop(left()), pool.stop(left()), auditAnchor.stop()]);
     await unlistenTriggers().catch(() => {}); // Neon's pool ends only once its listening client is back
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');

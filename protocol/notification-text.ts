@@ -27,6 +27,8 @@ export function notificationText(n: NotificationText): string {
       return `Audit log verification failed (${str(d.problem)}${d.firstBrokenSeq ? `, first broken record ${str(d.firstBrokenSeq)}` : ''})`;
     case 'run.start_failed':
       return `A run did not start${where}: ${str(d.source)} ${str(d.sourceName)}${d.skill ? ` (skill ${str(d.skill)})` : ''}: ${str(d.words) || str(d.reason)}${d.remedy ? `. ${str(d.remedy)}` : ''}`;
+    case 'run.queue_timeout':
+      return `Run ${str(d.runId)} (${str(d.skill)}) found no pool runner${where}${d.reason ? `: ${str(d.reason)}` : ''}`;
     case 'schedule.disabled':
       return `Schedule ${str(d.schedule)} disabled itself${where}${d.reason ? `: ${str(d.reason)}` : ''}`;
     default:

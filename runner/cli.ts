@@ -22,8 +22,9 @@ export { target } from './host.ts';
 export const USAGE = `Usage: svc-runner <command>
 
 Commands:
-  pair --server <api-origin> --code <XXXX-XXXX> [--no-detect]
-                      exchange a one-time pairing code for this runner's id and token
+  pair --server <api-origin> --code <XXXX-XXXX> [--tags a,b] [--no-detect]
+                      exchange a one-time pairing code for this runner's id and token;
+                      --tags sets the runner's tags (runner pools: targetTags match them)
   run                 the daemon in the foreground
   status              pairing, server and spool state; exit 1 when the server is unreachable
   profiles [--detect [--write]]
@@ -62,7 +63,7 @@ Files: runner.json in $XDG_CONFIG_HOME/svc/ (~/.config/svc/), state in $XDG_STAT
 type Out = { write: (s: string) => unknown };
 
 const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
-  pair: { flags: ['server', 'code', 'detect'], positional: 0 },
+  pair: { flags: ['server', 'code', 'tags', 'detect'], positional: 0 },
   run: { flags: [], positional: 0 },
   status: { flags: [], positional: 0 },
   profiles: { flags: ['detect', 'write'], positional: 0 },
@@ -157,13 +158,17 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
   checkOptions(command, args);
   switch (command) {
     case 'pair': {
-      const [{ parseServer }, { normalizeCode, pair }] = await Promise.all([import('./config.ts'), import('./pair.ts')]);
+      const [{ parseServer }, { normalizeCode, pair, parseTags }] = await Promise.all([import('./config.ts'), import('./pair.ts')]);
       const server = parseServer(stringFlag(args, 'server', true)!);
       if ('error' in server) throw new UsageError(`pair: --server ${server.error}`);
       const code = normalizeCode(stringFlag(args, 'code', true)!);
       if (!code) throw new UsageError('pair: --code must look like ABCD-2345 (two groups of 4 letters or digits)');
       if (args.detect === true) throw new UsageError('pair: --detect is the default; only --no-detect is an option');
-      return pair(server.url, code, args.detect !== false, env, out, err);
+      // Checked here, before the single-use code is spent on a request the server would refuse.
+      const tagsText = stringFlag(args, 'tags', false);
+      const tags = tagsText === undefined ? undefined : parseTags(tagsText);
+      if (tags && 'error' in tags) throw new UsageError(`pair: --tags: ${tags.error}`);
+      return pair(server.url, code, args.detect !== false, env, out, err, tags?.tags);
     }
     case 'run':
       return (await import('./daemon.ts')).runDaemon(env, err);
@@ -197,7 +202,7 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
 export async function main(argv: string[], env: Env = process.env, out: Out = process.stdout, err: Out = process.stderr): Promise<number> {
   const args = mri(argv, {
     boolean: ['help', 'version', 'detect', 'write', 'json'],
-    string: ['server', 'code', 'platform', 'source', 'payload', 'count', 'since', 'until', 'tz', 'runtime', ...EMIT_FLAGS, ...SLOT_START_FLAGS],
+    string: ['server', 'code', 'tags', 'platform', 'source', 'payload', 'count', 'since', 'until', 'tz', 'runtime', ...EMIT_FLAGS, ...SLOT_START_FLAGS],
     alias: { h: 'help', v: 'version' },
   });
   if (args.version) return (out.write(`${VERSION} ${target()}\n`), 0);

@@ -29,8 +29,17 @@ export const projectEntry = z.strictObject({
   root: z.string().min(1).max(4096),
   /** owner/name on the code host (sent by servers that know this runner reads it). */
   repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }).optional(),
+  /** A project this runner serves only as a pool member (protocol/frames.ts watchedProject): skill runs there, nothing else. */
+  pool: z.literal(true).optional(),
 });
 export type ProjectEntry = z.infer<typeof projectEntry>;
+
+/**
+ * The watch list without its pool-only entries: what the orchestrator, slots, terminal, `.svc/events.jsonl`
+ * tailing, pane watching and code-host polling serve. A pool member's clone runs skill runs only; the
+ * project's orchestrator and its code-host collector live on its primary runner (docs/runner.md "Runner pools").
+ */
+export const primaryProjects = <P extends { pool?: true }>(projects: readonly P[]): P[] => projects.filter((p) => !p.pool);
 
 /** `--server`: http(s)://host[:port][/path], no credentials, query or fragment (spec: Runner command line). */
 export function parseServer(text: string): { url: string } | { error: string } {

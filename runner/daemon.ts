@@ -9,7 +9,7 @@ import type { RunnerFrame, ServerFrame } from '../protocol/frames.ts';
 import { VERSION } from '../protocol/version.ts';
 import { capabilities, runCommand } from './commands/registry.ts';
 import type { CommandContext, CommandResult } from './commands/registry.ts';
-import { ConfigError, isPaired, loadConfig, updateConfig } from './config.ts';
+import { ConfigError, isPaired, loadConfig, primaryProjects, updateConfig } from './config.ts';
 import type { ProjectEntry, RunnerConfig } from './config.ts';
 import { Connection } from './connection.ts';
 import { DEFAULT_OTLP_PORT, OtlpReceiver, RecentIds, spoolEvents } from './otlp.ts';
@@ -88,6 +88,8 @@ class Daemon {
   private profilesTimer?: NodeJS.Timeout;
   /** The usable profiles last sent on this connection (JSON), so only a change is sent again. */
   private profilesSent: string | null = null;
+  /** The running count last sent in a capacity frame on this connection. */
+  private capacitySent: number | null = null;
   private stopped = false;
   private readonly otlpSpooled = new RecentIds();
 
@@ -102,8 +104,10 @@ class Daemon {
     this.spool.onAppend = () => this.sender.wake();
     this.terminals = new Terminals(env, (frame) => this.send(frame));
     this.ingest = new Ingest({ env, config, spool: this.spool, projects: () => this.projects, onSpooled: () => this.pump() });
-    this.codehost = new CodeHost({ config, env, projects: () => this.projects, append: (events) => (this.spool.append(events), this.pump()) });
-    this.fleet = new Fleet(this.spool, config, env, () => this.projects);
+    // Pool-only entries (watch list `pool: true`) get skill runs and session attribution, nothing more: no
+    // code-host polling, `.svc/events.jsonl` tailing or pane watching there (their primary runner does it).
+    this.codehost = new CodeHost({ config, env, projects: () => primaryProjects(this.projects), append: (events) => (this.spool.append(events), this.pump()) });
+    this.fleet = new Fleet(this.spool, config, env, () => primaryProjects(this.projects));
     this.runs = new SkillRuns(this.spool, config, env, () => this.pump(), (run, patch, report) =>
       openRunPull(this.codehost.client, this.codehost.tokens, config.codehost.apiUrl, {
         root: run.root,
@@ -114,6 +118,7 @@ class Daemon {
         profile: config.profiles.find((p) => p.id === run.profileId),
         report,
       }),
+      () => this.sendCapacity(),
     );
     this.ctx = { config, env, projects: () => this.projects, startedAt: Date.now(), terminals: this.terminals, ingest: this.ingest, codehost: this.codehost, runs: this.runs };
     this.conn = new Connection({
@@ -221,6 +226,8 @@ class Daemon {
     this.send({ type: 'hello', version: VERSION, target: target(), hostname: hostname().slice(0, 255), capabilities: capabilities(this.config) });
     this.profilesSent = null; // a new connection: the server hears them again
     this.sendProfiles();
+    this.capacitySent = null;
+    this.sendCapacity();
     this.updateProjects(welcome.projects);
     this.sender.dropBatches();
     this.sender.pump();
@@ -239,6 +246,18 @@ class Daemon {
     if (text === this.profilesSent) return;
     if (this.send({ type: 'profiles', profiles })) this.profilesSent = text;
     if (!profiles.some((p) => p.authenticated)) log.warn('no usable agent runtime: no configured profile has its CLI found and signed in; agents cannot start. Install `claude` or `codex`, sign in, run `svc-runner profiles --detect --write`, then restart the runner');
+  }
+
+  /**
+   * POOL_CAPABILITY: skills.maxConcurrentRuns and how many runs are starting or running, after hello and
+   * whenever that number changes (SkillRuns calls this; only a change is sent). A server older than runner
+   * pools answers the frame with an `error` frame (invalid_frame), which onFrame only logs.
+   */
+  private sendCapacity(): void {
+    if (!this.conn.isReady || this.config.disabledCommands.includes('skill.run')) return;
+    const frame = { type: 'capacity', maxConcurrentRuns: this.config.skills.maxConcurrentRuns, running: this.runs.running() } as const;
+    if (frame.running === this.capacitySent) return;
+    if (this.send(frame)) this.capacitySent = frame.running;
   }
 
   private send(frame: RunnerFrame): boolean {

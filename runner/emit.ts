@@ -5,7 +5,7 @@
 // worktree `.wt-<repo>-<slot>` the line goes to the main project's file and the slot is implied.
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { loadConfig } from './config.ts';
+import { loadConfig, primaryProjects } from './config.ts';
 import { appendEventLine, eventLine, MAX_LINE_BYTES, SLOT, typeProblems } from './events-file.ts';
 import type { EventLine } from './events-file.ts';
 import { EMIT_TEXT_FLAGS, jsonObjectFlag, UsageError } from './cli-options.ts';
@@ -100,7 +100,8 @@ export function emitCommand(args: { _: unknown[] } & Record<string, unknown>, en
   const written = appendEventLine(root, line);
   out.write(written);
   try {
-    const projects = loadConfig(configPath(env)).config.projects;
+    // A pool-only entry's `.svc/events.jsonl` is not tailed (its primary runner serves the orchestrator).
+    const projects = primaryProjects(loadConfig(configPath(env)).config.projects);
     const watched = projects.some((p) => {
       try {
         return realpathSync(p.root) === root;

@@ -1,11 +1,12 @@
-// `svc-runner pair --server <api-origin> --code <XXXX-XXXX> [--no-detect]` (spec: Runner pairing,
+// `svc-runner pair --server <api-origin> --code <XXXX-XXXX> [--tags a,b] [--no-detect]` (spec: Runner pairing,
 // Runner command line): trade the one-time code for the runner id and token at POST
 // <server>/runners/pair and write them to runner.json, keeping the profiles and the rest of the file.
 // Pairing again replaces the previous pairing (and forgets the watch list of the old runner id). When
 // the file has no profiles, detection proposes them and they are written too (unless --no-detect).
-// The token is never printed.
+// The token is never printed. `--tags` are sent with the request and stored on the server (runner pools:
+// a pool target's targetTags must all be among them); the runner itself keeps no copy.
 import { hostname } from 'node:os';
-import { PAIRING_CODE, pairRequest, pairResponse } from '../protocol/frames.ts';
+import { MAX_RUNNER_TAGS, PAIRING_CODE, pairRequest, pairResponse, runnerTag } from '../protocol/frames.ts';
 import { VERSION } from '../protocol/version.ts';
 import { ConfigError, loadConfig, saveConfig } from './config.ts';
 import type { LoadedConfig } from './config.ts';
@@ -24,6 +25,17 @@ export function normalizeCode(code: string): string | null {
   return PAIRING_CODE.test(c) ? c : null;
 }
 
+/** `--tags a,b`: comma-separated runner tags (protocol/frames.ts runnerTag), duplicates dropped; `""` clears them. */
+export function parseTags(text: string): { tags: string[] } | { error: string } {
+  const tags = [...new Set(text.split(',').map((t) => t.trim()).filter(Boolean))];
+  for (const t of tags) {
+    const checked = runnerTag.safeParse(t);
+    if (!checked.success) return { error: `tag ${JSON.stringify(t)} ${checked.error.issues[0]!.message}` };
+  }
+  if (tags.length > MAX_RUNNER_TAGS) return { error: `at most ${MAX_RUNNER_TAGS} tags (got ${tags.length})` };
+  return { tags };
+}
+
 async function serverError(res: Response): Promise<string> {
   const text = await res.text().catch(() => '');
   try {
@@ -36,7 +48,7 @@ async function serverError(res: Response): Promise<string> {
 }
 
 /** Exit code per spec: 1 on a pairing error, 0 when paired. Arguments were validated by the caller. */
-export async function pair(server: string, code: string, detect: boolean, env: Env, out: Out, err: Out): Promise<number> {
+export async function pair(server: string, code: string, detect: boolean, env: Env, out: Out, err: Out, tags?: string[]): Promise<number> {
   const path = configPath(env);
   let loaded: LoadedConfig;
   try {
@@ -47,7 +59,7 @@ export async function pair(server: string, code: string, detect: boolean, env: E
     err.write(`svc-runner: pairing not attempted: ${e instanceof ConfigError ? e.message : `cannot write ${path}: ${(e as Error).message}`}\n`);
     return 1;
   }
-  const body = pairRequest.parse({ code, hostname: hostname().slice(0, 255), version: VERSION, target: target() });
+  const body = pairRequest.parse({ code, hostname: hostname().slice(0, 255), version: VERSION, target: target(), ...(tags ? { tags } : {}) });
   let res: Response;
   try {
     res = await fetch(`${server}/runners/pair`, {
@@ -86,7 +98,7 @@ export async function pair(server: string, code: string, detect: boolean, env: E
     err.write(`svc-runner: paired as ${parsed.data.runnerId}, but ${path} could not be written: ${e instanceof Error ? e.message : String(e)}\nAsk an admin for a new code and pair again.\n`);
     return 1;
   }
-  out.write(`Paired with ${server} as runner ${parsed.data.runnerId}.\nWrote ${path} (mode 0600; it holds the runner token).\n`);
+  out.write(`Paired with ${server} as runner ${parsed.data.runnerId}${tags?.length ? ` (tags: ${tags.join(', ')})` : ''}.\nWrote ${path} (mode 0600; it holds the runner token).\n`);
   if (detected) {
     out.write(detected.length ? `Detected profiles:\n${detected.map(summaryLine).join('\n')}\n` : 'No agent runtime (claude, codex) found on PATH; add profiles later with: svc-runner profiles --detect --write\n');
   } else if (loaded.config.profiles.length) {

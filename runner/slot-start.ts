@@ -5,7 +5,7 @@
 // appends `slot.dispatched` to the project's events.jsonl. Refuses when the slot's session runs.
 import { realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { loadConfig } from './config.ts';
+import { loadConfig, primaryProjects } from './config.ts';
 import { CommandError } from './errors.ts';
 import { git } from './commands/git.ts';
 import { UsageError } from './cli-options.ts';
@@ -39,7 +39,8 @@ export async function slotStartCommand(args: { _: unknown[] } & Record<string, u
     const config = loadConfig(configPath(env)).config;
     const projectId =
       env.SVC_PROJECT_ID ??
-      config.projects.find((p) => {
+      // A pool member's clone (watch list `pool: true`) runs skill runs only: no slots there.
+      primaryProjects(config.projects).find((p) => {
         try {
           return realpathSync(p.root) === root;
         } catch {

@@ -46,7 +46,8 @@ export async function status(env: Env, out: Out, err: Out): Promise<number> {
   out.write(`paired: ${isPaired(c) ? `yes, as runner ${c.runnerId}` : loaded.exists ? 'no' : 'no (no runner.json yet)'}\n`);
   out.write(`server: ${c.server ?? 'none'}\n`);
   out.write(`profiles: ${c.profiles.length}\n`);
-  out.write(`projects: ${c.projects.length}\n`);
+  const poolOnly = c.projects.filter((p) => p.pool).length;
+  out.write(`projects: ${c.projects.length}${poolOnly ? ` (${poolOnly} as a pool member only: skill runs)` : ''}\n`);
   out.write(`spool: ${waiting} event(s) waiting for the server (${spoolDir(env)})\n`);
   out.write(`daemon: ${daemon ? `running (pid ${daemon})` : 'not running'}\n`);
   out.write(`sessions: ${describeIngest(env, daemon, c)}\n`);

@@ -121,8 +121,6 @@ export async function issueDelivery(q: Queryable, projectIds: string[], action: 
                  gh_updated_at = coalesce(excluded.gh_updated_at, c.gh_updated_at), updated_at = now()
            where c.gh_updated_at is null or excluded.gh_updated_at is null or c.gh_updated_at <= excluded.gh_updated_at
           returning project_id`);
-  // Closed a day ago and out of the answer: gone, also where no runner polls the open set.
-  await q.query(sql`delete from codehost_issues where project_id = any(${projectIds}) and state = 'closed' and updated_at < now() - ${CLOSED_SHOWN}::interval`);
   for (const p of new Set(changed.map((r) => r.project_id))) await notify(q, p);
   return changed.length;
 }

@@ -21,6 +21,7 @@ import type { Db, Queryable } from '../lib/db/index.ts';
 import { checkBudget } from './budget.ts';
 import { loadPrices, priceRequest } from './prices.ts';
 import type { PriceVersion } from './prices.ts';
+import { servedProjectRows } from '../runners/served.ts';
 
 // PostgreSQL text cannot hold NUL (the hub refuses such frames already; this keeps the hook safe alone).
 const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));
@@ -188,7 +189,8 @@ export async function recordUsage(db: Db, runnerId: string, events: RunnerEvent[
   if (metas.length === 0 && requests.length === 0) return { sessions: 0, requests: 0 };
   const touched = new Set<string>();
   await db.transaction(async (tx) => {
-    const served = new Set((await tx.query<{ id: string }>(sql`select id from projects where runner_id = ${runnerId}`)).map((r) => r.id));
+    // A pool member's sessions (its pool runs) count for the pool's projects too (runners/served.ts).
+    const served = new Set((await servedProjectRows(tx, runnerId)).map((r) => r.id));
     for (const m of metas) {
       const project = await upsertSession(tx, runnerId, m, served);
       if (project) touched.add(project);

@@ -82,6 +82,7 @@ const envShape = z.object({
     DATABASE_DRIVER: z.enum(['pglite', 'postgres', 'neon']).optional(),
     DATABASE_POOL_MAX: int(10, 1, 200),
     DATABASE_CONNECT_TIMEOUT_SECONDS: int(300, 1, 86400),
+    DATABASE_CONNECT_ATTEMPT_SECONDS: int(2, 1, 60),
     NEON_WS_PROXY: z.string().optional(),
     PGLITE_DATA_DIR: z.string().default('./data/pglite'),
     PGLITE_SHARED_BUFFERS: z
@@ -110,6 +111,7 @@ const envShape = z.object({
     TRIGGER_RATE_PER_HOUR: int(30, 1, 1_000_000),
     TRIGGER_BODY_TIMEOUT_SECONDS: int(10, 1, 300),
     TRIGGER_LEASE_SECONDS: int(60, 35, 600),
+    POOL_LOSS_GRACE_SECONDS: int(120, 1, 86400),
     TEST_CLOCK_OFFSET_SECONDS: z
       .string()
       .regex(/^-?\d{1,10}$/, { message: 'must be a whole number of seconds' })

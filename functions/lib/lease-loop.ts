@@ -1,6 +1,6 @@
 // One loop for the work the processes share through SQL leases (docs/architecture.md "The lease loop";
 // issue #35 step 3), like graphile-worker's single queue loop. The trigger firer, the webhook worker, the
-// schedules runner and the jobs' lease sweeper each give it their claim-and-work pass:
+// schedules runner, the pool dispatcher (runs/pool.ts) and the jobs' lease sweeper each give it their claim-and-work pass:
 //   wake    on a timer (every `everyMs`), on kick() (this process made work), on a NOTIFY on `listen`'s
 //           channel, and each time that LISTEN is made again after the database was away (the notices
 //           sent meanwhile are lost, so the loop looks anyway)

@@ -9,6 +9,7 @@ import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { buildData, eventId } from '../webhooks/envelope.ts';
 import { notify } from './notify.ts';
+import { servedProjectRows } from '../runners/served.ts';
 
 export const RUNNER_NOTIFICATION_KINDS = ['pane.quota_hit', 'person.needed'] as const;
 const KINDS: ReadonlySet<string> = new Set(RUNNER_NOTIFICATION_KINDS);
@@ -16,7 +17,7 @@ const KINDS: ReadonlySet<string> = new Set(RUNNER_NOTIFICATION_KINDS);
 export async function captureRunnerNotifications(db: Queryable, runnerId: string, events: RunnerEvent[]): Promise<number> {
   const wanted = events.filter((e) => KINDS.has(e.kind));
   if (wanted.length === 0) return 0;
-  const projects = new Set((await db.query<{ id: string }>(sql`select id from projects where runner_id = ${runnerId}`)).map((p) => p.id));
+  const projects = new Set((await servedProjectRows(db, runnerId)).map((p) => p.id));
   let made = 0;
   for (const e of wanted) {
     const kind = e.kind as (typeof RUNNER_NOTIFICATION_KINDS)[number];

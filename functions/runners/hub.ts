@@ -33,6 +33,8 @@ export class Hub {
   readonly instance = randomUUID();
   /** Called once a runner's hello is stored (its capabilities known): work that needs the runner online. */
   onHello?: (runnerId: string) => Promise<unknown>;
+  /** Called when a runner reported its capacity (runs/pool.ts: a place may be free). */
+  onCapacity?: (runnerId: string) => void;
   private readonly sockets: RunnerSockets;
   private readonly control: RunnerControl;
   private readonly commands: CommandRelay;
@@ -76,6 +78,7 @@ export class Hub {
       },
       // An issues.refresh answer also replaces the project's issue queue (codehost/queue.ts).
       result: (runnerId, frame) => this.commands.onResult(runnerId, frame).then(() => (frame.ok ? refreshAnswered(db, log, runnerId, frame.requestId) : undefined)),
+      capacity: (runnerId) => this.onCapacity?.(runnerId),
       terminal: (runnerId, frame) => this.terminals.fromRunner(runnerId, frame),
       closed: (runnerId) => this.terminals.runnerGone(runnerId),
     });

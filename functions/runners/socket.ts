@@ -3,7 +3,7 @@
 //              and control.ts closes an older socket of the same runner elsewhere; then `welcome`
 //   frames     rate-limited, validated (protocol/frames.ts), then by type: hello (capabilities, and the
 //              hub's follow-up), events (events/ingest.ts, acked after it returns), result (commands.ts),
-//              profiles (profiles.ts), ping; terminal frames go to the hub's terminal route untouched
+//              profiles (profiles.ts), capacity (runs/pool.ts reads it), ping; terminal frames go to the hub's terminal route untouched
 //   presence   a ping every HEARTBEAT_MS, last_seen_at at most every 5 s, and on close the row cleared
 //              (when no newer socket took the runner over) and a live `runner` notice
 // What a socket hands on goes through SocketHooks, which hub.ts wires; this file knows none of them.
@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
-import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, PROTOCOL_HEADER, RUNNER_FRAMES_PER_SECOND, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
+import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, POOL_CAPABILITY, PROTOCOL_HEADER, RUNNER_FRAMES_PER_SECOND, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
 import type { RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { UNSTORABLE_MESSAGE, mayHoldUnstorable, unstorablePaths } from '../../protocol/text.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
@@ -63,6 +63,8 @@ export interface SocketHooks {
   hello(conn: Conn, capabilities: string[]): Promise<void>;
   result(runnerId: string, frame: ResultFrame): Promise<void>;
   terminal(runnerId: string, frame: TermFrame): void;
+  /** The runner reported its capacity (stored): the pool dispatcher may have a place now. */
+  capacity?(runnerId: string): void;
   /** This process no longer holds the runner's socket (before the database is told). */
   closed(runnerId: string): void;
 }
@@ -226,10 +228,12 @@ export class RunnerSockets {
             update runners set hostname = ${frame.hostname}, version = ${frame.version}, target = ${frame.target},
                    capabilities = ${sql.json(frame.capabilities)} where id = ${conn.runnerId}`);
           await helloProfiles(this.db, conn.runnerId, frame.capabilities);
-          // The welcome went out before hello; a runner that reads repos gets its list again with them.
-          if (!conn.codehost && frame.capabilities.includes(CODEHOST_CAPABILITY)) {
-            conn.codehost = true;
-            this.send(conn, { type: 'projects', projects: await watchList(this.db, conn.runnerId, true) });
+          // The welcome went out before hello; a runner that reads repos gets its list again with them, and
+          // a pool runner (its capabilities stored just now) with its pool memberships.
+          const codehost = !conn.codehost && frame.capabilities.includes(CODEHOST_CAPABILITY);
+          if (codehost) conn.codehost = true;
+          if (codehost || frame.capabilities.includes(POOL_CAPABILITY)) {
+            this.send(conn, { type: 'projects', projects: await watchList(this.db, conn.runnerId, conn.codehost) });
           }
           return await this.hooks.hello(conn, frame.capabilities);
         case 'events':
@@ -242,6 +246,12 @@ export class RunnerSockets {
           return await recordProfiles(this.db, conn.runnerId, frame.profiles);
         case 'ping':
           return this.send(conn, { type: 'pong' });
+        case 'capacity':
+          // What the pool dispatcher (runs/pool.ts) reads as the runner's places; it looks again at once.
+          await this.db.query(sql`
+            update runners set max_concurrent_runs = ${frame.maxConcurrentRuns}, running_runs = ${frame.running}, capacity_reported_at = now()
+             where id = ${conn.runnerId}`);
+          return this.hooks.capacity?.(conn.runnerId);
       }
     } catch (err) {
       this.log.error('runner frame failed', { runnerId: conn.runnerId, type: frame.type, error: err instanceof Error ? err.message : String(err) });

@@ -3,8 +3,9 @@
 // schema would refuse it). In App mode (docs/github-app.md, "App mode on the runners") the `projects`
 // frame also carries, outside the list, the installation token of each of those repositories that an App
 // acts for — only to runners that announced `codehost.tokens` — and AppTokenRefresher sends it again
-// before those tokens run out, so a runner never holds an expired one.
-import { REPO } from '../../protocol/frames.ts';
+// before those tokens run out, so a runner never holds an expired one. A pool member (issue #37) also gets
+// the projects whose pool it is in, with its own root and `pool: true`, once it announced POOL_CAPABILITY.
+import { POOL_CAPABILITY, REPO } from '../../protocol/frames.ts';
 import type { CodehostToken, ServerFrame } from '../../protocol/frames.ts';
 import type { AppTokenSource } from '../codehost/app-mode.ts';
 import { REFRESH_BEFORE_MS } from '../codehost/app-token.ts';
@@ -13,10 +14,21 @@ import type { Queryable } from '../lib/db/index.ts';
 import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 
-export async function watchList(q: Queryable, runnerId: string, withRepo = false): Promise<{ id: string; root: string; repo?: string }[]> {
+export type WatchedProject = { id: string; root: string; repo?: string; pool?: true };
+
+export async function watchList(q: Queryable, runnerId: string, withRepo = false): Promise<WatchedProject[]> {
   const rows = await q.query<{ id: string; root: string; repo: string }>(sql`
     select id, root_path as root, repo from projects where runner_id = ${runnerId} and root_path is not null order by id`);
-  return rows.map((r) => (withRepo && REPO.test(r.repo) ? { id: r.id, root: r.root, repo: r.repo } : { id: r.id, root: r.root }));
+  const own: WatchedProject[] = rows.map((r) => (withRepo && REPO.test(r.repo) ? { id: r.id, root: r.root, repo: r.repo } : { id: r.id, root: r.root }));
+  // Pool memberships (issue #37, runs/pool.ts): the project with this runner's own clone, `pool: true` (skill
+  // runs only), and only to a runner that announced POOL_CAPABILITY: an older runner's strict schema refuses
+  // the field. A project it is the primary of is listed once, as its own.
+  const pool = await q.query<{ id: string; root: string }>(sql`
+    select m.project_id as id, m.root_path as root from project_runners m join runners r on r.id = m.runner_id
+     where m.runner_id = ${runnerId} and coalesce(r.capabilities, '[]'::jsonb) @> ${sql.json([POOL_CAPABILITY])}
+       and not exists (select 1 from projects p where p.id = m.project_id and p.runner_id = ${runnerId})
+     order by m.project_id`);
+  return [...own, ...pool.map((p) => ({ id: p.id, root: p.root, pool: true as const }))];
 }
 
 /** A runner's tokens are looked at again this long before the first of them expires… */

@@ -6,7 +6,9 @@
 //   skill_run.progress  progress lines, stored once per (run, seq)
 //   skill_run.patch     at most 128 KiB of the patch, cut here too, with patch_truncated when cut
 // An event of a run whose project is not served by the sending runner, or of a run another runner
-// recorded, is ignored; so is a payload that does not parse (it stays in runner_events).
+// recorded, is ignored; so is a payload that does not parse (it stays in runner_events). A pool run
+// (runs/pool.ts) is the runner's that it was dispatched to, pool member or not any more; its final state
+// ends its queue row, and a late final report replaces `runner_lost` (the run was not lost after all).
 import type { RunnerEvent } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
@@ -18,6 +20,7 @@ import type { StateEventPayload } from './schema.ts';
 import { publish } from '../live/publish.ts';
 import { recordActivity } from '../activity/record.ts';
 import { scrubPaths } from '../webhooks/envelope.ts';
+import { kickPool } from './pool.ts';
 
 // PostgreSQL text cannot hold NUL.
 const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));
@@ -37,9 +40,12 @@ async function recordState(q: Queryable, runnerId: string, p: StateEventPayload)
            ${r?.exitCode ?? null}, ${r?.durationMs == null ? null : Math.round(r.durationMs)}, ${r?.sessionId ?? null}, ${r?.costUsd ?? null},
            ${sql.json(r?.usage ?? null)}, ${sql.json(r?.pullRequest ?? null)}
      where exists (select 1 from projects where id = ${p.project} and runner_id = ${runnerId})
+        or exists (select 1 from pool_runs d where d.run_id = ${p.runId} and d.runner_id = ${runnerId})
     on conflict (id) do update set
+      runner_id = coalesce(s.runner_id, excluded.runner_id),
       state = excluded.state,
       error = excluded.error,
+      reason = case when s.reason = 'runner_lost' then null else s.reason end,
       branch = coalesce(excluded.branch, s.branch),
       started_at = coalesce(excluded.started_at, s.started_at),
       finished_at = excluded.finished_at,
@@ -52,9 +58,33 @@ async function recordState(q: Queryable, runnerId: string, p: StateEventPayload)
       usage = coalesce(excluded.usage, s.usage),
       pull_request = coalesce(excluded.pull_request, s.pull_request),
       updated_at = now()
-    where s.runner_id = excluded.runner_id and ${rank('s.state')} < ${rank('excluded.state')}
+    where (s.runner_id = excluded.runner_id
+           or (s.runner_id is null and exists (select 1 from pool_runs d where d.run_id = s.id and d.runner_id = excluded.runner_id)))
+      and (${rank('s.state')} < ${rank('excluded.state')}
+           or (s.reason = 'runner_lost' and ${rank('excluded.state')} = 3))
     returning s.project_id, s.state`);
+  if (changed && final) await poolRunEnded(q, p.runId, p.state);
   return changed;
+}
+
+/**
+ * A pool run's final state (runs/pool.ts): its queue row ends and the dispatcher here looks for the free
+ * place at once. A lost run that reports `succeeded` late makes its retry needless: a retry still queued
+ * is cancelled here; one a runner holds gets skill.cancel from the dispatcher.
+ */
+async function poolRunEnded(q: Queryable, runId: string, state: string): Promise<void> {
+  const [ended] = await q.query<{ run_id: string }>(sql`update pool_runs set status = 'ended', lease_owner = null, lease_expires_at = null where run_id = ${runId} returning run_id`);
+  if (!ended) return;
+  if (state === 'succeeded') {
+    const retries = await q.query<{ id: string; project_id: string }>(sql`
+      with r as (update pool_runs set status = 'ended' where retry_of = ${runId} and status = 'queued' returning run_id)
+      update skill_runs s set state = 'cancelled', reason = 'original_succeeded', finished_at = now(), updated_at = now(),
+             error = ${`run ${runId} it retried reported success after all`}
+        from r where s.id = r.run_id and s.state = 'queued'
+      returning s.id, s.project_id`);
+    for (const r of retries) await publish(q, { type: 'run', projectId: r.project_id, id: r.id, state: 'cancelled' }, { projectId: r.project_id });
+  }
+  kickPool();
 }
 
 /** A run reached its final state: run.succeeded or run.failed (timed out, cancelled, failed) in the activity feed, once per run. */

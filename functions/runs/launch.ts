@@ -30,11 +30,13 @@ export interface SkillRunSpec {
   profile: string | null;
   model: string | null;
   output: 'report' | 'pull_request';
+  /** A pool run's id, chosen by the server (runs/pool.ts); only to runners that announced POOL_CAPABILITY. */
+  runId?: string;
 }
 
 /** `skill.run` to the project's runner on behalf of `actor`. */
 export function sendSkillRun(hub: Pick<RunnerHub, 'command'>, runnerId: string | null, s: SkillRunSpec, actor: string): Promise<SendOutcome> {
-  const raw = { projectId: s.projectId, skill: s.skill, args: s.args, output: s.output, ...(s.profile ? { profileId: s.profile } : {}), ...(s.model ? { model: s.model } : {}) };
+  const raw = { projectId: s.projectId, skill: s.skill, args: s.args, output: s.output, ...(s.profile ? { profileId: s.profile } : {}), ...(s.model ? { model: s.model } : {}), ...(s.runId ? { runId: s.runId } : {}) };
   return sendCommand(hub, runnerId, 'skill.run', raw, actor);
 }
 

@@ -10,6 +10,16 @@ const SUMMARY_COLUMNS = sql.raw(
   'r.id, r.runner_id, r.project_id, r.skill, r.args, r.output, r.profile_id, r.runtime, r.model, r.timeout_sec, r.state, r.error, r.branch, r.created_at, r.started_at, r.finished_at, r.updated_at, r.cost_usd, r.progress_lines, r.last_progress, r.reason, r.retry_of',
 );
 
+/**
+ * A queued pool run's place in its project's queue (1 = next) and why it waits (runs/pool.ts keeps
+ * waiting_reason); null columns for every other run.
+ */
+const QUEUE_JOIN = sql.raw(`
+  left join lateral (
+    select d.waiting_reason as queue_reason,
+           (select count(*) from pool_runs e where e.project_id = d.project_id and e.status = 'queued' and e.seq <= d.seq) as queue_position
+      from pool_runs d where d.run_id = r.id and d.status = 'queued') q on true`);
+
 /** One page and one more row (so the caller knows whether a next page exists), newest first. */
 export const listFailedStarts = (q: Queryable, principal: Principal, f: { projectId?: string; before?: string; limit: number }) =>
   q.query<FailedStartRow>(sql`
@@ -30,12 +40,12 @@ export function listRuns(q: Queryable, principal: Principal, f: { projectId?: st
     f.before ? sql`(r.created_at, r.id) < (select created_at, id from skill_runs where id = ${f.before})` : sql`true`,
   ];
   return q.query<RunRow>(sql`
-    select ${SUMMARY_COLUMNS} from skill_runs r where ${sql.join(where, ' and ')}
+    select ${SUMMARY_COLUMNS}, q.queue_reason, q.queue_position from skill_runs r ${QUEUE_JOIN} where ${sql.join(where, ' and ')}
      order by r.created_at desc, r.id desc limit ${f.limit + 1}`);
 }
 
 export async function runRow(q: Queryable, runId: string): Promise<RunDetailRow | null> {
-  const [r] = await q.query<RunDetailRow>(sql`select r.* from skill_runs r where r.id = ${runId}`);
+  const [r] = await q.query<RunDetailRow>(sql`select r.*, q.queue_reason, q.queue_position from skill_runs r ${QUEUE_JOIN} where r.id = ${runId}`);
   return r ?? null;
 }
 

@@ -27,6 +27,9 @@ export interface RunRow {
   last_progress: string | null;
   reason: string | null;
   retry_of: string | null;
+  /** A queued pool run's place and waiting reason (queries.ts QUEUE_JOIN); absent or null otherwise. */
+  queue_position?: string | number | null;
+  queue_reason?: string | null;
 }
 export interface RunDetailRow extends RunRow {
   report: string | null;
@@ -82,7 +85,7 @@ export const toSummary = (r: RunRow): RunSummary => ({
   lastProgress: r.last_progress,
   reason: r.reason,
   retryOf: r.retry_of,
-  queue: null,
+  queue: r.queue_position == null ? null : { position: Number(r.queue_position), reason: r.queue_reason ?? 'waiting for the dispatcher' },
 });
 
 export const toDetail = (r: RunDetailRow, progress: RunDetail['progress']): RunDetail => ({

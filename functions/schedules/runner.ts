@@ -8,6 +8,8 @@
 //   decide   creator no longer an active admin → failed creator_not_authorized; the previous run of
 //            the schedule still live → skipped previous_still_running; project budget set to stop and
 //            exceeded → skipped budget_exceeded (cost/budget.ts)
+//   pool     a schedule with target `pool` queues its run (runs/pool.ts) and is `started` with its id;
+//            the pool dispatcher sends it
 //   send     `skill.run` to the project's runner on behalf of the creator, through the triggers' command
 //            path (runs/launch.ts sendSkillRun): started (with the run id), or failed runner_offline |
 //            command_refused | command_timeout
@@ -30,6 +32,8 @@ import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
 import { creatorAuthorized, sendSkillRun } from '../runs/launch.ts';
+import { kickPool, queuePoolRun } from '../runs/pool.ts';
+import type { PoolTargetRow } from '../runs/pool-target.ts';
 import { recordActivity } from '../activity/record.ts';
 import { emitEvent } from '../webhooks/capture.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
@@ -121,6 +125,30 @@ export class ScheduleRunner {
       out = { result: 'skipped', reason: 'previous_still_running', detail: `run ${s.last_run_id} has not ended`, runId: null };
     } else if (await budgetExceeded(db, s.project_id)) {
       out = { result: 'skipped', reason: 'budget_exceeded', detail: "the project's monthly budget is spent and its action is stop", runId: null };
+    } else if ((s as ScheduleRow & Partial<PoolTargetRow>).target === 'pool') {
+      // A pool target (runs/pool.ts): queued on the server now, started by the pool dispatcher.
+      const p = s as ScheduleRow & PoolTargetRow;
+      const runId = await queuePoolRun(
+        db,
+        {
+          projectId: s.project_id,
+          source: 'schedule',
+          sourceId: s.id,
+          sourceName: s.name,
+          createdBy: s.created_by,
+          skill: s.skill,
+          args: s.args,
+          profile: s.profile,
+          model: s.model,
+          output: s.output,
+          targetTags: p.target_tags ?? [],
+          queueTimeoutMinutes: Number(p.queue_timeout_minutes ?? 30),
+          retryOnLoss: Boolean(p.retry_on_runner_loss),
+        },
+        this.opts.clock.now(),
+      );
+      kickPool();
+      out = { result: 'started', reason: null, detail: null, runId };
     } else {
       const [project] = await db.query<{ runner_id: string | null }>(sql`select runner_id from projects where id = ${s.project_id}`);
       const sent = await sendSkillRun(hub, project?.runner_id ?? null, { projectId: s.project_id, skill: s.skill, args: s.args, profile: s.profile, model: s.model, output: s.output }, s.created_by);
@@ -133,7 +161,7 @@ export class ScheduleRunner {
     return { scheduledFor: scheduledFor.toISOString(), ...out };
   }
 
-  /** The schedule's last started run is queued, starting or running — or has no record yet, for a while. */
+  /** The schedule's last started run is queued, starting or running — or has no record yet, for a while — or its pool retry has not ended. */
   private async liveRun(s: ScheduleRow): Promise<boolean> {
     const [row] = await this.opts.db.query<{ live: boolean }>(sql`
       select exists (
@@ -142,6 +170,8 @@ export class ScheduleRunner {
            and (exists (select 1 from skill_runs r where r.id = p.last_run_id and r.state in ('queued', 'starting', 'running'))
                 or (not exists (select 1 from skill_runs r where r.id = p.last_run_id)
                     and p.last_run_at > ${new Date(this.opts.clock.now() - UNREPORTED_RUN_LIVE_MS)}))
+      ) or exists (
+        select 1 from pool_runs d where d.source_id = ${s.id} and d.status <> 'ended' and d.source = 'schedule' and d.retry_of is not null
       ) as live`);
     return row.live;
   }

@@ -11,6 +11,8 @@
 //             a run of this trigger still live        → skipped, previous_still_running
 //             project budget set to stop and exceeded → skipped, budget_exceeded (cost/budget.ts)
 //             else                                    → firing, with a lease
+//   pool    a skill trigger with target `pool` that decides firing queues its run in that transaction
+//           (runs/pool.ts queuePoolRun) and is `fired` with its id at once: the pool dispatcher sends it
 //   send    after the commit, on behalf of the creator: skill → `skill.run` with the rendered args,
 //           profile, model and output; next_round → `orchestrator.start {next: true}`
 //   record  fired (with the run id), or failed: runner_offline | command_refused (the runner's message)
@@ -36,6 +38,9 @@ import type { StartFailure } from '../runs/start-failures.ts';
 import { failedStartReason } from '../../protocol/start-reasons.ts';
 import { creatorAuthorized, sendCommand, sendSkillRun } from '../runs/launch.ts';
 import type { SendOutcome } from '../runs/launch.ts';
+import { kickPool, queuePoolRun } from '../runs/pool.ts';
+import type { PoolTargetRow } from '../runs/pool-target.ts';
+import type { PoolRunSpec } from '../runs/pool.ts';
 import type { TriggerRow } from './triggers.ts';
 
 /** A fired run with no record yet (its first event not in) counts as live this long. */
@@ -64,6 +69,30 @@ export const triggerActivity = (q: Queryable, t: Pick<TriggerRow, 'id' | 'projec
     data: { triggerId: t.id, trigger: t.name, action: t.action, skill: t.skill ?? undefined, deliveryId: d.deliveryId, runId: o.runId ?? undefined, reason: o.reason ?? undefined },
     dedupeKey: `trigger.delivery:${d.id}`,
   });
+
+/** A trigger that starts skill runs on the project's pool (its row's target, sql/0030). */
+const isPoolSkill = (t: TriggerRow): boolean => t.action === 'skill' && (t as TriggerRow & Partial<PoolTargetRow>).target === 'pool';
+
+/** What a pool trigger's delivery queues: the rendered args, on behalf of the trigger's creator. */
+function poolSpec(t: TriggerRow, d: { id: string; args: string[] | null }): PoolRunSpec {
+  const p = t as TriggerRow & PoolTargetRow;
+  return {
+    projectId: t.project_id,
+    source: 'trigger',
+    sourceId: t.id,
+    sourceName: t.name,
+    deliveryId: d.id,
+    createdBy: t.created_by,
+    skill: t.skill ?? '',
+    args: d.args ?? [],
+    profile: t.profile,
+    model: t.model,
+    output: t.output,
+    targetTags: p.target_tags ?? [],
+    queueTimeoutMinutes: Number(p.queue_timeout_minutes ?? 30),
+    retryOnLoss: Boolean(p.retry_on_runner_loss),
+  };
+}
 
 /** Decisions before sending that mean the call started nothing (previous_still_running and a disabled trigger are by design). */
 const STOPS_A_START = new Set(['creator_not_authorized', 'budget_exceeded']);
@@ -109,7 +138,8 @@ interface Claimed {
 
 /**
  * Live = another delivery of this trigger is being sent, or (skill) started a run that is queued,
- * starting or running — or whose record has not arrived yet, for UNREPORTED_RUN_LIVE_MS.
+ * starting or running — or whose record has not arrived yet, for UNREPORTED_RUN_LIVE_MS — or a pool
+ * retry of its run lost with its runner (runs/pool.ts) has not ended.
  */
 export async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: string, nowMs: number): Promise<boolean> {
   const [row] = await q.query<{ live: boolean }>(liveRunQuery(triggerId, deliveryId, nowMs));
@@ -117,7 +147,7 @@ export async function hasLiveRun(q: Queryable, triggerId: string, deliveryId: st
 }
 
 /**
- * The statement of hasLiveRun. Three cases, each read from an index that holds only what can make it
+ * The statement of hasLiveRun. Four cases, each read from an index that holds only what can make it
  * true (sql/0020), so its cost does not grow with the trigger's history of finished runs. Exported for
  * the test that reads its plan (test/triggers/live-run.test.ts).
  */
@@ -132,7 +162,10 @@ export const liveRunQuery = (triggerId: string, deliveryId: string, nowMs: numbe
            select 1 from inbound_deliveries o
             where o.trigger_id = ${triggerId} and o.id <> ${deliveryId} and o.status = 'fired' and o.run_id is not null
               and o.fired_at > ${new Date(nowMs - UNREPORTED_RUN_LIVE_MS)}
-              and not exists (select 1 from skill_runs r where r.id = o.run_id)) as live`;
+              and not exists (select 1 from skill_runs r where r.id = o.run_id))
+      or exists (
+           select 1 from pool_runs d
+            where d.source_id = ${triggerId} and d.status <> 'ended' and d.source = 'trigger' and d.retry_of is not null) as live`;
 
 export class TriggerFirer {
   readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -218,6 +251,7 @@ export class TriggerFirer {
       const byTrigger = new Map<string, typeof waiting>();
       for (const d of waiting) byTrigger.set(d.trigger_id, [...(byTrigger.get(d.trigger_id) ?? []), d]);
       const out: Claimed[] = [];
+      let queued = 0;
       const decided = new Map<string, { status: string; reason: string; ids: string[] }>();
       const now = clock.now();
       for (const [triggerId, list] of byTrigger) {
@@ -228,6 +262,17 @@ export class TriggerFirer {
         const overBudget = await budgetExceeded(tx, t.project_id);
         for (const d of list) {
           const decision = decide({ enabled, creatorAuthorized: authorized, live, budgetExceeded: overBudget });
+          if (decision.status === 'firing' && isPoolSkill(t)) {
+            // A pool target (runs/pool.ts): the run is queued on the server now; the dispatcher sends it.
+            const runId = await queuePoolRun(tx, poolSpec(t, d), now);
+            await tx.query(sql`
+              update inbound_deliveries set status = 'fired', run_id = ${runId}, fired_at = ${new Date(now)}, updated_at = now() where id = ${d.id}`);
+            await triggerActivity(tx, t, { id: d.id, deliveryId: d.delivery_id }, { runId });
+            await startSucceeded(tx, 'trigger', t.id);
+            live = true;
+            queued++;
+            continue;
+          }
           if (decision.status === 'firing') {
             if (out.length >= sendable) continue; // stays accepted, claimed next time (later ones of this trigger then see this one live)
             out.push({ id: d.id, deliveryId: d.delivery_id, leaseEnds: now + this.opts.leaseMs, args: d.args, trigger: t });
@@ -258,10 +303,11 @@ export class TriggerFirer {
         await tx.query(sql`update inbound_deliveries set status = ${g.status}, reason = ${g.reason}, updated_at = now() where id = any(${g.ids})`);
       }
       await recordStartFailures(tx, failures);
-      return out;
+      return { out, queued };
     });
     for (const id of disabled) this.opts.onTriggerChanged?.(id);
-    return claimed;
+    if (claimed?.queued) kickPool();
+    return claimed && claimed.out;
   }
 
   /** Send the command on behalf of the creator and record what came back. */

@@ -15,6 +15,7 @@ import { CATALOGUE, RUNNER_TYPES, isEventType } from './catalogue.ts';
 import type { EventType } from './catalogue.ts';
 import { buildEnvelope, eventId } from './envelope.ts';
 import type { Envelope } from './envelope.ts';
+import { servedProjectRows } from '../runners/served.ts';
 
 export const CHANNEL = 'svc_webhooks';
 
@@ -65,7 +66,7 @@ export function runnerEnvelopes(runnerId: string, events: RunnerEvent[], project
 /** The webhooks sink: capture the catalogue events of one ingested batch (cheap when there are none). */
 export async function captureRunnerEvents(q: Queryable, runnerId: string, events: RunnerEvent[]): Promise<number> {
   if (!events.some((e) => RUNNER_TYPES.has(e.kind))) return 0;
-  const projects = await q.query<{ id: string; repo: string }>(sql`select id, repo from projects where runner_id = ${runnerId}`);
+  const projects = await servedProjectRows(q, runnerId);
   return enqueue(q, runnerEnvelopes(runnerId, events, new Map(projects.map((p) => [p.id, p.repo]))));
 }
 

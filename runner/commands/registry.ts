@@ -1,7 +1,8 @@
 // The command registry (spec: Server commands to a runner): the shared allowlist of
 // protocol/commands.ts with this runner's handlers. Order of checks: unknown name → `unknown_command`;
 // listed in `disabledCommands` → `disabled`; arguments that fail the shared zod schema → `invalid_args`
-// (naming the fields); no handler in this version → `not_implemented`. A handler fails with a
+// (naming the fields); no handler in this version → `not_implemented`; a project this runner serves only as
+// a pool member (watch-list `pool: true`) and a command that is not a skill run's → `not_primary`. A handler fails with a
 // CommandError (its own code) or anything else (`failed`). No handler ever runs a shell string.
 import { COMMANDS, COMMAND_ERRORS, isCommandName } from '../../protocol/commands.ts';
 import type { CommandArgs, CommandName } from '../../protocol/commands.ts';
@@ -54,6 +55,13 @@ export const HANDLERS: Handlers = {
   'skill.list': skillList,
 };
 
+/**
+ * What a pool member serves for a project (docs/runner.md "Runner pools"): its skill runs, the session
+ * transcripts they leave (session.backfill) and a read of the clone (project.refresh). The orchestrator,
+ * slots, terminal, issues and pull requests of the project stay on its primary runner.
+ */
+const POOL_SERVED: ReadonlySet<CommandName> = new Set(['skill.run', 'skill.cancel', 'session.backfill', 'project.refresh']);
+
 export type CommandResult = { ok: true; data: unknown } | { ok: false; error: { code: string; message: string } };
 const fail = (code: string, message: string): CommandResult => ({ ok: false, error: { code, message: message.slice(0, 2000) } });
 
@@ -62,6 +70,10 @@ export async function runCommand(name: string, args: unknown, ctx: CommandContex
   if (ctx.config.disabledCommands.includes(name)) return fail('disabled', `${name}: ${COMMAND_ERRORS.disabled}`);
   const parsed = COMMANDS[name].args.safeParse(args ?? {});
   if (!parsed.success) return fail('invalid_args', `${name}: ${describeIssues(parsed.error.issues).join('; ')}`);
+  const projectId = (parsed.data as { projectId?: string }).projectId;
+  if (projectId && !POOL_SERVED.has(name) && ctx.projects().some((p) => p.id === projectId && p.pool)) {
+    return fail('not_primary', `${name}: this runner serves project ${projectId} only as a pool member (skill runs); its orchestrator, slots, terminal, issues and pull requests are on its primary runner`);
+  }
   const handler = HANDLERS[name] as Handler<typeof name> | undefined;
   if (!handler) return fail('not_implemented', `${name}: ${COMMAND_ERRORS.not_implemented}`);
   try {

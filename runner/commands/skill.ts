@@ -1,6 +1,8 @@
 // skill.* commands (spec: Server commands to a runner; docs/skill-runs.md).
 //   skill.run     validate (project, profile and its agent binary, the skill installed, tmux), then
-//                 queue the run; answers once it started (or waits as queued) with its run id
+//                 queue the run; answers once it started (or waits as queued) with its run id; a pool
+//                 run's `runId` (chosen by the server) is used as the id, and a second skill.run with it
+//                 answers the first run as it stands (runner/runs/manager.ts submit)
 //   skill.cancel  stop a queued, starting or running run → cancelled
 //   skill.search / skill.inspect / skill.install / skill.uninstall / skill.list: the catalog
 import type { CommandArgs } from '../../protocol/commands.ts';
@@ -21,6 +23,10 @@ function manager(ctx: CommandContext): NonNullable<CommandContext['runs']> {
 export async function skillRun(args: CommandArgs<'skill.run'>, ctx: CommandContext) {
   const runs = manager(ctx);
   const project = await projectOf(ctx, args.projectId);
+  // A pool run sent again (the server resends until it has an answer): answered as it stands, before the
+  // checks below, which may no longer hold (a skill uninstalled since) for a run that already started.
+  const known = args.runId ? await runs.existing(args.runId, project.id) : null;
+  if (known) return { ...known, projectId: project.id };
   const chosen = chooseProfile(ctx.config, ctx.env, args.profileId);
   if (!findSkill(args.skill, chosen.profile, ctx.env, project.root)) {
     throw new CommandError('unknown_skill', `no skill ${args.skill} is installed for profile ${chosen.profile.id} (looked in ${skillsDir(chosen.profile.runtime, ctx.env, chosen.profile)}, ${skillsDir(chosen.profile.runtime, ctx.env)} and the project's .${chosen.profile.runtime}/skills)`);
@@ -31,7 +37,7 @@ export async function skillRun(args: CommandArgs<'skill.run'>, ctx: CommandConte
   await requireTmux(ctx.env);
   const max = ctx.config.skills.maxTimeoutSec;
   const timeoutSec = Math.min(args.timeoutSec ?? max, max);
-  const submitted = await runs.submit({ projectId: project.id, root: project.root, skill: args.skill, args: args.args, output: args.output, model: args.model, timeoutSec }, chosen);
+  const submitted = await runs.submit({ projectId: project.id, root: project.root, skill: args.skill, args: args.args, output: args.output, model: args.model, timeoutSec, runId: args.runId }, chosen);
   return { ...submitted, projectId: project.id, profileId: chosen.profile.id, runtime: chosen.profile.runtime, timeoutSec, ...(args.timeoutSec && args.timeoutSec > max ? { timeoutCut: true } : {}) };
 }
 

@@ -76,6 +76,9 @@ function killAgentGroup(pid: number | undefined, runId: string): void {
 
 export class SkillRuns {
   private readonly runs = new Map<string, Tracked>();
+  /** skill.run with a server-chosen runId still being accepted: a resend waits for the same answer. */
+  private readonly accepting = new Map<string, Promise<Submitted>>();
+  private lastRunning = 0;
   private chain: Promise<unknown> = Promise.resolve();
   private timer?: NodeJS.Timeout;
   private kickTimer?: NodeJS.Timeout;
@@ -89,6 +92,8 @@ export class SkillRuns {
     private readonly env: Env,
     private readonly onSpooled: () => void = () => {},
     private readonly publish?: Publish,
+    /** The number of starting+running runs changed (the daemon's `capacity` frame, POOL_CAPABILITY). */
+    private readonly onRunningChanged: () => void = () => {},
   ) {}
 
   async start(): Promise<void> {
@@ -115,6 +120,13 @@ export class SkillRuns {
   }
 
   private emit(events: NewEvent[]): void {
+    // Every state change is spooled through here (and a finished run leaves `runs` before its final
+    // events), so this is where a change in the starting+running count shows; only a change is told.
+    const running = this.active();
+    if (running !== this.lastRunning) {
+      this.lastRunning = running;
+      this.onRunningChanged();
+    }
     try {
       this.spool.append(events);
       this.onSpooled();
@@ -151,13 +163,68 @@ export class SkillRuns {
 
   // ---- the queue ----
 
+  /** Runs starting or running now (queued ones wait for a place and are not counted). */
+  running(): number {
+    return this.active();
+  }
+
   private active = () => [...this.runs.values()].filter((t) => t.state.state === 'starting' || t.state.state === 'running').length;
   private queued = () => [...this.runs.values()].filter((t) => t.state.state === 'queued').sort((a, b) => (a.run.runId < b.run.runId ? -1 : 1));
 
-  /** Accept a run: queued, then started at once when a slot is free. Answers once it started or queued. */
-  async submit(req: Omit<RunRequest, 'runId'>, chosen: Chosen): Promise<Submitted> {
-    const ms = (this.lastMs = Math.max(Date.now(), this.lastMs + 1));
-    const runId = newRunId(ms);
+  /**
+   * Accept a run: queued, then started at once when a slot is free. Answers once it started or queued.
+   * `runId` is a pool run's id chosen by the server (POOL_CAPABILITY); the server may send the same
+   * skill.run again (a lost answer, a reconnect), so a run that already exists under that id is answered
+   * as it is now and never started twice. Without it the runner picks the id.
+   */
+  async submit(req: Omit<RunRequest, 'runId'> & { runId?: string }, chosen: Chosen): Promise<Submitted> {
+    if (!req.runId) {
+      const ms = (this.lastMs = Math.max(Date.now(), this.lastMs + 1));
+      return this.accept(req, chosen, newRunId(ms));
+    }
+    // No await before `accepting` is set: two skill.run with this id arriving together see each other.
+    const runId = req.runId;
+    const pending = this.accepting.get(runId);
+    if (pending) return pending;
+    const known = this.knownRun(runId, req.projectId);
+    if (known) return this.answerFor(runId, known);
+    const accepted = this.accept(req, chosen, runId).finally(() => this.accepting.delete(runId));
+    this.accepting.set(runId, accepted);
+    return accepted;
+  }
+
+  /**
+   * The answer to a skill.run whose `runId` this runner already has (being accepted, or its run file
+   * written): the run as it stands, with what it was started with. Null when the id is new here.
+   */
+  async existing(runId: string, projectId: string): Promise<(Submitted & { profileId: string; runtime: string; timeoutSec: number }) | null> {
+    const pending = this.accepting.get(runId);
+    if (pending) await pending.catch(() => {});
+    const run = this.knownRun(runId, projectId);
+    return run ? { ...this.answerFor(runId, run), profileId: run.profileId, runtime: run.runtime, timeoutSec: run.timeoutSec } : null;
+  }
+
+  private knownRun(runId: string, projectId: string): RunFile | null {
+    const run = readRun(runDir(this.env, runId));
+    if (run && run.projectId !== projectId) throw new CommandError('run_exists', `run ${runId} exists on this runner for another project`);
+    return run;
+  }
+
+  /** A run's answer as it stands (state.json is the truth; the queue gives the position). */
+  private answerFor(runId: string, run: RunFile, fallback?: StateFile): Submitted {
+    const now = readState(runDir(this.env, runId)) ?? fallback ?? { runId, state: 'queued' as const, at: '' };
+    const position = this.queued().findIndex((q) => q.run.runId === runId);
+    return {
+      runId,
+      state: now.state,
+      ...(now.state === 'running' || now.state === 'starting' ? { session: sessionName.run(runId) } : {}),
+      ...(position >= 0 ? { position: position + 1 } : {}),
+      ...(run.worktree ? { branch: run.worktree.branch } : {}),
+      ...(now.error ? { error: now.error } : {}),
+    };
+  }
+
+  private async accept(req: Omit<RunRequest, 'runId'> & { runId?: string }, chosen: Chosen, runId: string): Promise<Submitted> {
     const dir = runDir(this.env, runId);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const run = buildRunFile(chosen, this.config, { ...req, runId }, this.env);
@@ -170,16 +237,7 @@ export class SkillRuns {
       while (Date.now() < until && readState(dir)?.state === 'starting') await new Promise((r) => setTimeout(r, 10));
       void this.tick(false);
     }
-    const now = readState(dir) ?? t.state;
-    const position = this.queued().findIndex((q) => q.run.runId === runId);
-    return {
-      runId,
-      state: now.state,
-      ...(now.state === 'running' || now.state === 'starting' ? { session: sessionName.run(runId) } : {}),
-      ...(position >= 0 ? { position: position + 1 } : {}),
-      ...(run.worktree ? { branch: run.worktree.branch } : {}),
-      ...(now.error ? { error: now.error } : {}),
-    };
+    return this.answerFor(runId, run, t.state);
   }
 
   private async fill(): Promise<void> {

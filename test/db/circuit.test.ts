@@ -45,4 +45,23 @@ test('a probe that never answers (a server that drops packets) is given up after
   assert.is(calls, 2);
 });
 
+
+test('a connection attempt to a server that accepts and never answers fails after DATABASE_CONNECT_ATTEMPT_SECONDS, as database-unavailable', async () => {
+  // What held one request for 10.0 s while PostgreSQL shut down (test/ops/pg-outage.test.ts, `-m fast`):
+  // a query waiting behind a connection attempt waits that attempt's timeout. A TCP listener that never
+  // speaks is the worst case of it.
+  const { createServer } = await import('node:net');
+  const { openPostgres } = await import('../../functions/lib/db/postgres.ts');
+  const sockets: import('node:net').Socket[] = [];
+  const silent = createServer((s) => void sockets.push(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const port = (silent.address() as import('node:net').AddressInfo).port;
+  const t0 = Date.now();
+  const err = await openPostgres(`postgres://svc@127.0.0.1:${port}/none`, 1, undefined, 1).catch((e) => e);
+  const ms = Date.now() - t0;
+  for (const s of sockets) s.destroy();
+  silent.close();
+  assert.ok(isDatabaseUnavailable(err), `database-unavailable, got ${err?.code}`);
+  assert.ok(ms >= 900 && ms < 4000, `given up after the 1 s attempt timeout, took ${ms} ms`);
+});
 test.run();

@@ -61,7 +61,7 @@ test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, del
       ['retention.activity', 'ok', { deleted: 1 }],
       ['retention.codehost_deliveries', 'ok', { deleted: 1 }],
       ['retention.deliveries', 'ok', { outbound: 1, inbound: 1, deliveryIds: 0 }],
-      ['retention.housekeeping', 'ok', { sessions: 0, passwordLinks: 0, signInFailures: 0, jobRuns: 0, runnerCommands: 0 }],
+      ['retention.housekeeping', 'ok', { sessions: 0, passwordLinks: 0, signInFailures: 0, closedIssues: 0, jobRuns: 0, runnerCommands: 0 }],
     ],
   );
 });
@@ -79,7 +79,7 @@ test('the system jobs carry the spec times by default', () => {
   );
 });
 
-test('housekeeping forgets ended sessions, used links, old failures and old job runs, and keeps live ones', async () => {
+test('housekeeping forgets ended sessions, used links, old failures, issues closed over a day ago and old job runs, and keeps live ones', async () => {
   await db.exec(`insert into users (id, email, name) values ('u1', 'u1@example.test', 'U1')`);
   await db.exec(`insert into sessions (id, user_id, expires_at, revoked_at) values
     ('live', 'u1', now() + interval '1 hour', null),
@@ -90,10 +90,14 @@ test('housekeeping forgets ended sessions, used links, old failures and old job 
     ('fresh', 'u1', now() + interval '1 hour', null), ('used', 'u1', now() + interval '1 hour', now() - interval '2 days')`);
   await db.exec(`insert into auth_failures (key, at) values ('account:x', now()), ('account:x', now() - interval '3 days')`);
   await db.exec(`insert into job_runs (job, scheduled_for, status) values ('old.job', now() - interval '40 days', 'ok'), ('old.job', now() - interval '1 day', 'ok')`);
+  await db.exec(`insert into codehost_issues (project_id, number, title, url, state, updated_at) values
+    ('p', 1, 'open long ago', 'https://h/1', 'open', now() - interval '9 days'), ('p', 2, 'closed long ago', 'https://h/2', 'closed', now() - interval '2 days'),
+    ('p', 3, 'just closed', 'https://h/3', 'closed', now())`);
   const s = new Scheduler(db, quiet, 60);
   for (const job of retentionJobs(loadConfig({}))) s.register(job);
   await s.runNow('retention.housekeeping');
   await s.settled();
+  assert.equal((await db.query<{ n: number }>(sql`select number as n from codehost_issues where project_id = 'p' order by number`)).map((r) => r.n), [1, 3]);
   const ids = (await db.query<{ id: string }>(sql`select id from sessions order by id`)).map((r) => r.id);
   assert.equal(ids, ['just-revoked', 'live']);
   assert.equal((await db.query<{ t: string }>(sql`select token_hash as t from password_links`)).map((r) => r.t), ['fresh']);

@@ -16,7 +16,8 @@ export const fleetSink: Sink = {
       if (typeof project === 'string') named.add(`${project}\n${e.kind}`);
     }
     if (named.size === 0) return;
-    const mine = new Set((await watchList(db, runnerId)).map((p) => p.id));
+    // A pool membership is not counted: the orchestrator, slots and panes of a project are its primary's.
+    const mine = new Set((await watchList(db, runnerId)).filter((p) => !p.pool).map((p) => p.id));
     for (const key of named) {
       const [projectId, kind] = key.split('\n');
       if (mine.has(projectId)) await publish(db, { type: 'fleet', projectId, kind }, { projectId });

@@ -21,7 +21,7 @@ export async function openDb(config: Config, opts: OpenOptions = {}): Promise<Db
     case 'pglite':
       return (await import('./pglite.ts')).openPglite(config.PGLITE_DATA_DIR, opts.pgliteTemplate, opts.log, config.PGLITE_SHARED_BUFFERS);
     case 'postgres':
-      return (await import('./postgres.ts')).openPostgres(config.DATABASE_URL!, config.DATABASE_POOL_MAX, opts.log);
+      return (await import('./postgres.ts')).openPostgres(config.DATABASE_URL!, config.DATABASE_POOL_MAX, opts.log, config.DATABASE_CONNECT_ATTEMPT_SECONDS);
     case 'neon':
       return (await import('./neon.ts')).openNeon(config.DATABASE_URL!, config.DATABASE_POOL_MAX, config.NEON_WS_PROXY, opts.log);
   }

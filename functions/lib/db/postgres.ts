@@ -86,7 +86,7 @@ async function transaction<T>(conn: postgres.Sql, fn: (tx: Queryable) => Promise
  */
 export const reconnectBackoff = (retries: number) => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 0.5);
 
-export async function openPostgres(url: string, max: number, log?: Logger): Promise<Db> {
+export async function openPostgres(url: string, max: number, log?: Logger, connectAttemptSeconds = 2): Promise<Db> {
   const { default: postgresJs } = await import('postgres');
   const conn = postgresJs(url, {
     max,
@@ -94,8 +94,11 @@ export async function openPostgres(url: string, max: number, log?: Logger): Prom
     onnotice: () => {},
     connection: { application_name: 'svc' },
     // A database that does not answer fails a request within seconds (503 database_unavailable) rather
-    // than holding it for postgres.js's default 30 s.
-    connect_timeout: 10,
+    // than holding it for postgres.js's default 30 s. The circuit (circuit.ts) refuses new queries at once
+    // while the database is away, but a query already waiting behind a connection attempt waits for that
+    // attempt: at 10 s, a request made while PostgreSQL was shutting down (`-m fast`) once took 10.0 s
+    // to get its 503 (test/ops/pg-outage.test.ts). DATABASE_CONNECT_ATTEMPT_SECONDS (default 2) bounds it.
+    connect_timeout: connectAttemptSeconds,
     backoff: reconnectBackoff,
   });
   await conn`select 1`; // fail fast (and let the caller retry) when the server is not reachable
