@@ -55,9 +55,11 @@ test.before(async () => {
       values (${id}, ${extra.runner ?? null}, ${projectId}, 'review', '[]', 'report', ${state}, now(), ${extra.reason ?? null}, ${extra.retryOf ?? null})`;
     await db.query(run('lost-1', 'failed', { reason: 'runner_lost', runner: gpu }));
     await db.query(run('retry-1', 'queued', { retryOf: 'lost-1' }));
+    // On behalf of the instance admin (the dispatcher checks the creator again); no pool runner is online, so it stays queued.
+    const [creator] = await db.query<{ id: string }>(sql`select id from users where email = ${admin.email}`);
     await db.query(sql`
       insert into pool_runs (run_id, project_id, source, source_id, source_name, created_by, skill, output, queue_deadline, waiting_reason, retry_of)
-      values ('retry-1', ${projectId}, 'schedule', 's1', 'nightly', 'u', 'review', 'report', now() + interval '30 minutes', '1 runner busy', 'lost-1')`);
+      values ('retry-1', ${projectId}, 'schedule', 's1', 'nightly', ${creator.id}, 'review', 'report', now() + interval '30 minutes', '1 runner busy', 'lost-1')`);
   } finally {
     await db.close();
   }
@@ -121,14 +123,15 @@ test('Projects: the pool lists the primary runner first and the member; add a ru
   assert.equal(errors, []);
 });
 
-test('Runs: a queued pool run (with its place and reason when the server reports them), the reason a run ended with, and a retry linking to the lost run', async () => {
+test('Runs: a queued pool run with its place and why it waits, the reason a run ended with, and a retry linking to the lost run', async () => {
   const { page, errors } = await signedIn('#/runs');
   await page.waitForSelector('tr[data-run=retry-1]');
   const retry = (await page.textContent('tr[data-run=retry-1]')) ?? '';
   assert.match(retry, /queued/);
   assert.match(retry, /retry of\s*lost-1/);
   const listed = (await api(`/api/runs?projectId=${projectId}`)).body.runs.find((r: { id: string }) => r.id === 'retry-1');
-  if (listed.queue) assert.match(retry, new RegExp(`#${listed.queue.position} in the queue: ${listed.queue.reason}`));
+  assert.is(listed.queue?.position, 1, JSON.stringify(listed));
+  assert.match(retry, new RegExp(`#1 in the queue: ${listed.queue.reason}`));
   assert.match((await page.textContent('tr[data-run=lost-1]')) ?? '', /runner_lost/);
   await page.click('tr[data-run=retry-1] a:has-text("lost-1")');
   await page.waitForSelector('tr[data-run=lost-1] + tr .run-detail', { state: 'attached' }); // opened (empty: the lost run reported nothing)
