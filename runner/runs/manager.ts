@@ -7,7 +7,7 @@
 // stay queued, a run whose tmux session is alive is followed again, and one whose session is gone
 // without an exit record is marked failed — no run stays `running` forever. A run also cannot outlive
 // its timeout: exec-run enforces it, and the daemon kills a session still there well after it.
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, watch } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,6 +28,8 @@ import { MAX_PROGRESS_LINES, PROGRESS_BATCH, progressEvent, stateEvent } from '.
 import { readStreamLine, emptySummary } from './stream.ts';
 import type { Chosen } from '../launch.ts';
 import { createRunWorktree } from './worktree.ts';
+import { killAgentGroup, knownRun, pidAlive, runAnswer } from './answer.ts';
+import type { Submitted } from './answer.ts';
 
 /** A session gone this long (and its exec-run dead) without a final state: the run is lost. */
 const LOST_GRACE_MS = 3000;
@@ -44,34 +46,6 @@ interface Tracked {
   seq: number;
   goneSince: number | null;
   watcher?: FSWatcher;
-}
-
-export interface Submitted {
-  runId: string;
-  state: RunState;
-  session?: string;
-  position?: number;
-  branch?: string;
-  error?: string;
-}
-
-export function pidAlive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Stop an agent whose exec-run died: its process group, only when /proc shows it is this run's. */
-function killAgentGroup(pid: number | undefined, runId: string): void {
-  if (!pid || !pidAlive(pid)) return;
-  try {
-    if (!readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`SVC_RUN_ID=${runId}`)) return;
-    process.kill(-pid, 'SIGKILL');
-  } catch {}
 }
 
 export class SkillRuns {
@@ -186,7 +160,7 @@ export class SkillRuns {
     const runId = req.runId;
     const pending = this.accepting.get(runId);
     if (pending) return pending;
-    const known = this.knownRun(runId, req.projectId);
+    const known = knownRun(this.env, runId, req.projectId);
     if (known) return this.answerFor(runId, known);
     const accepted = this.accept(req, chosen, runId).finally(() => this.accepting.delete(runId));
     this.accepting.set(runId, accepted);
@@ -200,28 +174,13 @@ export class SkillRuns {
   async existing(runId: string, projectId: string): Promise<(Submitted & { profileId: string; runtime: string; timeoutSec: number }) | null> {
     const pending = this.accepting.get(runId);
     if (pending) await pending.catch(() => {});
-    const run = this.knownRun(runId, projectId);
+    const run = knownRun(this.env, runId, projectId);
     return run ? { ...this.answerFor(runId, run), profileId: run.profileId, runtime: run.runtime, timeoutSec: run.timeoutSec } : null;
-  }
-
-  private knownRun(runId: string, projectId: string): RunFile | null {
-    const run = readRun(runDir(this.env, runId));
-    if (run && run.projectId !== projectId) throw new CommandError('run_exists', `run ${runId} exists on this runner for another project`);
-    return run;
   }
 
   /** A run's answer as it stands (state.json is the truth; the queue gives the position). */
   private answerFor(runId: string, run: RunFile, fallback?: StateFile): Submitted {
-    const now = readState(runDir(this.env, runId)) ?? fallback ?? { runId, state: 'queued' as const, at: '' };
-    const position = this.queued().findIndex((q) => q.run.runId === runId);
-    return {
-      runId,
-      state: now.state,
-      ...(now.state === 'running' || now.state === 'starting' ? { session: sessionName.run(runId) } : {}),
-      ...(position >= 0 ? { position: position + 1 } : {}),
-      ...(run.worktree ? { branch: run.worktree.branch } : {}),
-      ...(now.error ? { error: now.error } : {}),
-    };
+    return runAnswer(readState(runDir(this.env, runId)) ?? fallback ?? { runId, state: 'queued' as const, at: '' }, run, this.queued().findIndex((q) => q.run.runId === runId));
   }
 
   private async accept(req: Omit<RunRequest, 'runId'> & { runId?: string }, chosen: Chosen, runId: string): Promise<Submitted> {
