@@ -10,7 +10,8 @@
 //             load = their starting/running runs + pool runs being sent to them), least loaded first.
 //             Found: `dispatching` with a lease, skill.run with runId after the commit; done → dispatched and
 //             the run `starting` on that runner; refused → failed command_refused (it would be refused again);
-//             offline or no answer → queued again. Not found: `waiting_reason` says why, in words
+//             offline (nothing was sent) → queued again; no answer → it stays that runner's (it may hold it),
+//             ended by its report or by the loss rule. Not found: `waiting_reason` says why, in words
 //   expire    a `dispatching` lease that ran out (its process died while sending): failed `interrupted`,
 //             never sent twice. Queued past the deadline: failed `no_runner_available`, its admins told once
 //   loss      a dispatched run whose runner has been offline longer than POOL_LOSS_GRACE_SECONDS: failed
@@ -382,10 +383,19 @@ export class PoolDispatcher {
         if (run) await publish(tx, { type: 'run', projectId: r.project_id, id: r.run_id, state: run.state }, { projectId: r.project_id });
       } else if (outcome.reason === 'command_refused') {
         await endRun(tx, r.run_id, 'command_refused', `runner ${c.runnerId} refused it: ${outcome.detail ?? ''}`);
-      } else {
-        const why = outcome.reason === 'command_timeout' ? `runner ${c.runnerId} did not answer` : `runner ${c.runnerId} went offline`;
+      } else if (outcome.reason === 'command_timeout') {
+        // The command left and no answer came: the runner may hold the run (it may even have reported it),
+        // so it is never sent to another runner. It counts as that runner's: the runner reports it (a resend
+        // of the same runId is answered with the same run), or the loss rule ends it runner_lost after the
+        // grace and retries it once (loseRuns) — at most one copy runs.
         await tx.query(sql`
-          update pool_runs set status = 'queued', runner_id = null, lease_owner = null, lease_expires_at = null, waiting_reason = ${why} where run_id = ${r.run_id}`);
+          update pool_runs set status = 'dispatched', dispatched_at = now(), waiting_reason = null, lease_owner = null, lease_expires_at = null where run_id = ${r.run_id}`);
+        await tx.query(sql`update skill_runs set runner_id = ${c.runnerId}, updated_at = now() where id = ${r.run_id} and runner_id is null`);
+        this.opts.log.warn('a pool run got no answer from its runner: it stays with that runner until it reports or is lost', { runId: r.run_id, runnerId: c.runnerId });
+      } else {
+        // offline: the hub sent nothing (functions/runners/commands.ts), so another runner may take it.
+        await tx.query(sql`
+          update pool_runs set status = 'queued', runner_id = null, lease_owner = null, lease_expires_at = null, waiting_reason = ${`runner ${c.runnerId} went offline`} where run_id = ${r.run_id}`);
       }
     });
   }

@@ -12,13 +12,14 @@ const SUMMARY_COLUMNS = sql.raw(
 
 /**
  * A queued pool run's place in its project's queue (1 = next) and why it waits (runs/pool.ts keeps
- * waiting_reason); null columns for every other run.
+ * waiting_reason); null columns for every other run. A run being sent to its runner (`dispatching`) is
+ * still queued until the runner takes it, and says so, ahead of those still waiting.
  */
 const QUEUE_JOIN = sql.raw(`
   left join lateral (
-    select d.waiting_reason as queue_reason,
-           (select count(*) from pool_runs e where e.project_id = d.project_id and e.status = 'queued' and e.seq <= d.seq) as queue_position
-      from pool_runs d where d.run_id = r.id and d.status = 'queued') q on true`);
+    select case when d.status = 'dispatching' then 'being sent to a runner' else d.waiting_reason end as queue_reason,
+           (select count(*) from pool_runs e where e.project_id = d.project_id and e.status in ('queued', 'dispatching') and e.seq <= d.seq) as queue_position
+      from pool_runs d where d.run_id = r.id and d.status in ('queued', 'dispatching')) q on true`);
 
 /** One page and one more row (so the caller knows whether a next page exists), newest first. */
 export const listFailedStarts = (q: Queryable, principal: Principal, f: { projectId?: string; before?: string; limit: number }) =>
