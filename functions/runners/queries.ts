@@ -57,8 +57,8 @@ export const runnerProjects = (q: Queryable, runnerId: string) =>
 
 /** The projects whose pool a runner is a member of (project_runners), by name. */
 export const poolProjects = (q: Queryable, runnerId: string) =>
-  q.query<{ id: string; name: string }>(sql`
-    select p.id, p.name from project_runners m join projects p on p.id = m.project_id where m.runner_id = ${runnerId} order by lower(p.name)`);
+  q.query<{ id: string; name: string; root_path: string }>(sql`
+    select p.id, p.name, m.root_path from project_runners m join projects p on p.id = m.project_id where m.runner_id = ${runnerId} order by lower(p.name)`);
 
 /** A runner's last events, newest first. */
 export const lastEvents = (q: Queryable, runnerId: string, limit: number) =>

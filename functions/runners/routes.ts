@@ -205,17 +205,19 @@ export const routes: Route[] = [
     },
   }),
   adminRunnerRoute({ method: 'GET', path: '/api/runners/:runnerId',
-    summary: 'One runner: status, version, capabilities, the agent runtimes it reported (profiles), the projects it serves and its last 20 events (kind and time)',
+    summary: 'One runner: status, version, capabilities, the agent runtimes it reported (profiles), the projects it serves, the projects whose pool it is a member of, and its last 20 events (kind and time)',
     responses: { 200: { description: 'the runner', schema: runnerDetail } },
     async handler({ params }, ctx) {
       const r = await getRunner(ctx.db, params.runnerId);
       const projects = await runnerProjects(ctx.db, r.id);
+      const pools = await poolProjects(ctx.db, r.id);
       const events = await lastEvents(ctx.db, r.id, 20);
       const bundleVersion = await servedRunnerVersion(ctx.config);
       return json({
         ...toRunner(r, bundleVersion),
         bundleVersion,
         projects: projects.map((p) => ({ id: p.id, name: p.name, rootPath: p.root_path })),
+        poolProjects: pools.map((p) => ({ id: p.id, name: p.name, rootPath: p.root_path })),
         lastEvents: events.map((e) => ({ kind: e.kind, source: e.source, ts: iso(e.ts), receivedAt: iso(e.received_at) })),
       });
     },

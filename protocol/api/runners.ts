@@ -43,6 +43,9 @@ export type RunnerList = z.output<typeof runnerList>;
 export const runnerDetail = runnerView.extend({
   bundleVersion: z.string().nullable(),
   projects: z.array(z.object({ id: z.string(), name: z.string(), rootPath: z.string().nullable() })),
+  poolProjects: z
+    .array(z.object({ id: z.string(), name: z.string(), rootPath: z.string() }))
+    .describe('Projects whose pool this runner is a member of (skill runs of a pool target only), with its clone\'s root there'),
   lastEvents: z.array(z.object({ kind: z.string(), source: z.string(), ts: iso.nullable(), receivedAt: iso.nullable() })),
 });
 export type RunnerDetail = z.output<typeof runnerDetail>;

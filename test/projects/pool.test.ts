@@ -78,6 +78,8 @@ test('add a runner online: checked ok, 201; the list shows the primary first, th
   assert.is(list.body.runners[0].takesPoolRuns, false);
   const audit = await call(`/api/audit?action=project.pool_set&targetId=${projectId}`);
   assert.is(audit.body.records.length, 1);
+  const detail = await call(`/api/runners/${member}`);
+  assert.equal([detail.body.projects, detail.body.poolProjects.map((p: { id: string; rootPath: string }) => [p.id, p.rootPath])], [[], [[projectId, '/home/ci/pooled']]], 'the runner shows the pool it is a member of');
 });
 
 test('change the root: 200; a root that is no repository on the runner → 422 naming rootPath, nothing changed', async () => {

@@ -99,6 +99,7 @@ function RunnerDetail({ id, onClose }: { id: string; onClose: () => void }) {
       <dt>Capabilities</dt><dd>${d.capabilities.length ? d.capabilities.join(', ') : 'none'}</dd>
       <dt>Paired</dt><dd>${when(d.pairedAt)}</dd>
       <dt>Projects</dt><dd>${d.projects.length ? d.projects.map((p) => html`<div>${p.name} <code>${p.rootPath ?? ''}</code></div>`) : 'none'}</dd>
+      ${d.poolProjects.length ? html`<dt>Pool member of</dt><dd>${d.poolProjects.map((p) => html`<div>${p.name} <code>${p.rootPath}</code></div>`)}</dd>` : null}
       <dt>Agent runtime</dt><dd class="reported-profiles">${
         d.profiles === null
           ? html`<span class="muted">not reported (runner older than this server)</span>`
