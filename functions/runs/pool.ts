@@ -9,9 +9,8 @@
 //             POOL_CAPABILITY, having every target tag and a free place (reported max_concurrent_runs >
 //             load = their starting/running runs + pool runs being sent to them), least loaded first.
 //             Found: `dispatching` with a lease, skill.run with runId after the commit; done → dispatched and
-//             the run `starting` on that runner; refused → failed command_refused (it would be refused again);
-//             offline (nothing was sent) → queued again; no answer → it stays that runner's (it may hold it),
-//             ended by its report or by the loss rule. Not found: `waiting_reason` says why, in words
+//             the run `starting` on that runner; refused → failed command_refused; offline (nothing sent) →
+//             queued again; no answer → it stays that runner's. Not found: `waiting_reason` says why
 //   expire    a `dispatching` lease that ran out (its process died while sending): failed `interrupted`,
 //             never sent twice. Queued past the deadline: failed `no_runner_available`, its admins told once
 //   loss      a dispatched run whose runner has been offline longer than POOL_LOSS_GRACE_SECONDS: failed
@@ -360,12 +359,8 @@ export class PoolDispatcher {
   /** skill.run with the run's id on behalf of its creator, then what came back. */
   private async send(c: Claimed): Promise<void> {
     const r = c.row;
-    const outcome = await sendSkillRun(
-      this.opts.hub,
-      c.runnerId,
-      { projectId: r.project_id, skill: r.skill, args: r.args, profile: r.profile, model: r.model, output: r.output, runId: r.run_id },
-      r.created_by,
-    ).catch((err: unknown): SendOutcome | null => {
+    const spec = { projectId: r.project_id, skill: r.skill, args: r.args, profile: r.profile, model: r.model, output: r.output, runId: r.run_id };
+    const outcome = await sendSkillRun(this.opts.hub, c.runnerId, spec, r.created_by).catch((err: unknown): SendOutcome | null => {
       this.opts.log.error('pool run not sent', { runId: r.run_id, error: err instanceof Error ? err.message : String(err) });
       return null; // its lease expires: interrupted
     });
@@ -384,14 +379,12 @@ export class PoolDispatcher {
       } else if (outcome.reason === 'command_refused') {
         await endRun(tx, r.run_id, 'command_refused', `runner ${c.runnerId} refused it: ${outcome.detail ?? ''}`);
       } else if (outcome.reason === 'command_timeout') {
-        // The command left and no answer came: the runner may hold the run (it may even have reported it),
-        // so it is never sent to another runner. It counts as that runner's: the runner reports it (a resend
-        // of the same runId is answered with the same run), or the loss rule ends it runner_lost after the
-        // grace and retries it once (loseRuns) — at most one copy runs.
+        // No answer: the runner may hold the run, so it stays that runner's (never sent to a second one):
+        // it reports it, or loseRuns ends it runner_lost after the grace and retries it once.
         await tx.query(sql`
           update pool_runs set status = 'dispatched', dispatched_at = now(), waiting_reason = null, lease_owner = null, lease_expires_at = null where run_id = ${r.run_id}`);
         await tx.query(sql`update skill_runs set runner_id = ${c.runnerId}, updated_at = now() where id = ${r.run_id} and runner_id is null`);
-        this.opts.log.warn('a pool run got no answer from its runner: it stays with that runner until it reports or is lost', { runId: r.run_id, runnerId: c.runnerId });
+        this.opts.log.warn('a pool run got no answer from its runner: it stays there until reported or lost', { runId: r.run_id, runnerId: c.runnerId });
       } else {
         // offline: the hub sent nothing (functions/runners/commands.ts), so another runner may take it.
         await tx.query(sql`

@@ -175,20 +175,23 @@ for (const mode of ['500', 'garbage', 'drop'] as const) {
 }
 
 test('issue.create {title, body, labels} → {number, url}; labels omitted when absent; issues.refresh and collector.poll poll now', async () => {
+  // The pull request exists before the daemon starts: its timed first poll (1 s after start) and
+  // collector.poll are both a first look at it, whichever comes first on a loaded machine (CI once ran
+  // the timed poll between an addPull made here later and collector.poll, which then reported pr.opened).
+  const pr = gh.addPull(REPO, { title: 'Pushed', head: 'pushed' });
   const conn = await f.start(config({ queue: { pollSeconds: 3600 }, fleet: { prPollSeconds: 3600 } }));
   const r = await conn.command('issue.create', { projectId: 'p1', title: 'Broken build', body: 'It fails.', labels: ['bug', 'agent'] });
   assert.is(r.ok, true, JSON.stringify(r));
-  assert.equal(r.data, { number: 1, url: `https://github.example/${REPO}/issues/1` });
+  assert.equal(r.data, { number: 2, url: `https://github.example/${REPO}/issues/2` }, 'issues and pull requests share numbers, as on GitHub');
   const posts = gh.requests.filter((x) => x.method === 'POST');
   assert.equal(posts[0].body, { title: 'Broken build', body: 'It fails.', labels: ['bug', 'agent'] });
   const r2 = await conn.command('issue.create', { projectId: 'p1', title: 'No labels' });
-  assert.equal(r2.data.number, 2);
+  assert.equal(r2.data.number, 3);
   assert.equal(gh.requests.filter((x) => x.method === 'POST')[1].body, { title: 'No labels', body: '' }, 'no labels key');
   assert.is(gh.repo(REPO).issues.length, 2);
 
   const refresh = await conn.command('issues.refresh', { projectId: 'p1' });
   assert.equal([refresh.data.count, refresh.data.issues.map((i: any) => i.title)], [2, ['No labels', 'Broken build']]);
-  const pr = gh.addPull(REPO, { title: 'Pushed', head: 'pushed' });
   const poll1 = await conn.command('collector.poll', {});
   assert.equal(poll1.data.projects, [{ projectId: 'p1', issues: 2, pullRequests: 1, events: [] }], 'the first poll is the baseline');
   gh.repo(REPO).pulls.find((p) => p.number === pr.number)!.state = 'closed';
