@@ -13,10 +13,10 @@ export type LiveNotice =
   | { type: 'run.progress'; projectId: string; id: string; lines?: number }
   /**
    * A project was created, changed (name, repository, runner, budget) or deleted, or its members or their
-   * roles changed (`members`). Sent to the project's members and instance admins; a member removed from
+   * roles changed (`members`), or its runner pool (`pool`). Sent to the project's members and instance admins; a member removed from
    * it, or the members of a deleted project, get it too (their list loses the project).
    */
-  | { type: 'project'; projectId: string; change: 'created' | 'updated' | 'deleted' | 'members' }
+  | { type: 'project'; projectId: string; change: 'created' | 'updated' | 'deleted' | 'members' | 'pool' }
   /** An orchestrator or slot event of a project (fleet state): `kind` is the event's name. */
   | { type: 'fleet'; projectId: string; kind: string }
   /** An outbound webhook's delivery state: its circuit moved (closed, open, half-open). */

@@ -108,7 +108,7 @@ export const routes: Route[] = [
           await checkMember(tx, await getProject(tx, params.projectId), params.runnerId, body.rootPath);
           const before = (await poolMember(tx, params.projectId, params.runnerId))?.root_path ?? null;
           await setPoolMember(tx, params.projectId, params.runnerId, body.rootPath, check.state, check.state === 'ok' ? null : check.message);
-          await publish(tx, { type: 'project', projectId: params.projectId, change: 'updated' }, { projectId: params.projectId });
+          await publish(tx, { type: 'project', projectId: params.projectId, change: 'pool' }, { projectId: params.projectId });
           return { before };
         },
       );
@@ -127,7 +127,7 @@ export const routes: Route[] = [
         async (tx) => {
           const before = await poolMember(tx, params.projectId, params.runnerId);
           if (!before || !(await removePoolMember(tx, params.projectId, params.runnerId))) throw notFound('that runner is no member of this pool');
-          await publish(tx, { type: 'project', projectId: params.projectId, change: 'updated' }, { projectId: params.projectId });
+          await publish(tx, { type: 'project', projectId: params.projectId, change: 'pool' }, { projectId: params.projectId });
           return before.root_path;
         },
       );

@@ -20,7 +20,9 @@ export function Pool({ me, projectId, runners }: { me: Me; projectId: string; ru
   const { error, fields, busy, run } = useAction();
   const load = () => api<PoolRunnerList>(`/api/projects/${projectId}/runners`).then((p) => setPool(p.runners));
   useEffect(() => void load().catch(() => setPool([])), [projectId]);
-  useLiveRefetch((n) => n.type === 'project' && n.projectId === projectId, () => load().catch(() => {}), [projectId]);
+  // Only on a change of the pool itself: a refetch after any project notice could land after the project
+  // was deleted (its section still open for a moment) and ask for a pool that is gone (a 404).
+  useLiveRefetch((n) => n.type === 'project' && n.projectId === projectId && n.change === 'pool', () => load().catch(() => {}), [projectId]);
   const admin = me.user.instanceAdmin;
   const inPool = new Set((pool ?? []).map((r) => r.runnerId));
   const candidates = runners.filter((r) => !inPool.has(r.id) && r.status !== 'revoked' && r.status !== 'unpaired');
