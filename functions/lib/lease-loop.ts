@@ -136,4 +136,18 @@ export class LeaseLoop {
     this.unlisten = undefined;
     await Promise.all([unlisten?.().catch(() => {}), this.draining?.catch(() => {})]);
   }
+
+  /**
+   * stop(), then let the work the passes started (`inFlight`: commands being sent) finish, for up to
+   * `graceMs` in all; what is still out then is left to its lease.
+   */
+  async stopWithin(graceMs: number, inFlight: ReadonlySet<Promise<unknown>>): Promise<void> {
+    const settled = (async () => {
+      await this.stop();
+      await Promise.all(inFlight);
+    })();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([settled, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+  }
 }

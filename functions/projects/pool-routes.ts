@@ -15,7 +15,7 @@ import type { Queryable } from '../lib/db/index.ts';
 import { HttpError, badRequest, conflict, json, notFound } from '../lib/errors.ts';
 import { idParam, projectRoute } from '../lib/project-routes.ts';
 import { empty } from '../lib/respond.ts';
-import { placementRunner, projectRow } from './queries.ts';
+import { placementRunner, requireProjectRow } from './queries.ts';
 import type { ProjectRow } from './queries.ts';
 import { poolMember, poolRunners, removePoolMember, rootsOnRunner, setPoolMember } from './pool-queries.ts';
 import type { PoolRunnerRow } from './pool-queries.ts';
@@ -38,12 +38,6 @@ const toPoolRunner = (r: PoolRunnerRow): PoolRunnerView => ({
   runningRuns: r.running_runs,
   takesPoolRuns: r.takes_pool_runs,
 });
-
-async function getProject(db: Queryable, id: string): Promise<ProjectRow> {
-  const row = await projectRow(db, id);
-  if (!row) throw notFound('no such project');
-  return row;
-}
 
 /**
  * The runner must exist, not be revoked and not be the project's primary runner (that one works in the
@@ -89,7 +83,7 @@ export const routes: Route[] = [
     body: z.strictObject({ rootPath: rootPathField }),
     async handler({ principal, params, body, requestId }, ctx) {
       requireInstanceAdmin(principal!);
-      const project = await getProject(ctx.db, params.projectId);
+      const project = await requireProjectRow(ctx.db, params.projectId);
       await checkMember(ctx.db, project, params.runnerId, body.rootPath);
       // Asked outside any transaction: the runner may take the command's timeout to answer.
       const check = await checkRoot(ctx.db, ctx.hub, params.runnerId, body.rootPath, project.repo, principal!.user.id);
@@ -105,7 +99,7 @@ export const routes: Route[] = [
           requestId,
         }),
         async (tx) => {
-          await checkMember(tx, await getProject(tx, params.projectId), params.runnerId, body.rootPath);
+          await checkMember(tx, await requireProjectRow(tx, params.projectId), params.runnerId, body.rootPath);
           const before = (await poolMember(tx, params.projectId, params.runnerId))?.root_path ?? null;
           await setPoolMember(tx, params.projectId, params.runnerId, body.rootPath, check.state, check.state === 'ok' ? null : check.message);
           await publish(tx, { type: 'project', projectId: params.projectId, change: 'pool' }, { projectId: params.projectId });

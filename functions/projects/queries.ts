@@ -5,6 +5,7 @@ import type { ProjectAnswer, RootCheckView } from '../../protocol/api/projects.t
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import type { Role } from '../lib/context.ts';
+import { notFound } from '../lib/errors.ts';
 
 export interface ProjectRow {
   id: string;
@@ -37,6 +38,13 @@ export type ProjectSettings = Pick<ProjectAnswer, 'name' | 'repo' | 'runnerId' |
 export async function projectRow(q: Queryable, id: string): Promise<ProjectRow | null> {
   const [row] = await q.query<ProjectRow>(sql`select * from projects where id = ${id}`);
   return row ?? null;
+}
+
+/** The project's row, or 404 `no such project`. */
+export async function requireProjectRow(q: Queryable, id: string): Promise<ProjectRow> {
+  const row = await projectRow(q, id);
+  if (!row) throw notFound('no such project');
+  return row;
 }
 
 /** The projects a user sees (all of them for instance admins), by name, with their role (admin for instance admins). */

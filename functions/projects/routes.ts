@@ -26,7 +26,7 @@ import {
   nameTaken,
   otherRoots,
   placementRunner,
-  projectRow,
+  requireProjectRow,
   removeMember,
   setMember,
   toProject,
@@ -70,9 +70,7 @@ export const projectPatch = z.strictObject({
 type Project = ProjectAnswer;
 
 async function getProject(db: Queryable, id: string): Promise<Project> {
-  const row = await projectRow(db, id);
-  if (!row) throw notFound('no such project');
-  return toProject(row);
+  return toProject(await requireProjectRow(db, id));
 }
 
 /** One root is the other or lies inside it (compared by path segments, so /srv/a and /srv/ab do not overlap). */

@@ -43,6 +43,13 @@ export const poolTargetOf = (r: PoolTargetRow): PoolTarget => ({
   retryOnRunnerLoss: r.retry_on_runner_loss,
 });
 
+/** A pool run's target settings as runs/pool.ts queuePoolRun takes them, from a trigger's or schedule's row. */
+export const poolRunTarget = (r: PoolTargetRow) => ({
+  targetTags: r.target_tags,
+  queueTimeoutMinutes: Number(r.queue_timeout_minutes),
+  retryOnLoss: r.retry_on_runner_loss,
+});
+
 /** The defaults of a create body (spread after poolTargetFields' shapes by the trigger and schedule schemas). */
 export const poolTargetDefaults = {
   target: poolTargetFields.target.default('primary'),

@@ -33,7 +33,7 @@ import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import { publish } from '../live/publish.ts';
 import { notify } from '../notifications/notify.ts';
-import { ONLINE_WITHIN_SECONDS } from '../runners/presence.ts';
+import { onlineSql } from '../runners/presence.ts';
 import { creatorAuthorized, sendSkillRun } from './launch.ts';
 import type { SendOutcome } from './launch.ts';
 
@@ -133,7 +133,7 @@ async function members(q: Queryable, projectId: string): Promise<Member[]> {
       select runner_id as id from projects where id = ${projectId} and runner_id is not null and root_path is not null
       union select runner_id from project_runners where project_id = ${projectId} and root_state <> 'failed')
     select r.id,
-           (r.connected_instance is not null and r.last_seen_at > now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS})) as online,
+           ${onlineSql} as online,
            coalesce(r.capabilities, '[]'::jsonb) @> ${sql.json([POOL_CAPABILITY])} as pool,
            r.tags, r.max_concurrent_runs as max,
            (select count(*) from skill_runs s where s.runner_id = r.id and s.state in ('starting', 'running'))
@@ -195,13 +195,7 @@ export class PoolDispatcher {
 
   async stop(graceMs: number): Promise<void> {
     kickers.delete(this.kicker);
-    const settled = (async () => {
-      await this.loop.stop();
-      await Promise.all(this.inFlight);
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([settled, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
+    await this.loop.stopWithin(graceMs, this.inFlight);
   }
 
   kick(): void {
@@ -265,7 +259,7 @@ export class PoolDispatcher {
       const lost = await tx.query<PoolRunRow & { source: string; source_id: string; source_name: string; delivery_id: string | null; queue_deadline: Date; created_at: Date; retry_on_loss: boolean; retry_of: string | null; runner_id: string }>(sql`
         select d.* from pool_runs d left join runners r on r.id = d.runner_id
          where d.status = 'dispatched'
-           and (r.id is null or r.revoked_at is null and (r.connected_instance is null or r.last_seen_at < now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS}))
+           and (r.id is null or r.revoked_at is null and not ${onlineSql}
                              and r.last_seen_at < now() - make_interval(secs => ${grace})
                 or r.revoked_at is not null)
          order by d.seq for update of d skip locked`);

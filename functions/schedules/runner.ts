@@ -33,7 +33,7 @@ import type { Logger } from '../lib/log.ts';
 import type { RunnerHub } from '../lib/context.ts';
 import { creatorAuthorized, sendSkillRun } from '../runs/launch.ts';
 import { kickPool, queuePoolRun } from '../runs/pool.ts';
-import type { PoolTargetRow } from '../runs/pool-target.ts';
+import { poolRunTarget } from '../runs/pool-target.ts';
 import { recordActivity } from '../activity/record.ts';
 import { emitEvent } from '../webhooks/capture.ts';
 import { recordStartFailures, startSucceeded } from '../runs/start-failures.ts';
@@ -125,9 +125,8 @@ export class ScheduleRunner {
       out = { result: 'skipped', reason: 'previous_still_running', detail: `run ${s.last_run_id} has not ended`, runId: null };
     } else if (await budgetExceeded(db, s.project_id)) {
       out = { result: 'skipped', reason: 'budget_exceeded', detail: "the project's monthly budget is spent and its action is stop", runId: null };
-    } else if ((s as ScheduleRow & Partial<PoolTargetRow>).target === 'pool') {
+    } else if (s.target === 'pool') {
       // A pool target (runs/pool.ts): queued on the server now, started by the pool dispatcher.
-      const p = s as ScheduleRow & PoolTargetRow;
       const runId = await queuePoolRun(
         db,
         {
@@ -141,9 +140,7 @@ export class ScheduleRunner {
           profile: s.profile,
           model: s.model,
           output: s.output,
-          targetTags: p.target_tags ?? [],
-          queueTimeoutMinutes: Number(p.queue_timeout_minutes ?? 30),
-          retryOnLoss: Boolean(p.retry_on_runner_loss),
+          ...poolRunTarget(s),
         },
         this.opts.clock.now(),
       );

@@ -39,7 +39,7 @@ import { failedStartReason } from '../../protocol/start-reasons.ts';
 import { creatorAuthorized, sendCommand, sendSkillRun } from '../runs/launch.ts';
 import type { SendOutcome } from '../runs/launch.ts';
 import { kickPool, queuePoolRun } from '../runs/pool.ts';
-import type { PoolTargetRow } from '../runs/pool-target.ts';
+import { poolRunTarget } from '../runs/pool-target.ts';
 import type { PoolRunSpec } from '../runs/pool.ts';
 import type { TriggerRow } from './triggers.ts';
 
@@ -71,11 +71,10 @@ export const triggerActivity = (q: Queryable, t: Pick<TriggerRow, 'id' | 'projec
   });
 
 /** A trigger that starts skill runs on the project's pool (its row's target, sql/0030). */
-const isPoolSkill = (t: TriggerRow): boolean => t.action === 'skill' && (t as TriggerRow & Partial<PoolTargetRow>).target === 'pool';
+const isPoolSkill = (t: TriggerRow): boolean => t.action === 'skill' && t.target === 'pool';
 
 /** What a pool trigger's delivery queues: the rendered args, on behalf of the trigger's creator. */
 function poolSpec(t: TriggerRow, d: { id: string; args: string[] | null }): PoolRunSpec {
-  const p = t as TriggerRow & PoolTargetRow;
   return {
     projectId: t.project_id,
     source: 'trigger',
@@ -88,9 +87,7 @@ function poolSpec(t: TriggerRow, d: { id: string; args: string[] | null }): Pool
     profile: t.profile,
     model: t.model,
     output: t.output,
-    targetTags: p.target_tags ?? [],
-    queueTimeoutMinutes: Number(p.queue_timeout_minutes ?? 30),
-    retryOnLoss: Boolean(p.retry_on_runner_loss),
+    ...poolRunTarget(t),
   };
 }
 
@@ -188,13 +185,7 @@ export class TriggerFirer {
    * finish, for up to `graceMs` in all (their leases cover the rest).
    */
   async stop(graceMs: number): Promise<void> {
-    const settled = (async () => {
-      await this.loop.stop();
-      await Promise.all(this.inFlight);
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([settled, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
+    await this.loop.stopWithin(graceMs, this.inFlight);
   }
 
   kick(): void {
