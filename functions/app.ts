@@ -11,6 +11,7 @@ import { BUILD_VERSION } from '../protocol/version.ts';
 import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
+import { routes as oidcRoutes } from './auth/oidc/routes.ts';
 import { routes as setupRoutes } from './auth/setup.ts';
 import { routes as appCheckRoutes } from './codehost/app-check.ts';
 import { routes as codehostModeRoutes } from './codehost/mode.ts';
@@ -44,6 +45,7 @@ export const allRoutes: Route[] = [
   ...healthRoutes,
   ...authRoutes,
   ...setupRoutes,
+  ...oidcRoutes,
   ...projectRoutes,
   ...poolRoutes,
   ...runnerRoutes,

@@ -36,11 +36,13 @@ export async function sessionKey(db: Db, encryption: Buffer | null): Promise<Uin
   return new Uint8Array(Buffer.from(row.value, 'base64url'));
 }
 
-export async function createSession(ctx: AppContext, user: User): Promise<{ jwt: string; csrf: string; expiresAt: Date }> {
+/** A browser session: a password one lasts SESSION_HOURS, a single sign-on one OIDC_SESSION_HOURS. */
+export async function createSession(ctx: AppContext, user: User, method: 'password' | 'oidc' = 'password'): Promise<{ jwt: string; csrf: string; expiresAt: Date }> {
   const id = randomUUID();
   const csrf = randomToken(24);
-  const expiresAt = new Date(Date.now() + SESSION_HOURS * 3600_000);
-  await ctx.db.query(sql`insert into sessions (id, user_id, expires_at) values (${id}, ${user.id}, ${expiresAt})`);
+  const hours = method === 'oidc' ? ctx.config.OIDC_SESSION_HOURS : SESSION_HOURS;
+  const expiresAt = new Date(Date.now() + hours * 3600_000);
+  await ctx.db.query(sql`insert into sessions (id, user_id, expires_at, method) values (${id}, ${user.id}, ${expiresAt}, ${method})`);
   const jwt = await new SignJWT({ sid: id, csrf })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(user.id)
@@ -59,14 +61,14 @@ function secureCookies(ctx: AppContext, request: Request): boolean {
   );
 }
 
-export function sessionCookie(ctx: AppContext, request: Request, jwt: string | null, expiresAt?: Date): string {
-  const parts = [`${SESSION_COOKIE}=${jwt ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Lax'];
+export function sessionCookie(ctx: AppContext, request: Request, jwt: string | null, expiresAt?: Date, name = SESSION_COOKIE, path = '/'): string {
+  const parts = [`${name}=${jwt ?? ''}`, `Path=${path}`, 'HttpOnly', 'SameSite=Lax'];
   if (secureCookies(ctx, request)) parts.push('Secure');
   parts.push(jwt && expiresAt ? `Expires=${expiresAt.toUTCString()}` : 'Max-Age=0');
   return parts.join('; ');
 }
 
-function readCookie(request: Request, name: string): string | null {
+export function readCookie(request: Request, name: string): string | null {
   for (const part of (request.headers.get('cookie') ?? '').split(';')) {
     const [k, ...v] = part.trim().split('=');
     if (k === name) return v.join('=');

@@ -48,8 +48,10 @@ export async function revokeSession(q: Queryable, sessionId: string): Promise<vo
   await q.query(sql`update sessions set revoked_at = now() where id = ${sessionId}`);
 }
 
-export async function revokeUserSessions(q: Queryable, userId: string): Promise<void> {
-  await q.query(sql`update sessions set revoked_at = now() where user_id = ${userId} and revoked_at is null`);
+/** Ends the user's live sessions; answers how many there were. */
+export async function revokeUserSessions(q: Queryable, userId: string): Promise<number> {
+  const ended = await q.query(sql`update sessions set revoked_at = now() where user_id = ${userId} and revoked_at is null and expires_at > now() returning id`);
+  return ended.length;
 }
 
 /** Spends a live (unused, unexpired) password link: the user it was made for, or null. */

@@ -6,6 +6,7 @@ import {
   passwordLinkAnswer,
   passwordSetAnswer,
   sessionAnswer,
+  sessionsEnded,
   tokenCreated,
   tokenList,
   userInvited,
@@ -52,6 +53,9 @@ const tokenExpiry = z.iso
   .describe('When the token stops working (ISO 8601 with a time zone, in the future); absent or null = never');
 
 
+const passwordSignInOff = () =>
+  new HttpError(403, 'password_signin_off', 'password sign-in is off on this instance: sign in with single sign-on');
+
 const meResponse = async (ctx: AppContext, principal: Principal, request: Request): Promise<MeAnswer> => {
   const projects = await visibleProjects(ctx.db, principal.user);
   return {
@@ -69,6 +73,9 @@ export const routes: Route[] = [
     body: z.strictObject({ email, password: z.string().max(PASSWORD_MAX) }),
     bodyLimit: 16 * 1024,
     async handler({ body, request, clientAddress }, ctx) {
+      // PASSWORD_SIGNIN=off: single sign-on only, except the break-glass instance admin (BREAK_GLASS_EMAIL).
+      const breakGlass = ctx.config.BREAK_GLASS_EMAIL !== undefined && body.email === ctx.config.BREAK_GLASS_EMAIL;
+      if (ctx.config.PASSWORD_SIGNIN === 'off' && !breakGlass) throw passwordSignInOff();
       await checkSignInAllowed(ctx.db, body.email, clientAddress);
       const row = await signInRow(ctx.db, body.email);
       // Same work and the same answer for an unknown e-mail, a wrong password and an inactive user.
@@ -77,6 +84,7 @@ export const routes: Route[] = [
         await recordSignInFailure(ctx.db, body.email, clientAddress);
         throw new HttpError(401, 'invalid_credentials', 'wrong e-mail or password');
       }
+      if (ctx.config.PASSWORD_SIGNIN === 'off' && !row.instance_admin) throw passwordSignInOff();
       await clearAccountFailures(ctx.db, body.email);
       const user = toUser(row);
       const session = await createSession(ctx, user);
@@ -199,6 +207,22 @@ export const routes: Route[] = [
         },
       );
       return json({ ...toUser(user.row), active: user.row.active });
+    },
+  }),
+  route({ method: 'DELETE', path: '/api/users/:userId/sessions', tag: 'users', access: 'instanceAdmin',
+    summary: 'End every browser session of a user at once (they must sign in again); API tokens are not touched',
+    responses: { 200: { description: 'how many live sessions were ended', schema: sessionsEnded } },
+    params: z.strictObject({ userId: id }),
+    async handler({ principal, params, requestId }, ctx) {
+      const ended = await audited(
+        ctx.db,
+        (n: number) => ({ actor: principal!, action: 'user.sessions_end', target: { type: 'user', id: params.userId }, diff: { sessionsEnded: n }, requestId }),
+        async (tx) => {
+          if (!(await userExists(tx, params.userId))) throw notFound('no such user');
+          return revokeUserSessions(tx, params.userId);
+        },
+      );
+      return json({ userId: params.userId, sessionsEnded: ended });
     },
   }),
   route({ method: 'POST', path: '/api/users/:userId/password-link', tag: 'users', access: 'instanceAdmin',

@@ -3,7 +3,7 @@
 import { isIP } from 'node:net';
 import { Cron } from 'croner';
 import * as z from 'zod';
-import { httpUrl } from './http-url.ts';
+import { httpUrl, isLoopback } from './http-url.ts';
 import { humanIssue } from './issues.ts';
 
 const bool = (fallback: boolean) =>
@@ -73,6 +73,64 @@ export const isHostOrIp = (v: string): boolean =>
 export const publicUrl = httpUrl(z.string(), { query: false }, 'must be an http(s) URL without credentials, query or fragment (a path prefix is allowed)')
   .transform((s) => new URL(s).toString().replace(/\/+$/, ''));
 
+const list = (item: z.ZodType<string, string>, message: string) =>
+  z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(item, { message }))
+    .optional();
+
+const ROLE_NAMES = ['viewer', 'operator', 'admin'] as const;
+
+/** `{"group": {"projectId or name": "viewer" | "operator" | "admin"}}` (OIDC_PROJECT_ROLES). */
+const projectRoles = z
+  .string()
+  .transform((v, ctx) => {
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON: {"group": {"project id or name": "viewer" | "operator" | "admin"}}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string().min(1).max(256), z.record(z.string().min(1).max(200), z.enum(ROLE_NAMES, { message: 'must map each project to viewer, operator or admin' }))))
+  .optional();
+
+/** Single sign-on (functions/auth/oidc/): the provider, the claims to read and who may use passwords. */
+const oidcShape = () => ({
+  OIDC_ISSUER: z
+    .string()
+    .refine(isIssuerUrl, { message: 'must be an https:// URL without query or fragment (http:// only on a loopback address)' })
+    .transform((s) => s.replace(/\/+$/, ''))
+    .optional(),
+  OIDC_CLIENT_ID: z.string().max(512).optional(),
+  OIDC_CLIENT_SECRET: z.string().max(4096).optional(),
+  OIDC_SCOPES: z
+    .string()
+    .default('openid email profile')
+    .refine((v) => v.split(/\s+/).includes('openid'), { message: 'must include openid' })
+    .refine((v) => /^[\x21\x23-\x5b\x5d-\x7e ]+$/.test(v), { message: 'must be scope names separated by spaces' }),
+  OIDC_BUTTON_TEXT: z.string().trim().min(1).max(80).default('Sign in with single sign-on'),
+  OIDC_ALLOWED_DOMAINS: list(z.string().regex(/^[a-z0-9.-]+\.[a-z]{2,}$/i, { message: 'bad domain' }).transform((d) => d.toLowerCase()), 'must be e-mail domains separated by commas (example.com,example.org)'),
+  OIDC_GROUPS_CLAIM: z.string().min(1).max(200).default('groups'),
+  OIDC_ADMIN_GROUPS: list(z.string().min(1).max(256), 'must be group names separated by commas'),
+  OIDC_PROJECT_ROLES: projectRoles,
+  OIDC_SESSION_HOURS: int(12, 1, 720),
+  OIDC_JWKS_COOLDOWN_SECONDS: int(60, 1, 3600),
+  PASSWORD_SIGNIN: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  BREAK_GLASS_EMAIL: z.email({ message: 'must be an e-mail address' }).transform((e) => e.toLowerCase()).optional(),
+});
+
+function isIssuerUrl(text: string): boolean {
+  try {
+    const u = new URL(text);
+    if (u.username || u.password || u.search || u.hash || text.includes('#') || text.includes('?')) return false;
+    return u.protocol === 'https:' || (u.protocol === 'http:' && isLoopback(u.hostname));
+  } catch {
+    return false;
+  }
+}
+
 const envShape = z.object({
     PORT: int(8080, 0, 65535),
     HOST: z.string().refine(isHostOrIp, { message: 'must be an IP address or a host name (e.g. 0.0.0.0, 127.0.0.1, ::)' }).default('0.0.0.0'),
@@ -120,6 +178,7 @@ const envShape = z.object({
     SHUTDOWN_TIMEOUT_SECONDS: int(10, 0, 600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
     CHECK_ANSWERS: bool(false),
+    ...oidcShape(),
 });
 
 export const configSchema = envShape
@@ -130,6 +189,10 @@ export const configSchema = envShape
   .superRefine((c, ctx) => {
     if (c.DATABASE_DRIVER !== 'pglite' && !c.DATABASE_URL) {
       ctx.addIssue({ code: 'custom', path: ['DATABASE_URL'], message: `is required when DATABASE_DRIVER=${c.DATABASE_DRIVER}` });
+    }
+    if (c.OIDC_ISSUER && !c.OIDC_CLIENT_ID) ctx.addIssue({ code: 'custom', path: ['OIDC_CLIENT_ID'], message: 'is required when OIDC_ISSUER is set' });
+    if (c.PASSWORD_SIGNIN === 'off' && !c.OIDC_ISSUER) {
+      ctx.addIssue({ code: 'custom', path: ['PASSWORD_SIGNIN'], message: 'can be off only when OIDC_ISSUER is set (nobody could sign in otherwise)' });
     }
   });
 

@@ -16,3 +16,9 @@ export function isHttpUrl(text: string, allow: { query: boolean }): boolean {
 
 /** A string schema that refuses with `message` what isHttpUrl refuses. */
 export const httpUrl = (string: z.ZodString, allow: { query: boolean }, message: string) => string.refine((text) => isHttpUrl(text, allow), { message });
+
+/** Does this host name or address only ever reach the same machine? */
+export function isLoopback(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}

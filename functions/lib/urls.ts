@@ -9,11 +9,7 @@ export function listeningBase(host: string, port: number): string {
   return `http://${isIP(shown) === 6 ? `[${shown}]` : shown}:${port}`;
 }
 
-/** Does this host name or address only ever reach the same machine? */
-export function isLoopback(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
-}
+export { isLoopback } from './http-url.ts';
 
 /** The base of links built without a request (the admin CLI): PUBLIC_URL, else the listening address. */
 export const configuredBase = (config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>): string =>

@@ -65,3 +65,17 @@ export type SetupState = z.output<typeof setupState>;
 /** POST /api/setup: the first instance admin. */
 export const setupDone = z.object({ user: userAnswer });
 export type SetupDone = z.output<typeof setupDone>;
+
+/** GET /api/auth/oidc: what the sign-in page offers (single sign-on, passwords) and why SSO is not usable now. */
+export const oidcStatus = z.object({
+  enabled: z.boolean().describe('OIDC_ISSUER is set'),
+  buttonText: z.string().nullable(),
+  ready: z.boolean().describe('the provider answered its discovery document and PUBLIC_URL is set'),
+  problem: z.string().nullable().describe('why the button cannot be used now (provider unreachable, PUBLIC_URL missing)'),
+  passwordSignIn: z.boolean().describe('false when PASSWORD_SIGNIN=off: only the break-glass admin signs in with a password'),
+});
+export type OidcStatus = z.output<typeof oidcStatus>;
+
+/** DELETE /api/users/:userId/sessions: how many live sessions were ended. */
+export const sessionsEnded = z.object({ userId: z.string(), sessionsEnded: z.number().int() });
+export type SessionsEnded = z.output<typeof sessionsEnded>;

@@ -100,14 +100,7 @@ export function sdkClient(base: string, kind: 'proto' | 'json', resource: Record
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((ok) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => ok(port));
-    });
-  });
-}
+export { freePort } from '../helpers/ports.ts';
 
 export interface RawResponse {
   status: number;
