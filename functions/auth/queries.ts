@@ -81,8 +81,9 @@ export async function revokeToken(q: Queryable, userId: string, tokenId: string)
 }
 
 export const listUsers = (q: Queryable) =>
-  q.query<{ id: string; email: string; name: string; active: boolean; instanceAdmin: boolean; passwordSet: boolean; createdAt: Date }>(sql`
-    select id, email, name, active, instance_admin as "instanceAdmin", password_hash is not null as "passwordSet", created_at as "createdAt"
+  q.query<{ id: string; email: string; name: string; active: boolean; instanceAdmin: boolean; passwordSet: boolean; sso: boolean; createdAt: Date }>(sql`
+    select id, email, name, active, instance_admin as "instanceAdmin", password_hash is not null as "passwordSet",
+           exists (select 1 from user_identities i where i.user_id = users.id) as sso, created_at as "createdAt"
       from users order by lower(email)`);
 
 export type UserState = { name: string; active: boolean; instance_admin: boolean };

@@ -45,7 +45,11 @@ export type TokenCreated = z.output<typeof tokenCreated>;
 export const userUpdated = userAnswer.extend({ active: z.boolean() });
 
 /** GET /api/users: every user with their state. */
-export const userListEntry = userUpdated.extend({ passwordSet: z.boolean(), createdAt: iso });
+export const userListEntry = userUpdated.extend({
+  passwordSet: z.boolean(),
+  sso: z.boolean().describe('has signed in through the identity provider (single sign-on)'),
+  createdAt: iso,
+});
 export type UserListEntry = z.output<typeof userListEntry>;
 export const userList = z.object({ users: z.array(userListEntry) });
 export type UserList = z.output<typeof userList>;

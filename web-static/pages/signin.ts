@@ -2,7 +2,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api } from '../api.ts';
-import type { PasswordSetAnswer, SessionAnswer, SetupState } from '../../protocol/api/auth.ts';
+import type { OidcStatus, PasswordSetAnswer, SessionAnswer, SetupState } from '../../protocol/api/auth.ts';
 
 function useSubmit(action: (form: FormData) => Promise<void>) {
   const [error, setError] = useState<string | null>(null);
@@ -31,20 +31,46 @@ function useSetupNeeded(): boolean | null {
   return needed;
 }
 
+/** Single sign-on and password sign-in as the server offers them (GET /api/auth/oidc); null while loading. */
+function useSignInOptions(): OidcStatus | null {
+  const [status, setStatus] = useState<OidcStatus | null>(null);
+  useEffect(() => {
+    const fallback: OidcStatus = { enabled: false, buttonText: null, ready: false, problem: null, passwordSignIn: true };
+    api<OidcStatus>('/api/auth/oidc').then(setStatus, () => setStatus(fallback));
+  }, []);
+  return status;
+}
+
+/** "Sign in with …": a plain link, so the browser leaves for the provider; disabled with the reason when it cannot be used now. */
+function SsoButton({ sso }: { sso: OidcStatus }) {
+  if (!sso.ready) {
+    return html`<div class="sso"><button type="button" disabled>${sso.buttonText}</button>
+      <p class="banner warn sso-problem" role="status">Single sign-on cannot be used right now: ${sso.problem}</p></div>`;
+  }
+  return html`<div class="sso"><a class="button sso-start" href="api/auth/oidc/start">${sso.buttonText}</a></div>`;
+}
+
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const setupNeeded = useSetupNeeded();
+  const sso = useSignInOptions();
   const { error, busy, onSubmit } = useSubmit(async (f) => {
     await api<SessionAnswer>('/api/session', { method: 'POST', body: { email: f.get('email'), password: f.get('password') } });
     onSignedIn();
   });
-  return html`<form class="card narrow" data-setup-needed=${String(setupNeeded)} onSubmit=${onSubmit}>
-    <h2>Sign in</h2>
-    ${setupNeeded && html`<p class="banner warn setup-hint" role="status">No admin yet: open the setup link printed in the server's log.</p>`}
+  const passwordForm = html`<form class="password-signin" onSubmit=${onSubmit}>
     <label>E-mail <input name="email" type="email" autocomplete="username" required /></label>
     <label>Password <input name="password" type="password" autocomplete="current-password" required /></label>
     ${error && html`<p class="failed" role="alert">${error}</p>`}
     <button disabled=${busy}>Sign in</button>
   </form>`;
+  return html`<div class="card narrow signin" data-setup-needed=${String(setupNeeded)}>
+    <h2>Sign in</h2>
+    ${setupNeeded && html`<p class="banner warn setup-hint" role="status">No admin yet: open the setup link printed in the server's log.</p>`}
+    ${sso?.enabled && html`<${SsoButton} sso=${sso} />`}
+    ${sso?.passwordSignIn === false
+      ? html`<details class="break-glass"><summary>Break-glass sign-in (instance admin)</summary>${passwordForm}</details>`
+      : passwordForm}
+  </div>`;
 }
 
 export function SetPassword({ token, onDone }: { token: string; onDone: () => void }) {

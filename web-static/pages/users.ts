@@ -6,7 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { Alert, Badge, CopyBlock, Dialog, FieldError, useAction } from '../components.ts';
 import type { Me } from '../session.ts';
-import type { PasswordLinkAnswer, TokenAnswer, TokenCreated, TokenList, UserInvited, UserList, UserListEntry } from '../../protocol/api/auth.ts';
+import type { PasswordLinkAnswer, SessionsEnded, TokenAnswer, TokenCreated, TokenList, UserInvited, UserList, UserListEntry } from '../../protocol/api/auth.ts';
 import type { SchedulesOverview } from '../../protocol/api/schedules.ts';
 
 type User = UserListEntry;
@@ -49,6 +49,12 @@ export function Users({ me }: { me: Me }) {
       const out = await api<PasswordLinkAnswer>(`/api/users/${u.id}/password-link`, { method: 'POST' });
       setLink({ who: u.email, url: out.passwordSetUrl, expiresAt: out.linkExpiresAt });
     });
+  const [notice, setNotice] = useState<string | null>(null);
+  const endSessions = (u: User) =>
+    row.run(async () => {
+      const out = await api<SessionsEnded>(`/api/users/${u.id}/sessions`, { method: 'DELETE' });
+      setNotice(`${u.email}: ${out.sessionsEnded} session${out.sessionsEnded === 1 ? '' : 's'} ended`);
+    });
   return html`<section class="card users" aria-labelledby="users-h">
     <h3 id="users-h">Users</h3>
     <form class="grid invite" onSubmit=${submit} aria-label="Invite a user" novalidate>
@@ -59,6 +65,7 @@ export function Users({ me }: { me: Me }) {
         <span class="hint"> They get a one-time link to set their password; give them roles on <a href="#/projects">projects</a>.</span></div>
     </form>
     <${Alert} error=${row.error ?? loadError} />
+    ${notice && html`<p class="banner ok" role="status">${notice}</p>`}
     ${users === null
       ? html`<p class="muted">Loading…</p>`
       : html`<div class="scroll"><table class="users-table"><thead><tr><th>User</th><th>Status</th><th>Instance admin</th><th><span class="muted">Actions</span></th></tr></thead><tbody>
@@ -66,12 +73,14 @@ export function Users({ me }: { me: Me }) {
             const self = u.id === me.user.id;
             return html`<tr data-user=${u.email}>
               <td>${u.name}<div class="muted">${u.email}</div></td>
-              <td>${u.active ? html`<${Badge} text=${u.passwordSet ? 'active' : 'invited'} tone=${u.passwordSet ? 'ok' : 'warn'} />` : html`<${Badge} text="disabled" />`}</td>
+              <td>${u.active ? html`<${Badge} text=${u.passwordSet || u.sso ? 'active' : 'invited'} tone=${u.passwordSet || u.sso ? 'ok' : 'warn'} />` : html`<${Badge} text="disabled" />`}
+                ${u.sso && html` <${Badge} text="SSO" />`}</td>
               <td><label class="check"><input type="checkbox" checked=${u.instanceAdmin} disabled=${self || row.busy} aria-label=${`${u.email} is an instance admin`}
                 onChange=${(e: Event) => patch(u, { instanceAdmin: (e.target as HTMLInputElement).checked })} /> ${u.instanceAdmin ? 'yes' : 'no'}</label></td>
               <td class="actions">${!self &&
                 html`<button type="button" class="secondary" onClick=${() => patch(u, { active: !u.active })} disabled=${row.busy}>${u.active ? 'Disable' : 'Enable'}</button>
-                  <button type="button" class="secondary" onClick=${() => newLink(u)} disabled=${row.busy}>New password link</button>`}</td>
+                  <button type="button" class="secondary" onClick=${() => newLink(u)} disabled=${row.busy}>New password link</button>
+                  <button type="button" class="secondary" onClick=${() => endSessions(u)} disabled=${row.busy} title="Sign them out everywhere now">End sessions</button>`}</td>
             </tr>`;
           })}</tbody></table></div>`}
     ${link && html`<${LinkDialog} link=${link} onClose=${() => setLink(null)} />`}

@@ -146,9 +146,11 @@ const CLOCK_TOLERANCE_SECONDS = 60;
 
 /** Why jose refused a token, in words an admin can act on (never the token). */
 function tokenProblem(err: unknown): string {
+  if ((err instanceof errors.JWTExpired || err instanceof errors.JWTClaimValidationFailed) && err.claim === 'iat') {
+    return 'the ID token was issued too long ago or in the future (check the clocks)';
+  }
   if (err instanceof errors.JWTExpired) return 'the ID token has expired';
   if (err instanceof errors.JWTClaimValidationFailed) {
-    if (err.claim === 'iat') return 'the ID token was issued too long ago or in the future (check the clocks)';
     if (err.claim === 'aud') return 'the ID token is for another client (aud)';
     if (err.claim === 'iss') return 'the ID token is from another issuer (iss)';
     return `the ID token's ${short(err.claim)} claim is not valid`;
