@@ -36,7 +36,7 @@ const HINT = "No admin yet: open the setup link printed in the server's log";
 
 test('the empty sign-in page says to open the setup link from the log', async () => {
   const page = await open('/');
-  await page.waitForSelector('form[data-setup-needed=true] h2:has-text("Sign in")');
+  await page.waitForSelector('.signin[data-setup-needed=true] h2:has-text("Sign in")');
   const hint = await page.waitForSelector('.setup-hint');
   assert.ok(((await hint.textContent()) ?? '').includes(HINT));
   await page.context().close();
@@ -64,8 +64,8 @@ test('the setup link: field errors beside the fields, then the first admin is ma
   await page.context().close();
 
   const again = await open('/');
-  await again.waitForSelector('form h2:has-text("Sign in")');
-  await again.waitForSelector('form[data-setup-needed=false]'); // GET /api/setup has answered
+  await again.waitForSelector('.signin h2:has-text("Sign in")');
+  await again.waitForSelector('.signin[data-setup-needed=false]'); // GET /api/setup has answered
   assert.is(await again.$('.setup-hint'), null, 'no hint once an admin exists');
   await again.context().close();
   assert.equal(errors, []);
