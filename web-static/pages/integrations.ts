@@ -1,6 +1,6 @@
 // The admin Integrations area (spec: Admin management of triggers and webhooks): outbound webhooks
 // (docs/webhooks.md): add a webhook (its secret shown once), rotate, send test, resume deliveries,
-// delete, the delivery log with redeliver, and the address allowlist; then inbound triggers
+// delete, the delivery log with redeliver and recover (pages/webhook-recover.ts), and the address allowlist; then inbound triggers
 // (pages/triggers.ts, docs/triggers.md). Each webhook's circuit state shows in the spec's words
 // (circuitLabel: "Delivering", "Delivery paused (receiver failing)", "Trying the receiver again") and
 // follows the live `webhook` notices; Resume deliveries is offered while it is not closed.
@@ -10,6 +10,7 @@ import { actions, api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { Triggers } from './triggers.ts';
+import { RecoverDeliveries } from './webhook-recover.ts';
 import type { Me } from '../session.ts';
 import type { AllowlistAnswer, CatalogueAnswer, DeliveryAnswer as Delivery, DeliveryList, WebhookAnswer as Webhook, WebhookList, WebhookWithSecret } from '../../protocol/api/webhooks.ts';
 
@@ -172,7 +173,7 @@ export function Integrations({ me }: { me?: Me }) {
                       <button class="secondary" onClick=${() => remove(h)}>Delete</button>
                     </td>
                   </tr>
-                  ${open === h.id && html`<tr><td colspan="3"><${Deliveries} hook=${h} onError=${setError} /></td></tr>`}`,
+                  ${open === h.id && html`<tr><td colspan="3"><${RecoverDeliveries} hook=${h} /><${Deliveries} hook=${h} onError=${setError} /></td></tr>`}`,
               )}
             </tbody>
           </table></div>`}
