@@ -1,6 +1,6 @@
 // The admin Integrations area (spec: Admin management of triggers and webhooks): outbound webhooks
 // (docs/webhooks.md): add a webhook (its secret shown once), rotate, send test, resume deliveries,
-// delete, the delivery log with redeliver and recover (pages/webhook-recover.ts), and the address allowlist; then inbound triggers
+// delete, the delivery log with redeliver, and the address allowlist; then inbound triggers
 // (pages/triggers.ts, docs/triggers.md). Each webhook's circuit state shows in the spec's words
 // (circuitLabel: "Delivering", "Delivery paused (receiver failing)", "Trying the receiver again") and
 // follows the live `webhook` notices; Resume deliveries is offered while it is not closed.
