@@ -6,51 +6,31 @@
 // webhook that does not exist.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sql } from '../../functions/lib/db/port.ts';
 import { verifyWebhook } from '../../docs/examples/verify-webhook.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { callAs, makeUser } from '../helpers/users.ts';
-import { KEY, addProject, addWebhook, emit, fakeClock, receiver, serverDatabase, setAllowlist, sleep, worker } from './_harness.ts';
+import { receiver, sleep } from './_harness.ts';
 import type { Receiver } from './_harness.ts';
+import { preparedFailures } from './_recover.ts';
+import type { Prepared } from './_recover.ts';
 
 let server: RunningServer;
 let rx: Receiver;
-let dropDb: () => Promise<void> = async () => {};
-let hook: { id: string; secret: string };
-/** The first series' request body per delivery id. */
-const firstSeries = new Map<string, string>();
-let recentFailed: string[] = [];
+let prepared: Prepared;
+let hook: Prepared['hook'];
 const DAY = 24 * 3600_000;
 
 test.before(async () => {
   rx = await receiver();
-  const prepared = (await serverDatabase())!;
-  dropDb = prepared.drop;
-  const db = await prepared.open();
-  await setAllowlist(db, ['127.0.0.1/32']);
-  const project = await addProject(db);
-  hook = await addWebhook(db, { url: `${rx.url}/in`, events: ['pr.merged'] });
-  rx.handle((_req, res) => res.writeHead(500).end('down'));
-  for (let i = 0; i < 4; i++) await emit(db, 'pr.merged', project);
-  const w = worker(db, { clock: fakeClock() });
-  await w.dispatch();
-  await db.query(sql`update outbound_deliveries set attempts_allowed = 1 where webhook_id = ${hook.id}`);
-  await w.tick();
-  for (const r of rx.requests) firstSeries.set(String(r.headers['x-svc-delivery']), r.body);
-  const ids = [...firstSeries.keys()].sort();
-  assert.is(ids.length, 4);
-  // One ended 3 days ago (before `since`), one was delivered: neither is recovered.
-  await db.query(sql`update outbound_deliveries set updated_at = now() - interval '3 days' where id = ${ids[0]}`);
-  await db.query(sql`update outbound_deliveries set status = 'delivered', delivered_at = now() where id = ${ids[1]}`);
-  recentFailed = ids.slice(2);
-  await db.close();
-  server = await startServer({ admin: true, dbEnv: prepared.env, env: { APP_ENCRYPTION_KEY: KEY.toString('base64') } });
+  prepared = await preparedFailures(rx);
+  hook = prepared.hook;
+  server = await startServer({ admin: true, dbEnv: prepared.env });
 });
 test.after(async () => {
   await rx?.close();
   await server?.cleanup();
-  await dropDb();
+  await prepared?.drop();
 });
 
 const call = (path: string, init: { method?: string; json?: unknown; token?: string } = {}) => callAs(server, path, init);
@@ -94,9 +74,9 @@ test('recover: the failed deliveries since the time are queued and reach the rec
   assert.equal([r.status, r.body], [200, { queued: 2 }]);
   await until('both recovered deliveries', async () => rx.requests.length >= 2);
   const got = rx.requests.map((x) => String(x.headers['x-svc-delivery'])).sort();
-  assert.equal(got, recentFailed, 'the original delivery ids');
+  assert.equal(got, prepared.recentFailed, 'the original delivery ids');
   for (const x of rx.requests) {
-    assert.is(x.body, firstSeries.get(String(x.headers['x-svc-delivery'])));
+    assert.is(x.body, prepared.firstSeries.get(String(x.headers['x-svc-delivery'])));
     assert.ok(verifyWebhook(x.body, x.headers['x-svc-signature'] as string, hook.secret).ok);
   }
   const log = await until('delivered', async () => {
@@ -104,7 +84,7 @@ test('recover: the failed deliveries since the time are queued and reach the rec
     return d.filter((x: { status: string }) => x.status === 'delivered').length === 3 && d;
   });
   assert.equal(log.filter((x: { status: string }) => x.status === 'failed').length, 1, 'the one that ended before since');
-  const detail = await call(`/api/webhooks/${hook.id}/deliveries/${recentFailed[0]}`);
+  const detail = await call(`/api/webhooks/${hook.id}/deliveries/${prepared.recentFailed[0]}`);
   assert.equal(detail.body.attemptLog.map((a: { attempt: number; outcome: string }) => [a.attempt, a.outcome]), [[1, 'failure'], [2, 'success']]);
   const [rec] = (await call('/api/audit?action=webhook.recover')).body.records;
   assert.equal([rec.targetType, rec.targetId, rec.diff], ['webhook', hook.id, { since: new Date(since).toISOString(), queued: 2 }]);
