@@ -18,13 +18,19 @@ import { MAX_ATTEMPTS } from './circuit.ts';
 /** How far back `since` may go. */
 export const RECOVER_MAX_DAYS = 14;
 
+/**
+ * The recovery statement: this webhook's deliveries that ended failed at or after `since`, pending
+ * again with MAX_ATTEMPTS more attempts, due at `now`; it returns their ids. Read through sql/0035's
+ * index of failed deliveries (test/webhooks/recover.test.ts reads its plan).
+ */
+export const recoverStatement = (webhookId: string, since: Date, now: Date) => sql`
+  update outbound_deliveries
+     set status = 'pending', attempts_allowed = attempts + ${MAX_ATTEMPTS}, next_attempt_at = ${now},
+         lease_owner = null, lease_expires_at = null, updated_at = now()
+   where webhook_id = ${webhookId} and status = 'failed' and updated_at >= ${since}
+  returning id`;
+
 /** Queue a new attempt series for this webhook's deliveries that ended failed at or after `since`: their ids. */
 export async function recoverFailed(q: Queryable, webhookId: string, since: Date, now: Date): Promise<string[]> {
-  const rows = await q.query<{ id: string }>(sql`
-    update outbound_deliveries
-       set status = 'pending', attempts_allowed = attempts + ${MAX_ATTEMPTS}, next_attempt_at = ${now},
-           lease_owner = null, lease_expires_at = null, updated_at = now()
-     where webhook_id = ${webhookId} and status = 'failed' and updated_at >= ${since}
-    returning id`);
-  return rows.map((r) => r.id);
+  return (await q.query<{ id: string }>(recoverStatement(webhookId, since, now))).map((r) => r.id);
 }

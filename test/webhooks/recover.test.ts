@@ -7,7 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sql } from '../../functions/lib/db/port.ts';
 import type { Db } from '../../functions/lib/db/port.ts';
-import { recoverFailed } from '../../functions/webhooks/recover.ts';
+import { recoverFailed, recoverStatement } from '../../functions/webhooks/recover.ts';
+import { explainAnalyze, rowsTouched } from '../helpers/explain.ts';
 import { resumeCircuit } from '../../functions/webhooks/webhooks.ts';
 import { verifyWebhook } from '../../docs/examples/verify-webhook.ts';
 import { TEST_DB } from '../helpers/db.ts';
@@ -169,6 +170,18 @@ test('deliveries failed while the circuit opened come back with their ids once i
   assert.is(got.length, 14);
   for (const id of failedIds) assert.ok(got.includes(id), `recovered ${id} sent with its original id`);
   assert.ok((await statuses(hook.id)).every((s) => s === 'delivered'));
+});
+
+test('recover reads the webhook’s failed deliveries only, not its delivered history (sql/0035)', async () => {
+  const hook = await addWebhook(db, { url: `${rx.url}/busy`, events: ['pr.merged'] });
+  await db.query(sql`
+    insert into outbound_deliveries (id, webhook_id, event_id, event_type, body, status, attempts, delivered_at)
+    select 'busy-' || i, ${hook.id}, 'busy-evt-' || i, 'pr.merged', '{}', case when i % 5000 = 0 then 'failed' else 'delivered' end, 1, now()
+      from generate_series(1, 20000) i`);
+  await db.query(sql`analyze outbound_deliveries`);
+  const touched = rowsTouched(await explainAnalyze(db, recoverStatement(hook.id, new Date(Date.now() - HOUR), new Date())));
+  assert.ok(touched < 100, `rows read: ${touched} (4 failed among 20,000)`);
+  assert.is((await recoverFailed(db, hook.id, new Date(Date.now() - HOUR), new Date())).length, 4);
 });
 
 test.run();
