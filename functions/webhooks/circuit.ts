@@ -16,7 +16,11 @@ export function retryDelay(n: number, random: () => number = Math.random): numbe
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
-/** Where a delivery goes after an attempt (spec: Outbound delivery table). */
+/**
+ * Where a delivery goes after an attempt (spec: Outbound delivery table). The retry schedule counts
+ * within the delivery's attempt series: a recovered delivery (recover.ts) has a new series of
+ * MAX_ATTEMPTS after the ones it used, and its first retry waits 30 s again, not 2 hours.
+ */
 export function afterAttempt(
   attempt: number,
   allowed: number,
@@ -26,7 +30,7 @@ export function afterAttempt(
 ): { status: DeliveryStatus; nextAttemptAt: number | null } {
   if (ok) return { status: 'delivered', nextAttemptAt: null };
   if (attempt >= allowed) return { status: 'failed', nextAttemptAt: null };
-  return { status: 'pending', nextAttemptAt: now + retryDelay(attempt, random) };
+  return { status: 'pending', nextAttemptAt: now + retryDelay(Math.max(1, attempt - Math.max(0, allowed - MAX_ATTEMPTS)), random) };
 }
 
 export type CircuitState = 'closed' | 'open' | 'half-open';

@@ -10,6 +10,7 @@ import {
   deliveryAnswer,
   deliveryDetail,
   deliveryList,
+  recoverAnswer,
   testDelivery,
   webhookAnswer,
   webhookList,
@@ -28,6 +29,7 @@ import { idParam } from '../lib/project-routes.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
 import { CATALOGUE, EVENT_TYPES, SUBSCRIBABLE_TYPES } from './catalogue.ts';
 import { compileAllowlist, parseAllowlist, staticRefusal } from './guard.ts';
+import { RECOVER_MAX_DAYS, recoverFailed } from './recover.ts';
 import {
   createTestDelivery,
   encryptWebhookSecret,
@@ -134,6 +136,16 @@ const allowlistView = async (ctx: AppContext) => {
   return { allowlist: row.entries.join('\n'), entries: row.entries, updatedAt: new Date(row.updated_at).toISOString() };
 };
 
+const DAY_MS = 24 * 3600_000;
+/** Recover's `since`: a time with its offset, at most RECOVER_MAX_DAYS back and not in the future. */
+const recoverBody = z.strictObject({
+  since: z.iso
+    .datetime({ offset: true })
+    .transform((s) => new Date(s))
+    .refine((d) => d.getTime() >= Date.now() - RECOVER_MAX_DAYS * DAY_MS, { message: `must be at most ${RECOVER_MAX_DAYS} days back` })
+    .refine((d) => d.getTime() <= Date.now(), { message: 'must not be in the future' }),
+});
+
 const deliveryRoutes: Route[] = [
   adminRoute({ method: 'GET', path: '/api/webhooks/:webhookId/deliveries',
     summary: 'Delivery log of a webhook, newest first (kept 30 days): event, status, attempts, next attempt, response code and body',
@@ -174,6 +186,24 @@ const deliveryRoutes: Route[] = [
       );
       await wake(ctx.db);
       return json(toDelivery(row), { status: 202 });
+    },
+  }),
+  adminRoute({ method: 'POST', path: '/api/webhooks/:webhookId/recover',
+    summary: `Recover failed deliveries: each delivery of this webhook that ended failed at or after \`since\` (at most ${RECOVER_MAX_DAYS} days back) gets a new series of attempts, with its original delivery id; answers how many were queued`,
+    responses: { 200: { description: 'how many deliveries were queued again', schema: recoverAnswer } },
+    params: webhookParams,
+    body: recoverBody,
+    async handler({ principal, params, body, requestId }, ctx) {
+      const queued = await audited(
+        ctx.db,
+        (ids: string[]) => ({ actor: principal!, action: 'webhook.recover', target: { type: 'webhook', id: params.webhookId }, diff: { since: body.since.toISOString(), queued: ids.length }, requestId }),
+        async (tx) => {
+          await getWebhookRow(tx, params.webhookId);
+          return recoverFailed(tx, params.webhookId, body.since, new Date());
+        },
+      );
+      if (queued.length) await wake(ctx.db);
+      return json({ queued: queued.length });
     },
   }),
 ];

@@ -71,6 +71,10 @@ export type DeliveryDetail = z.output<typeof deliveryDetail>;
 export const testDelivery = z.object({ deliveryId: z.string(), eventId: z.string() });
 export type TestDelivery = z.output<typeof testDelivery>;
 
+/** Recover failed deliveries: how many were queued for a new series of attempts. */
+export const recoverAnswer = z.object({ queued: count });
+export type RecoverAnswer = z.output<typeof recoverAnswer>;
+
 export const catalogueAnswer = z.object({
   events: z.array(z.object({ type: z.string(), description: z.string(), subscribable: z.boolean(), data: z.array(z.string()) })),
 });

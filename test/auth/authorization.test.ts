@@ -231,6 +231,7 @@ function probes(): Record<string, Probe> {
     'GET /api/webhooks/{webhookId}/deliveries': { path: `/api/webhooks/${webhookId}/deliveries`, expect: 403 },
     'GET /api/webhooks/{webhookId}/deliveries/{deliveryId}': { path: `/api/webhooks/${webhookId}/deliveries/${zero}`, expect: 403 },
     'POST /api/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver': { path: `/api/webhooks/${webhookId}/deliveries/${zero}/redeliver`, expect: 403 },
+    'POST /api/webhooks/{webhookId}/recover': { path: `/api/webhooks/${webhookId}/recover`, json: { since: new Date(Date.now() - 3600_000).toISOString() }, expect: 403 },
     // Inbound triggers: B's trigger through A's path (where the caller IS admin) and through B's own path.
     'GET /api/projects/{projectId}/triggers': { path: `/api/projects/${projectB}/triggers`, expect: 404 },
     'POST /api/projects/{projectId}/triggers': { path: `/api/projects/${projectB}/triggers`, json: { name: 'x', action: 'next_round' }, expect: 404 },

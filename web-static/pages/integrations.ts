@@ -10,6 +10,7 @@ import { actions, api, errorText, when } from '../api.ts';
 import { CopyBlock } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { Triggers } from './triggers.ts';
+import { RecoverDeliveries } from './webhook-recover.ts';
 import type { Me } from '../session.ts';
 import type { AllowlistAnswer, CatalogueAnswer, DeliveryAnswer as Delivery, DeliveryList, WebhookAnswer as Webhook, WebhookList, WebhookWithSecret } from '../../protocol/api/webhooks.ts';
 
@@ -172,7 +173,7 @@ export function Integrations({ me }: { me?: Me }) {
                       <button class="secondary" onClick=${() => remove(h)}>Delete</button>
                     </td>
                   </tr>
-                  ${open === h.id && html`<tr><td colspan="3"><${Deliveries} hook=${h} onError=${setError} /></td></tr>`}`,
+                  ${open === h.id && html`<tr><td colspan="3"><${RecoverDeliveries} hook=${h} /><${Deliveries} hook=${h} onError=${setError} /></td></tr>`}`,
               )}
             </tbody>
           </table></div>`}
