@@ -81,17 +81,22 @@ const stateQuery = sql`
     (select extract(epoch from started_at)::float8 from audit_verifications order by id desc limit 1) as audit_verified_at,
     (select extract(epoch from max(at))::float8 from audit_checkpoints) as audit_checkpoint_at`;
 
-let snapshot: { at: number; value: Promise<Snapshot | null> } | null = null;
-/** The database state for this scrape: the callbacks of one scrape (called together) share it. */
+let snapshot: Promise<Snapshot | null> | null = null;
+/**
+ * The database state for this scrape. prom-client calls every metric's collect() at once for a scrape,
+ * so they share the statements in flight; the next scrape reads again.
+ */
 function current(): Promise<Snapshot | null> {
-  const now = Date.now();
-  if (snapshot && now - snapshot.at < 500) return snapshot.value;
+  if (snapshot) return snapshot;
   const s = sources;
   const value = s
     ? Promise.all([s.db.query<UsageRow>(usageQuery), s.db.query<StateRow>(stateQuery)]).then(([usage, [state]]) => ({ usage, state }))
     : Promise.resolve(null);
-  snapshot = { at: now, value };
-  value.catch(() => (snapshot = null));
+  snapshot = value;
+  const done = () => {
+    if (snapshot === value) snapshot = null;
+  };
+  value.then(done, done);
   return value;
 }
 
