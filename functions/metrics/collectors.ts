@@ -1,7 +1,8 @@
 // The metrics read at scrape time (docs/operations.md, "Metrics"): prom-client collect() callbacks that
 // query the database, so what they show is the instance's state, the same on every replica, and the
 // token and cost counters (sums over the stored LLM requests) survive restarts instead of starting at 0.
-// The callbacks of one scrape share one snapshot (two statements); only "runners connected" is this
+// The callbacks of one scrape share one snapshot (two statements; the token and cost sums come from the
+// running totals in llm_usage_totals, sql/0034); only "runners connected" is this
 // replica's own (the sockets it holds), so Prometheus scrapes every replica (each its own target).
 // Labels stay bounded: projects (a set admins make), and models with a price row (cost/prices.ts);
 // requests of other models are counted under model="other", and of deleted projects under project="none".
@@ -51,17 +52,14 @@ interface Snapshot {
   state: StateRow;
 }
 
+// The running totals of llm_requests (sql/0034_llm_usage_totals.sql, kept by triggers): a few rows per
+// project, model and runner, however many requests are stored.
 const usageQuery = sql`
-  with g as (
-    select project_id, model, sum(input_tokens) as input, sum(output_tokens) as output, sum(cache_read_tokens) as cache_read,
-           sum(cache_write_5m_tokens + cache_write_1h_tokens) as cache_write, sum(cost_usd) as cost
-      from llm_requests group by project_id, model
-  )
-  select coalesce(g.project_id, 'none') as project,
-         case when g.model in (select model from model_prices) then g.model else 'other' end as model,
-         sum(input)::text as input, sum(output)::text as output, sum(cache_read)::text as cache_read,
-         sum(cache_write)::text as cache_write, sum(cost)::text as cost
-    from g
+  select coalesce(nullif(project_id, ''), 'none') as project,
+         case when model in (select model from model_prices) then model else 'other' end as model,
+         sum(input_tokens)::text as input, sum(output_tokens)::text as output, sum(cache_read_tokens)::text as cache_read,
+         sum(cache_write_tokens)::text as cache_write, sum(cost_usd)::text as cost
+    from llm_usage_totals
    group by 1, 2`;
 
 // A paired, unrevoked runner is offline when no replica holds its socket or it was not heard from within
