@@ -14,6 +14,7 @@
 //   npm run bench:budget -- [options], that is:
 //   node --import tsx bench/budget.mjs [--requests 150000] [--runners 4] [--calls 50] [--batches 20]
 //                                      [--batch 100] [--rounds 3] [--database-url postgres://…]
+//                                      [--trigger llm_requests_usage_totals_insert]   (GET /metrics's totals)
 //
 // It runs the TypeScript sources in-process through the Db port of functions/lib/db/postgres.ts. One
 // fresh database svc_bench_<hex> is created on --database-url's server, migrated with sql/, analyzed
@@ -38,6 +39,9 @@ const { values: opts } = parseArgs({
     batch: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '3' },
     'database-url': { type: 'string', default: DEFAULT_DATABASE_URL },
+    // Which insert trigger the ingest figure switches off and on: the month's spend (0022), or GET /metrics's
+    // all-time totals (0034, llm_requests_usage_totals_insert).
+    trigger: { type: 'string', default: 'llm_requests_month_spend_insert' },
   },
   strict: true,
 });
@@ -117,7 +121,8 @@ async function main() {
     log(`sanity: before ${old.spent} USD, ${old.unpriced} unpriced; totals ${now.monthToDateUsd} USD, ${now.unpricedRequests} unpriced — ${same ? 'equal' : 'DIFFERENT'}`);
     if (!same) throw new Error('the running totals do not equal the sum over the requests');
 
-    const toggle = (on) => db.exec(`alter table llm_requests ${on ? 'enable' : 'disable'} trigger llm_requests_month_spend_insert`);
+    if (!/^llm_requests_\w+_insert$/.test(opts.trigger)) throw new Error('--trigger: an insert trigger of llm_requests');
+    const toggle = (on) => db.exec(`alter table llm_requests ${on ? 'enable' : 'disable'} trigger ${opts.trigger}`);
     const rounds = [];
     for (let round_ = 1; round_ <= ROUNDS; round_++) {
       const row = { round: round_, loadavg1: round(os.loadavg()[0], 2) };
@@ -135,6 +140,7 @@ async function main() {
       // Requests stored while the insert trigger was off are not in the totals: take them out of the test's way.
       await db.query(sql`delete from project_month_spend where project_id = 'ingest'`);
       await db.query(sql`delete from llm_requests where project_id = 'ingest'`);
+      await db.query(sql`delete from llm_usage_totals where project_id = 'ingest'`);
       row.readRatio = round(row.readBeforeMs / row.budgetStateMs, 1);
       row.ingestRatio = round(row.ingestOnUs / row.ingestOffUs, 3);
       rounds.push(row);

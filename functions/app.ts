@@ -21,6 +21,8 @@ import { routes as sessionRoutes } from './cost/sessions.ts';
 import { routes as healthRoutes } from './health/routes.ts';
 import { routes as jobRoutes } from './jobs/routes.ts';
 import { routes as liveRoutes } from './live/routes.ts';
+import { observeRequest } from './metrics/registry.ts';
+import { routes as metricsRoutes } from './metrics/routes.ts';
 import type { AppContext, Route, RouteInput } from './lib/context.ts';
 import { HttpError, errorResponse, fromDatabaseError } from './lib/errors.ts';
 import { databaseUnavailable, isDatabaseUnavailable } from './lib/db/unavailable.ts';
@@ -64,6 +66,7 @@ export const allRoutes: Route[] = [
   ...codehostModeRoutes,
   ...projectScheduleRoutes,
   ...liveRoutes,
+  ...metricsRoutes,
   ...openapiRoutes(() => allRoutes),
 ];
 
@@ -75,6 +78,8 @@ interface RoutedRequest extends Request {
 export interface RequestMeta {
   requestId: string;
   clientAddress: string;
+  /** The TCP peer's address, whatever X-Forwarded-For says (GET /metrics's METRICS_ALLOW). */
+  peerAddress: string;
 }
 
 async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: RequestMeta): Promise<Response> {
@@ -97,6 +102,19 @@ async function dispatch(r: Route, req: RoutedRequest, ctx: AppContext, meta: Req
   const input: RouteInput<unknown, unknown, unknown> = { params, query, body, request: req, principal, ...meta };
   const response = await r.handler(input, ctx);
   return ctx.config.CHECK_ANSWERS ? checkAnswer(r, response, ctx) : response;
+}
+
+/** dispatch, its errors answered, and the answer counted under the route's template (functions/metrics/). */
+async function measured(r: Route, req: RoutedRequest, ctx: AppContext, meta: RequestMeta): Promise<Response> {
+  const started = performance.now();
+  let response: Response;
+  try {
+    response = await dispatch(r, req, ctx, meta);
+  } catch (err) {
+    response = answerError(ctx, err);
+  }
+  observeRequest(r.method, r.path, response.status, (performance.now() - started) / 1000);
+  return response;
 }
 
 /**
@@ -163,6 +181,7 @@ export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: Ser
     const publicId = hookPublicId(req.url ?? '');
     if (publicId === null) return false;
     const headers = nodeHeaders(req);
+    const started = performance.now();
     const requestId = requestIdOf(headers.get('x-request-id'));
     // As the adapter sends every other answer: our answers have a string or no body, written at once.
     const failed = (err: unknown) => {
@@ -172,6 +191,7 @@ export function createHookDoor(ctx: AppContext): (req: IncomingMessage, res: Ser
     const write = (answer: () => Response | Empty) => {
       try {
         const a = answer();
+        observeRequest('POST', '/hooks/:publicId', a.status, (performance.now() - started) / 1000);
         // A bodiless 401/404 (most refusals) is written as it is, with the same headers a Response would get.
         if (isEmpty(a)) return void res.writeHead(a.status, Object.assign(answerHeaders(requestId), emptyHeaders(a))).end();
         const sending = sendNodeResponse(finish(a, requestId), res, req, true);
@@ -198,20 +218,24 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
     catch: (err: unknown) => answerError(ctx, err),
   });
   for (const r of routes) {
-    router[r.method.toLowerCase()](r.path, (req: RoutedRequest, c: AppContext, meta: RequestMeta) => dispatch(r, req, c, meta));
+    router[r.method.toLowerCase()](r.path, (req: RoutedRequest, c: AppContext, meta: RequestMeta) => measured(r, req, c, meta));
   }
   const matchers = router.routes.map(([method, regex]) => ({ method, regex }));
   const allowed = (pathname: string) => [...new Set(matchers.filter((m) => m.regex.test(pathname)).map((m) => m.method))];
 
-  return async function fetch(request: Request, clientAddress = ''): Promise<Response> {
-    const meta: RequestMeta = { requestId: requestIdOf(request.headers.get('x-request-id')), clientAddress };
+  return async function fetch(request: Request, clientAddress = '', peerAddress = clientAddress): Promise<Response> {
+    const meta: RequestMeta = { requestId: requestIdOf(request.headers.get('x-request-id')), clientAddress, peerAddress };
     let response: Response | undefined = await router.fetch(request as RoutedRequest, ctx, meta);
     if (!response) {
+      const started = performance.now();
+      // Counted under `static` (a page's file) or `none`; a HEAD answered by its GET route was counted there.
+      let counted: 'static' | 'none' | null = 'none';
       const { pathname } = new URL(request.url);
       const methods = allowed(pathname);
       if (methods.length) {
         if (request.method === 'HEAD' && methods.includes('GET')) {
           response = await router.fetch(new Request(request.url, { headers: request.headers }) as RoutedRequest, ctx, meta);
+          counted = null;
           response = new AdapterResponse(null, { status: response!.status, headers: response!.headers }) as unknown as Response;
         } else {
           response = errorResponse(
@@ -220,12 +244,14 @@ export function createApp(ctx: AppContext, routes: Route[] = allRoutes) {
         }
       } else if ((request.method === 'GET' || request.method === 'HEAD') && !pathname.startsWith('/api/')) {
         response = (await serveStatic(ctx.config, pathname, request.method)) ?? undefined;
+        if (response) counted = 'static';
       }
       // Under /hooks/ a 404 has an empty body, like an unknown trigger (spec: Inbound trigger responses).
       if (!response && pathname.startsWith('/hooks/')) response = empty(404);
       response ??= errorResponse(new HttpError(404, 'not_found', `no route for ${request.method} ${echoed(pathname, 200)}`));
       // No route read the body: close rather than let Node read and discard all of it.
       if (hasBody(request)) withHeaders(response, { connection: 'close' });
+      if (counted) observeRequest(request.method, counted, response.status, (performance.now() - started) / 1000);
     }
     return finish(response, meta.requestId);
   };

@@ -27,6 +27,7 @@ import { resolveEncryptionKey } from './lib/keyfile.ts';
 import type { Logger } from './lib/log.ts';
 import { configuredBase, listeningBase } from './lib/urls.ts';
 import { LiveHub } from './live/live.ts';
+import { useMetricsSources } from './metrics/collectors.ts';
 import { notify } from './notifications/notify.ts';
 import { recheckRoots } from './projects/root-check.ts';
 import { Hub } from './runners/hub.ts';
@@ -154,6 +155,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   let backgroundTimer: NodeJS.Timeout | undefined;
 
   const ctx = { config, db, log, scheduler, keys, hub, clock, firer, schedules, triggers };
+  useMetricsSources({ db, connectedRunners: () => hub.heldRunners().length });
   const fetch = createApp(ctx);
   // POST /hooks/… is served straight from Node's request (app.ts createHookDoor); everything else by the adapter and router.
   const hookDoor = createHookDoor(ctx);
@@ -162,7 +164,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
     return first || req.socket.remoteAddress || '';
   };
-  const adapter = createServerAdapter<{ req: IncomingMessage }>((request, { req }) => fetch(request, clientAddress(req)));
+  const adapter = createServerAdapter<{ req: IncomingMessage }>((request, { req }) => fetch(request, clientAddress(req), req.socket.remoteAddress ?? ''));
   // Draining (after SIGTERM, before the listener closes): see `shutdown` below.
   let draining = false;
   let lastRequestAt = 0;

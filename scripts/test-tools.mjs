@@ -27,6 +27,8 @@ export const TOOLS = {
   haproxy: ['haproxy'], // scripts/cluster.sh, the replicas' balancer
   nginx: ['nginx'], // docs/examples/nginx.conf, the TLS balancer
   initdb: ['postgresql'], // private PostgreSQL clusters (server binaries under /usr/lib/postgresql/*/bin)
+  prometheus: ['prometheus'], // test/metrics/prometheus.test.ts scrapes GET /metrics with the real server
+  promtool: ['prometheus'], // `promtool check metrics` / `check rules` (GET /metrics, docs/prometheus/alerts.yml)
 };
 
 const NEEDS = /^\s*\/\/\s*needs:\s*(.+)$/gm;

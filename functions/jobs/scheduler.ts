@@ -11,6 +11,7 @@ import { systemTimers } from '../lib/clock.ts';
 import type { Timers } from '../lib/clock.ts';
 import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
+import { countJobRun } from '../metrics/registry.ts';
 
 export interface JobContext {
   db: Db;
@@ -239,11 +240,13 @@ export class Scheduler {
         const result = await run({ db: this.db, log, scheduledFor, signal: controller.signal });
         if (controller.signal.aborted) return;
         await this.finish(name, scheduledFor, 'ok', result, null);
+        countJobRun(name, 'ok', (this.timers.now() - started) / 1000);
         log.info('job finished', { scheduledFor: scheduledFor.toISOString(), attempt, ms: this.timers.now() - started, ...result });
       } catch (err) {
         if (controller.signal.aborted) return;
         const message = err instanceof Error ? err.message : String(err);
         await this.finish(name, scheduledFor, 'failed', null, message);
+        countJobRun(name, 'failed', (this.timers.now() - started) / 1000);
         log.error('job failed', { scheduledFor: scheduledFor.toISOString(), attempt, error: message });
       } finally {
         this.timers.clearTimeout(heartbeat);

@@ -5,6 +5,7 @@ import { Cron } from 'croner';
 import * as z from 'zod';
 import { httpUrl, isLoopback } from './http-url.ts';
 import { humanIssue } from './issues.ts';
+import { networkEntries, parseNetwork } from './networks.ts';
 
 const bool = (fallback: boolean) =>
   z
@@ -179,6 +180,14 @@ const envShape = z.object({
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
     CHECK_ANSWERS: bool(false),
     ...oidcShape(),
+    // GET /metrics (functions/metrics/): off (404) unless one of these is set.
+    METRICS_TOKEN: z.string().min(16, { message: 'must be at least 16 characters (generate with: openssl rand -hex 24)' }).optional(),
+    METRICS_ALLOW: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || (networkEntries(v).length > 0 && networkEntries(v).every((e) => parseNetwork(e) !== null)), {
+        message: 'must list networks as CIDRs or IP addresses, separated by commas (e.g. 10.0.0.0/8, 127.0.0.1)',
+      }),
 });
 
 export const configSchema = envShape

@@ -105,6 +105,8 @@ export interface RouteInput<P, Q, B> {
   request: Request;
   requestId: string;
   clientAddress: string;
+  /** The TCP peer's address (X-Forwarded-For not considered). */
+  peerAddress: string;
   /** Null only on public routes. */
   principal: Principal | null;
 }

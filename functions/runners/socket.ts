@@ -29,6 +29,7 @@ import { ONLINE_WITHIN_SECONDS } from './presence.ts';
 import { helloProfiles, recordProfiles } from './profiles.ts';
 import { watchList } from './watch-list.ts';
 import type { TermFrame } from '../lib/context.ts';
+import { countEventsAcked } from '../metrics/registry.ts';
 
 const HEARTBEAT_MS = 20_000;
 /** How long a runner's answer is kept, and stored once the database is back, while it cannot be reached. */
@@ -239,6 +240,7 @@ export class RunnerSockets {
         case 'events':
           // Acked only once the pipeline has stored the batch and fed its sinks.
           await ingestEvents(this.db, conn.runnerId, frame.events, data);
+          countEventsAcked(frame.events, Date.now());
           return this.send(conn, { type: 'ack', ids: frame.events.map((e) => e.id) });
         case 'result':
           return await whenReachable(() => this.hooks.result(conn.runnerId, frame), Date.now() + RESULT_KEEP_MS);

@@ -34,6 +34,8 @@ import { PUBLIC_ID, liveSecrets, publicIdHash } from './triggers.ts';
 import type { TriggerRow } from './triggers.ts';
 import { signedHeaders, verifyTrigger } from './verify.ts';
 import { triggerActivity } from './fire.ts';
+import { isDatabaseUnavailable } from '../lib/db/unavailable.ts';
+import { countTriggerCall } from '../metrics/registry.ts';
 
 export const HOOK_BODY_LIMIT = 256 * 1024;
 const REPLAY_MEMORY_MS = 24 * 3600 * 1000;
@@ -230,7 +232,19 @@ export function hookPublicId(target: string): string | null {
   return m && !DOT_SEGMENT.test(m[1]) ? m[1] : null;
 }
 
+/** The hook's answer, counted by its status and reason (svc_trigger_calls_total, functions/metrics/registry.ts). */
 export async function hook(publicId: string, request: HookRequest, ctx: AppContext): Promise<Response | Empty> {
+  try {
+    const answer = await answerHook(publicId, request, ctx);
+    countTriggerCall(answer.status);
+    return answer;
+  } catch (err) {
+    countTriggerCall(err instanceof HttpError ? err.status : isDatabaseUnavailable(err) ? 503 : 500);
+    throw err;
+  }
+}
+
+async function answerHook(publicId: string, request: HookRequest, ctx: AppContext): Promise<Response | Empty> {
   // 1. The same query for every id not in the cache (which holds enabled triggers only); a malformed id
   //    is hashed too and simply finds nothing.
   let t = ctx.triggers?.get(publicId) ?? (await load(ctx, publicId));

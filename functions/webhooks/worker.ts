@@ -36,6 +36,7 @@ import type { Allowlist, Resolver } from './guard.ts';
 import { ATTEMPT_TIMEOUT_MS, send } from './send.ts';
 import { deliveryHeaders } from './signature.ts';
 import { loadAllowlist, secretAad } from './webhooks.ts';
+import { countWebhookAttempt } from '../metrics/registry.ts';
 
 export type { Clock } from '../lib/clock.ts';
 
@@ -247,7 +248,9 @@ export class WebhookWorker {
     const work = { area: 'a webhook delivery', fields: { deliveryId: d.id, webhookId: d.webhook_id, attempt: d.attempts } };
     const done = runContained(work, async () => {
       try {
+        const started = performance.now();
         const outcome = await this.attempt(d, allowlist, controller.signal);
+        countWebhookAttempt(outcome.ok, outcome.error, outcome.status, (performance.now() - started) / 1000);
         await this.record(d, outcome);
       } catch (err) {
         this.log.error('webhook attempt could not be recorded; its lease will expire', { deliveryId: d.id, error: err instanceof Error ? err.message : String(err) });

@@ -138,6 +138,8 @@ function probes(): Record<string, Probe> {
   return {
     'GET /health': { as: 'anonymous', path: '/health', expect: 200 },
     'GET /api/openapi.json': { as: 'anonymous', path: '/api/openapi.json', expect: 200 },
+    // Off on this server (no METRICS_TOKEN / METRICS_ALLOW): absent to everyone, a user token included (test/metrics/).
+    'GET /metrics': { path: '/metrics', expect: 404 },
     'POST /api/session': { as: 'anonymous', path: '/api/session', json: { email: server.admin.email, password: 'not the password' }, expect: 401 },
     'DELETE /api/session': { path: '/api/session', expect: [204, 400, 401] },
     'GET /api/me': { path: '/api/me', expect: 200, check: (a) => assert.not.ok(a.body.projects.some((p: { id: string }) => p.id === projectB)) },
