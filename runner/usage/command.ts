@@ -2,16 +2,20 @@
 // (docs/runner.md "Usage", docs/cost.md): tokens and cost from the local transcripts, no server needed,
 // read with the same code as the ingest. Rows are per day (or month), runtime and model; sessions per
 // runtime and session.
+import { join } from 'node:path';
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
 import { loadConfig } from '../config.ts';
 import { UsageError } from '../cli-options.ts';
-import { configPath } from '../paths.ts';
+import { configPath, stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
 import { usageDirs } from './dirs.ts';
 import { requestCost, scanAll } from './scan.ts';
 
 type Out = { write: (s: string) => unknown };
+
+/** The usage index (scan-index.ts) in the runner's state directory. */
+export const usageIndexPath = (env: Env) => join(stateDir(env), 'usage-index.json');
 
 interface Tokens {
   inputTokens: number;
@@ -109,7 +113,10 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   const profiles = loadConfig(configPath(env)).config.profiles;
   const prices = DEFAULT_PRICES;
   const workerBytes = env.SVC_USAGE_WORKER_BYTES !== undefined && /^\d+$/.test(env.SVC_USAGE_WORKER_BYTES) ? Number(env.SVC_USAGE_WORKER_BYTES) : undefined; // tests and benchmarks
-  const scan = await scanAll(usageDirs(env, profiles), prices, runtimes, { rules: report === 'session' ? 'session' : 'daily', workerBytes, sessions: report === 'session' });
+  if (args.rescan !== undefined && typeof args.rescan !== 'boolean') throw new UsageError('usage: --rescan takes no value');
+  const index = { path: usageIndexPath(env), rescan: args.rescan === true };
+  const scan = await scanAll(usageDirs(env, profiles), prices, runtimes, { rules: report === 'session' ? 'session' : 'daily', workerBytes, sessions: report === 'session', index });
+  if (env.SVC_USAGE_STATS === '1') err.write(`${JSON.stringify({ usageIndex: scan.index })}\n`); // tests and benchmarks
   if (scan.corrupt) err.write(`svc-runner: skipped ${scan.corrupt} corrupt transcript line(s)\n`);
   const day = dayIn(tz);
   const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);

@@ -17,6 +17,8 @@ import type { UsageDirs } from './dirs.ts';
 import { readHeadSync, readLines, readLinesSync } from './lines.ts';
 import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
+import { parseIndexed } from './scan-index.ts';
+import type { IndexStats } from './scan-index.ts';
 
 export { detectCodexReplaySync };
 
@@ -168,6 +170,8 @@ export interface ScanResult {
   sessions: (SessionMeta & { project: string })[];
   files: number;
   corrupt: number;
+  /** What the usage index did, when the scan went through it. */
+  index?: IndexStats;
 }
 
 /** ccusage's Codex session id for the session report: the rollout's path under its sessions dir, without `.jsonl`. */
@@ -230,6 +234,8 @@ export interface ScanOptions {
   workerBytes?: number;
   /** Collect the sessions' metadata (the session report needs it; daily and monthly do not). */
   sessions?: boolean;
+  /** Read through the usage index at this path (scan-index.ts); `rescan` ignores what it holds. */
+  index?: { path: string; rescan?: boolean };
 }
 
 /**
@@ -244,7 +250,10 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     ...(runtimes.has('claude') ? claudeFiles(dirs.claude).map((file) => ({ runtime: 'claude' as const, file })) : []),
     ...(runtimes.has('codex') ? codexFiles(dirs.codex).map((file) => ({ runtime: 'codex' as const, file })) : []),
   ];
-  const parsed = await parseFiles(jobs, opts.workerBytes);
+  let stats: IndexStats | undefined;
+  let parsed: ParsedFile[];
+  if (opts.index) ({ parsed, stats } = await parseIndexed(jobs, opts.index.path, opts.index.rescan === true, (whole) => parseFiles(whole, opts.workerBytes)));
+  else parsed = await parseFiles(jobs, opts.workerBytes);
   let corrupt = 0;
   const dedup = new ClaudeDedup(prices, rules);
   const seen = new Set<string>();
@@ -271,7 +280,7 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms });
     if (opts.sessions !== false) tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
   }
-  return { requests: [...claude, ...requests], sessions: [...tracker.sessions.values()], files: jobs.length, corrupt };
+  return { requests: [...claude, ...requests], sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: stats };
 }
 
 /** USD for a request at the table's price; null when the model has none. */
