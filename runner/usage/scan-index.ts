@@ -65,7 +65,7 @@ const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFin
 function validRec(r: unknown): r is FileRec {
   if (typeof r !== 'object' || r === null) return false;
   const f = r as FileRec;
-  if ((f.runtime !== 'claude' && f.runtime !== 'codex') || ![f.dev, f.ino, f.size, f.mtimeMs, f.offset, f.corrupt].every(isNum) || f.offset > f.size) return false;
+  if ((f.runtime !== 'claude' && f.runtime !== 'codex') || ![f.dev, f.ino, f.size, f.mtimeMs, f.offset, f.corrupt].every(isNum) || f.offset < 0 || f.offset > f.size) return false;
   return f.runtime === 'claude' ? Array.isArray(f.entries) && f.entries.every(Array.isArray) : Array.isArray(f.events) && typeof f.codex === 'object' && f.codex !== null;
 }
 
