@@ -2,10 +2,10 @@
 // (docs/runner.md "Usage", docs/cost.md): tokens and cost from the local transcripts, no server needed,
 // read with the same code as the ingest. Rows are per day (or month), runtime and model; sessions per
 // runtime and session.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
-import { loadConfig } from '../config.ts';
 import { UsageError } from '../cli-options.ts';
 import { configPath, stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
@@ -110,7 +110,10 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
     if (args.runtime !== 'claude' && args.runtime !== 'codex') throw new UsageError('usage: --runtime is claude or codex');
     runtimes = new Set([args.runtime]);
   }
-  const profiles = loadConfig(configPath(env)).config.profiles;
+  // runner.json's profiles may name more transcript dirs; without the file there are none, and the config's
+  // schemas (zod) are not even loaded: they were a third of `usage`'s start-up (docs/performance.md).
+  const config = configPath(env);
+  const profiles = existsSync(config) ? (await import('../config.ts')).loadConfig(config).config.profiles : [];
   const prices = DEFAULT_PRICES;
   const workerBytes = env.SVC_USAGE_WORKER_BYTES !== undefined && /^\d+$/.test(env.SVC_USAGE_WORKER_BYTES) ? Number(env.SVC_USAGE_WORKER_BYTES) : undefined; // tests and benchmarks
   if (args.rescan !== undefined && typeof args.rescan !== 'boolean') throw new UsageError('usage: --rescan takes no value');
