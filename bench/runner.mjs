@@ -61,6 +61,7 @@ import {
   requireBuild,
   ROOT,
   round,
+  heapSnapshotTop,
   spawnTracked,
   stopChild,
   table,
@@ -79,6 +80,10 @@ const { values: opts } = parseArgs({
     'profile-dir': { type: 'string' },
     'latency-rates': { type: 'string', default: '50,1000' },
     'latency-seconds': { type: 'string', default: '4' },
+    /** Another svc-runner.mjs to measure instead of dist/svc-runner.mjs (a before/after comparison). */
+    bundle: { type: 'string' },
+    /** Write a heap snapshot of the idle daemon here (after its RSS is read) and print its largest parts. */
+    'heap-snapshot': { type: 'string' },
   },
   strict: true,
 });
@@ -99,7 +104,7 @@ const SOURCE = 'bench/runner';
 /** Spool files: one per append with its event count in the name (0.17 on), or one per event (older bundles). */
 const SPOOL_NAME = /^\d{13}\.\d{8}\.[a-z0-9]{6}(?:\.(\d+)\.jsonl|\.json)$/;
 const eventsIn = (name) => Number(SPOOL_NAME.exec(name)?.[1] ?? 1);
-const DIST_RUNNER = join(ROOT, 'dist', 'svc-runner.mjs');
+const DIST_RUNNER = opts.bundle ?? join(ROOT, 'dist', 'svc-runner.mjs');
 
 const log = (m) => process.stderr.write(`[bench:runner] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -284,8 +289,8 @@ async function main() {
     const pad = 'x'.repeat(PAD);
 
     /** Start the daemon; resolves with the child and the time its "connected" line appeared. */
-    const startDaemon = () => {
-      const prof = opts['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['profile-dir']}`] : [];
+    const startDaemon = (nodeFlags = []) => {
+      const prof = opts['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['profile-dir']}`] : nodeFlags;
       const d = spawnTracked(process.execPath, [...prof, bundle, 'run'], { cwd: sb.dir, env: sb.env });
       captureOutput(d);
       d.connected = new Promise((ok, fail) => {
@@ -394,7 +399,7 @@ async function main() {
     // (b) idle RSS: a fresh daemon on the empty spool and a bare node process, side by side.
     log(`idle: a fresh daemon and a bare node process, ${IDLE_SECONDS} s`);
     const bare = spawnTracked(process.execPath, ['-e', 'setInterval(()=>{},1e3)'], { cwd: sb.dir, env: sb.env });
-    const d = startDaemon();
+    const d = startDaemon(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []);
     const connectedAt = await Promise.race([d.connected, sleep(30_000).then(() => Promise.reject(new Error(`svc-runner run did not connect within 30 s:\n${d.log}`)))]);
     const listed = await (await server.api('/api/runners')).json();
     const status = listed.runners?.find((x) => x.id === runnerId)?.status;
@@ -404,7 +409,24 @@ async function main() {
       samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid) });
     }
     const last = samples.at(-1);
+    let heap = null;
+    if (opts['heap-snapshot']) {
+      // Node writes Heap.<date>.<time>.<pid>.<thread>.<seq>.heapsnapshot into the daemon's cwd.
+      d.kill('SIGUSR2');
+      const deadline = performance.now() + 60_000;
+      let file;
+      while (!(file = readdirSync(sb.dir).find((f) => f.endsWith('.heapsnapshot') && f.includes(`.${d.pid}.`)))) {
+        if (performance.now() > deadline) throw new Error('no heap snapshot within 60 s');
+        await sleep(500);
+      }
+      let size = -1;
+      while (size !== (size = statSync(join(sb.dir, file)).size)) await sleep(1000); // written when its size holds
+      mkdirSync(opts['heap-snapshot'], { recursive: true });
+      copyFileSync(join(sb.dir, file), join(opts['heap-snapshot'], file));
+      heap = { file: join(opts['heap-snapshot'], file), ...heapSnapshotTop(join(sb.dir, file)) };
+    }
     idle = {
+      heap,
       seconds: IDLE_SECONDS,
       statusListed: status,
       runner: last.runner,
@@ -414,6 +436,7 @@ async function main() {
       samplesRssKiB: samples.map((s) => [s.runner.rssKiB, s.bare.rssKiB]),
     };
     log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}); listed ${status}`);
+    if (heap) log(`idle heap snapshot ${heap.file}: ${fmt(heap.totalKiB / 1024, 1)} MiB; by type ${heap.byType.map(([t, k]) => `${t} ${fmt(k / 1024, 1)}`).join(', ')}; largest scripts ${heap.scripts.map(([n, k]) => `${n} ${fmt(k, 0)} KiB`).join(', ')}`);
     await stopChild(bare, 5_000);
     if (LATENCY_SECONDS > 0) latency = await measureLatency({ server, sql, sb, runnerId, daemon: d });
     await stopDaemon(d);

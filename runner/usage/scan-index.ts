@@ -9,10 +9,15 @@
 // already counted, and `--tz`, `--since`, the session report all need the request's own time. So the
 // cross-file rules run on the whole set every time, as on a full scan, and the results are equal by
 // construction. A missing, unreadable or malformed index, or one written by another build, is a full scan,
-// and `--rescan` forces one. Written atomically (temp file + rename), only when something changed.
-import { readFileSync, statSync } from 'node:fs';
+// and `--rescan` forces one. Three files: usage-index.json (format, build, a generation id and each file's
+// identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
+// usage-index.result.json (the daily/monthly scan's deduplicated requests, for a run where no file
+// changed: then neither the lines nor the dedup are needed). Each is written to a temp file and renamed,
+// the small one last (it names the generation the other two must carry); with no fsync, as a crash costs
+// only a full scan.
+import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { BUILD_VERSION } from '../../protocol/version.ts';
-import { writeFileAtomic } from '../../protocol/atomic-file.ts';
 import { fileContext, parseClaudeLine } from './claude.ts';
 import { codexFileSession, parseCodexLine, THREAD_SPAWN_WINDOW } from './codex.ts';
 import type { CodexFileState } from './codex.ts';
@@ -39,8 +44,15 @@ interface FileRec {
 interface IndexDoc {
   format: number;
   build: string;
+  gen: string;
   files: Record<string, FileRec>;
 }
+
+/** What each file holds: the meta file carries FileRec without the lines, the lines file only them. */
+type Lines = Pick<FileRec, 'entries' | 'events' | 'codex'>;
+
+/** A counted request as the daily and monthly reports need it: ms, runtime (0 claude, 1 codex), report model, price model, speed, tokens. */
+export type ResultRow = [number, 0 | 1, string, string, 'standard' | 'fast' | null, number, number, number, number, number];
 
 /** What a scan did (printed as one JSON line on stderr with SVC_USAGE_STATS=1: tests and benchmarks). */
 export interface IndexStats {
@@ -58,35 +70,77 @@ export interface IndexStats {
   appendedBytes: number;
   /** Whether the index file was written. */
   written: boolean;
+  /** The deduplicated requests were taken from usage-index.result.json (no file changed). */
+  result: boolean;
 }
 
 const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 
-function validRec(r: unknown): r is FileRec {
+function validMeta(r: unknown): r is FileRec {
   if (typeof r !== 'object' || r === null) return false;
   const f = r as FileRec;
-  if ((f.runtime !== 'claude' && f.runtime !== 'codex') || ![f.dev, f.ino, f.size, f.mtimeMs, f.offset, f.corrupt].every(isNum) || f.offset < 0 || f.offset > f.size) return false;
-  return f.runtime === 'claude' ? Array.isArray(f.entries) && f.entries.every(Array.isArray) : Array.isArray(f.events) && typeof f.codex === 'object' && f.codex !== null;
+  return (f.runtime === 'claude' || f.runtime === 'codex') && [f.dev, f.ino, f.size, f.mtimeMs, f.offset, f.corrupt].every(isNum) && f.offset >= 0 && f.offset <= f.size;
 }
 
-/** The index at `path`, or why it cannot be used. */
-export function loadIndex(path: string): IndexDoc | string {
-  let text: string;
+const validLines = (f: FileRec) => (f.runtime === 'claude' ? Array.isArray(f.entries) && f.entries.every(Array.isArray) : Array.isArray(f.events) && typeof f.codex === 'object' && f.codex !== null);
+
+const readJson = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8'));
+
+/** Temp file + rename: a reader sees the old file or the new one. No fsync: a torn index is a full scan. */
+function writeReplace(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
   try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return 'no index';
+    writeFileSync(tmp, text, { mode: 0o600 });
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {}
+    throw e;
   }
+}
+
+const linesPath = (path: string) => path.replace(/\.json$/, '.lines.json');
+const resultPath = (path: string) => path.replace(/\.json$/, '.result.json');
+
+/** The index's meta file at `path` (records without their lines), or why it cannot be used. */
+export function loadIndex(path: string): IndexDoc | string {
   let doc: IndexDoc;
   try {
-    doc = JSON.parse(text) as IndexDoc;
-  } catch {
-    return 'index unreadable';
+    doc = readJson(path) as IndexDoc;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no index' : 'index unreadable';
   }
-  if (typeof doc !== 'object' || doc === null || doc.format !== FORMAT || typeof doc.files !== 'object' || doc.files === null) return 'index unreadable';
+  if (typeof doc !== 'object' || doc === null || doc.format !== FORMAT || typeof doc.gen !== 'string' || typeof doc.files !== 'object' || doc.files === null) return 'index unreadable';
   if (doc.build !== BUILD_VERSION) return 'index of another build';
-  for (const r of Object.values(doc.files)) if (!validRec(r)) return 'index unreadable';
+  for (const r of Object.values(doc.files)) if (!validMeta(r)) return 'index unreadable';
   return doc;
+}
+
+/** The lines of every record, from the lines file of the same generation; false when it does not fit. */
+function loadLines(path: string, doc: IndexDoc): boolean {
+  let lines: { gen: string; files: Record<string, Lines> };
+  try {
+    lines = readJson(linesPath(path)) as typeof lines;
+  } catch {
+    return false;
+  }
+  if (typeof lines !== 'object' || lines === null || lines.gen !== doc.gen || typeof lines.files !== 'object' || lines.files === null) return false;
+  for (const [file, rec] of Object.entries(doc.files)) {
+    Object.assign(rec, lines.files[file]);
+    if (!validLines(rec)) return false;
+  }
+  return true;
+}
+
+/** The deduplicated requests for `key` if the result file is of this generation. */
+function loadResult(path: string, gen: string, key: string): { rows: ResultRow[]; corrupt: number } | null {
+  try {
+    const r = readJson(resultPath(path)) as { gen: string; key: string; corrupt: number; rows: ResultRow[] };
+    return r && r.gen === gen && r.key === key && Array.isArray(r.rows) && isNum(r.corrupt) ? r : null;
+  } catch {
+    return null;
+  }
 }
 
 type Stat = { dev: number; ino: number; size: number; mtimeMs: number };
@@ -142,62 +196,112 @@ function toRec(job: ParseJob, st: Stat, p: ParsedFile): FileRec | null {
 }
 
 /**
- * Every job's parse, from the index where it can (see the top of this file), the rest through `parseWhole`
- * (scan.ts parseFiles: two threads for a large set). Writes the index back when anything changed.
+ * The usage index of one scan (see the top of this file). `open` plans every job: when no file changed and
+ * `resultKey` is given, it answers the stored deduplicated requests; otherwise every job's parse, from the
+ * index where it can, the rest through `parseWhole` (scan.ts parseFiles: two threads for a large set).
+ * `save` writes what changed, and the scan's result for `resultKey`.
  */
-export async function parseIndexed(jobs: readonly ParseJob[], path: string, rescan: boolean, parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>): Promise<{ parsed: ParsedFile[]; stats: IndexStats }> {
-  const loaded = rescan ? '--rescan' : loadIndex(path);
-  const old = typeof loaded === 'string' ? null : loaded;
-  const stats: IndexStats = { mode: old ? 'indexed' : 'full', reason: old ? null : (loaded as string), files: jobs.length, reused: 0, appended: 0, whole: 0, appendedBytes: 0, written: false };
-  const files: Record<string, FileRec> = {};
-  const parsed: (ParsedFile | undefined)[] = new Array(jobs.length);
-  const whole: number[] = [];
-  const stat: (Stat | null)[] = jobs.map((j) => {
-    try {
-      return statSync(j.file);
-    } catch {
-      return null;
-    }
-  });
-  let changed = !old;
-  for (let i = 0; i < jobs.length; i++) {
-    const job = jobs[i]!, st = stat[i];
-    if (!st) {
-      parsed[i] = { corrupt: 0, missing: true };
-      continue;
-    }
-    const rec = old?.files[job.file];
-    const how = plan(rec, st, job);
-    if (how === 'whole') {
-      whole.push(i);
-      continue;
-    }
-    if (how === 'append') {
-      stats.appendedBytes += readAppended(job, rec!, st);
-      stats.appended++;
-      changed = true;
-    } else stats.reused++;
-    files[job.file] = rec!;
-    parsed[i] = fromRec(rec!, job);
+export class UsageIndex {
+  readonly stats: IndexStats;
+  private readonly old: IndexDoc | null;
+  private files: Record<string, FileRec> = {};
+  private changed: boolean;
+  private gen: string;
+
+  constructor(
+    private readonly path: string,
+    rescan: boolean,
+  ) {
+    const loaded = rescan ? '--rescan' : loadIndex(path);
+    this.old = typeof loaded === 'string' ? null : loaded;
+    this.changed = !this.old;
+    this.gen = this.old?.gen ?? '';
+    this.stats = { mode: this.old ? 'indexed' : 'full', reason: this.old ? null : (loaded as string), files: 0, reused: 0, appended: 0, whole: 0, appendedBytes: 0, written: false, result: false };
   }
-  if (whole.length) {
-    const results = await parseWhole(whole.map((i) => jobs[i]!));
-    whole.forEach((i, k) => {
-      const rec = toRec(jobs[i]!, stat[i]!, results[k]!);
-      if (rec) files[jobs[i]!.file] = rec;
-      parsed[i] = results[k]!;
+
+  async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number }> {
+    const stats = this.stats;
+    stats.files = jobs.length;
+    const stat: (Stat | null)[] = jobs.map((j) => {
+      try {
+        return statSync(j.file);
+      } catch {
+        return null;
+      }
     });
-    stats.whole = whole.length;
-    changed = true;
+    let old = this.old;
+    const plans = jobs.map((job, i) => (stat[i] ? plan(old?.files[job.file], stat[i]!, job) : 'gone'));
+    const gone = old !== null && Object.keys(old.files).length !== plans.filter((p) => p === 'reuse' || p === 'append').length;
+    if (old && resultKey !== null && !gone && plans.every((p) => p === 'reuse')) {
+      const r = loadResult(this.path, old.gen, resultKey);
+      if (r) {
+        Object.assign(stats, { reused: jobs.length, result: true });
+        return r;
+      }
+    }
+    if (old && plans.some((p) => p === 'reuse' || p === 'append') && !loadLines(this.path, old)) {
+      Object.assign(stats, { mode: 'full', reason: 'index unreadable' });
+      old = null;
+      this.changed = true;
+    }
+    if (gone) this.changed = true;
+    const parsed: (ParsedFile | undefined)[] = new Array(jobs.length);
+    const whole: number[] = [];
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i]!, st = stat[i];
+      const how = old ? plans[i] : st ? 'whole' : 'gone';
+      if (how === 'gone') {
+        parsed[i] = { corrupt: 0, missing: true };
+        continue;
+      }
+      if (how === 'whole') {
+        whole.push(i);
+        continue;
+      }
+      const rec = old!.files[job.file]!;
+      if (how === 'append') {
+        stats.appendedBytes += readAppended(job, rec, st!);
+        stats.appended++;
+        this.changed = true;
+      } else stats.reused++;
+      this.files[job.file] = rec;
+      parsed[i] = fromRec(rec, job);
+    }
+    if (whole.length) {
+      const results = await parseWhole(whole.map((i) => jobs[i]!));
+      whole.forEach((i, k) => {
+        const rec = toRec(jobs[i]!, stat[i]!, results[k]!);
+        if (rec) this.files[jobs[i]!.file] = rec;
+        parsed[i] = results[k]!;
+      });
+      stats.whole = whole.length;
+      this.changed = true;
+    }
+    return { parsed: parsed as ParsedFile[] };
   }
-  if (old && Object.keys(old.files).some((f) => !(f in files))) changed = true; // files gone
-  if (changed) {
+
+  /** Writes the lines and the meta file when a file changed, and the result for `resultKey` (when given). */
+  save(resultKey: string | null, rows: () => ResultRow[], corrupt: number): void {
     try {
-      writeFileAtomic(path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, files } satisfies IndexDoc));
-      stats.written = true;
+      mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
+      if (this.changed) {
+        this.gen = `${Date.now().toString(36)}.${process.pid}`;
+        const meta: Record<string, FileRec> = {};
+        const lines: Record<string, Lines> = {};
+        for (const [f, { entries, events, codex, ...m }] of Object.entries(this.files)) {
+          meta[f] = m as FileRec;
+          lines[f] = { entries, events, codex };
+        }
+        writeReplace(linesPath(this.path), JSON.stringify({ gen: this.gen, files: lines }));
+        if (resultKey !== null) writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows() }));
+        writeReplace(this.path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, gen: this.gen, files: meta } satisfies IndexDoc));
+        this.stats.written = true;
+      } else if (resultKey !== null && !this.stats.result) {
+        writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows() }));
+        this.stats.written = true;
+      }
     } catch {
       // a read-only state dir: the report is still right, the next run reads whole files again
     }
   }
-  return { parsed: parsed as ParsedFile[], stats };
 }

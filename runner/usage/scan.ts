@@ -17,8 +17,8 @@ import type { UsageDirs } from './dirs.ts';
 import { readHeadSync, readLines, readLinesSync } from './lines.ts';
 import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
-import { parseIndexed } from './scan-index.ts';
-import type { IndexStats } from './scan-index.ts';
+import { UsageIndex } from './scan-index.ts';
+import type { IndexStats, ResultRow } from './scan-index.ts';
 
 export { detectCodexReplaySync };
 
@@ -250,10 +250,12 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     ...(runtimes.has('claude') ? claudeFiles(dirs.claude).map((file) => ({ runtime: 'claude' as const, file })) : []),
     ...(runtimes.has('codex') ? codexFiles(dirs.codex).map((file) => ({ runtime: 'codex' as const, file })) : []),
   ];
-  let stats: IndexStats | undefined;
-  let parsed: ParsedFile[];
-  if (opts.index) ({ parsed, stats } = await parseIndexed(jobs, opts.index.path, opts.index.rescan === true, (whole) => parseFiles(whole, opts.workerBytes)));
-  else parsed = await parseFiles(jobs, opts.workerBytes);
+  // The daily and monthly reports (no sessions) can take the stored deduplicated requests when no file changed.
+  const resultKey = rules === 'daily' && opts.sessions === false ? [...runtimes].sort().join(',') : null;
+  const index = opts.index ? new UsageIndex(opts.index.path, opts.index.rescan === true) : null;
+  const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey) : { parsed: await parseFiles(jobs, opts.workerBytes) };
+  if ('rows' in opened) return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats };
+  const parsed = opened.parsed;
   let corrupt = 0;
   const dedup = new ClaudeDedup(prices, rules);
   const seen = new Set<string>();
@@ -280,7 +282,21 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms });
     if (opts.sessions !== false) tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
   }
-  return { requests: [...claude, ...requests], sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: stats };
+  const all = [...claude, ...requests];
+  index?.save(resultKey, () => all.map(toRow), corrupt);
+  return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats };
+}
+
+const toRow = (s: ScannedRequest): ResultRow => {
+  const r = s.request;
+  return [s.ms, r.runtime === 'claude' ? 0 : 1, s.reportModel, r.model, r.speed ?? null, r.inputTokens, r.outputTokens, r.cacheWrite5mTokens, r.cacheWrite1hTokens, r.cacheReadTokens];
+};
+
+/** A stored row as the daily and monthly reports read it: the fields they and requestCost use (not the ids, not the time as text). */
+function fromRow(row: ResultRow): ScannedRequest {
+  const [ms, rt, reportModel, model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens] = row;
+  const request = { runtime: rt === 0 ? 'claude' : 'codex', model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens } as LlmRequest;
+  return { request, reportModel, fallbackModel: false, session: '', ms };
 }
 
 /** USD for a request at the table's price; null when the model has none. */

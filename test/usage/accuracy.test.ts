@@ -58,6 +58,12 @@ async function ours(tz: string) {
   assert.equal({ mode: stats.mode, whole: stats.whole, appended: stats.appended, written: stats.written }, { mode: 'indexed', whole: 0, appended: 0, written: false }, 'the second run reads no transcript');
   assert.ok(stats.reused > 5, 'files taken from the index');
   assert.is(indexed.stdout, r.stdout, 'indexed = full scan, byte for byte');
+  assert.ok(stats.result, 'no file changed: the stored requests');
+  // Without the stored requests: the lines from the index, deduplicated again.
+  rmSync(join(sb.env.XDG_STATE_HOME, 'svc', 'usage-index.result.json'));
+  const fromLines = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
+  assert.match(fromLines.stderr, /"mode":"indexed".*"whole":0.*"result":false/);
+  assert.is(fromLines.stdout, r.stdout, 'from the index lines = full scan, byte for byte');
   const days: any[] = JSON.parse(r.stdout).days;
   const by = (rt: string) => new Map(days.filter((d) => d.runtime === rt).map((d) => [`${d.date} ${d.model}`, d]));
   return { claude: by('claude'), codex: by('codex'), days };

@@ -59,9 +59,11 @@ test('first run: a full scan that writes the index; second run: every file from 
   assert.is(statSync(indexFile).mode & 0o777, 0o600);
   const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
   assert.is(doc.files[fileA].offset, statSync(fileA).size);
-  assert.is(doc.files[fileA].entries.length, 2);
+  const lines = JSON.parse(readFileSync(indexFile.replace('.json', '.lines.json'), 'utf8'));
+  assert.is(lines.gen, doc.gen);
+  assert.is(lines.files[fileA].entries.length, 2);
   const second = await usage();
-  assert.equal([second.stats.mode, second.stats.whole, second.stats.appended, second.stats.appendedBytes, second.stats.written], ['indexed', 0, 0, 0, false]);
+  assert.equal([second.stats.mode, second.stats.whole, second.stats.appended, second.stats.appendedBytes, second.stats.written, second.stats.result], ['indexed', 0, 0, 0, false, true]);
   assert.is(second.stats.reused, second.stats.files);
   assert.is(second.stdout, first.stdout);
   assert.is(idx(second.stdout).outputTokens, 23);
@@ -105,7 +107,7 @@ test('a truncated file, a file rewritten at the same size and a replaced one (an
 
 test('a corrupted, malformed or foreign index means a full scan; --rescan forces one', async () => {
   const want = (await usage('--rescan')).stdout;
-  for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":1,"build":"x","files":{}}', 'index of another build'], [null, 'index unreadable']] as const) {
+  for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":1,"build":"x","gen":"g","files":{}}', 'index of another build'], [null, 'index unreadable']] as const) {
     if (text === null) {
       const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
       doc.files[fileA].offset = -1;
@@ -115,6 +117,14 @@ test('a corrupted, malformed or foreign index means a full scan; --rescan forces
     assert.equal([got.stats.mode, got.stats.reason, got.stats.written], ['full', reason, true], reason);
     assert.is(got.stdout, want);
   }
+  // A lines file of another generation (a crash between the writes): a full scan, not a mix.
+  await usage('--rescan');
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-11', 1)); // so the lines are needed
+  const linesFile = indexFile.replace('.json', '.lines.json');
+  writeFileSync(linesFile, JSON.stringify({ ...JSON.parse(readFileSync(linesFile, 'utf8')), gen: 'other' }));
+  const mixed = await usage();
+  assert.equal([mixed.stats.mode, mixed.stats.reason], ['full', 'index unreadable']);
+  assert.is(mixed.stdout, (await usage('--rescan')).stdout);
   const forced = await usage('--rescan');
   assert.equal([forced.stats.mode, forced.stats.reason, forced.stats.reused], ['full', '--rescan', 0]);
   const bad = await runCli(sb, ['usage', 'daily', '--rescan=yes'], env);
