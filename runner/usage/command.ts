@@ -117,10 +117,20 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   const prices = DEFAULT_PRICES;
   const workerBytes = env.SVC_USAGE_WORKER_BYTES !== undefined && /^\d+$/.test(env.SVC_USAGE_WORKER_BYTES) ? Number(env.SVC_USAGE_WORKER_BYTES) : undefined; // tests and benchmarks
   if (args.rescan !== undefined && typeof args.rescan !== 'boolean') throw new UsageError('usage: --rescan takes no value');
-  const index = { path: usageIndexPath(env), rescan: args.rescan === true };
+  // The same report with the same arguments and no transcript changed is the same text (scan-index.ts).
+  // Without --tz the days are the process's zone's: its name and offsets (January, July) are in the key.
+  const localZone = tz === undefined ? `${String(new Date(0)).slice(25)} ${String(new Date(15_552_000_000)).slice(25)}` : null;
+  const outputKey = JSON.stringify([report, args.json === true, since ?? null, until ?? null, tz ?? null, localZone, [...runtimes].sort()]);
+  const index = { path: usageIndexPath(env), rescan: args.rescan === true, outputKey };
   const scan = await scanAll(usageDirs(env, profiles), prices, runtimes, { rules: report === 'session' ? 'session' : 'daily', workerBytes, sessions: report === 'session', index });
   if (env.SVC_USAGE_STATS === '1') err.write(`${JSON.stringify({ usageIndex: scan.index })}\n`); // tests and benchmarks
   if (scan.corrupt) err.write(`svc-runner: skipped ${scan.corrupt} corrupt transcript line(s)\n`);
+  if (scan.output !== undefined) {
+    out.write(scan.output);
+    return 0;
+  }
+  const write = out.write.bind(out);
+  out = { write: (text: string) => (scan.saveOutput?.(text), write(text)) };
   const day = dayIn(tz);
   const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);
 

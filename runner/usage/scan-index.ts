@@ -12,7 +12,8 @@
 // and `--rescan` forces one. Three files: usage-index.json (format, build, a generation id and each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
 // usage-index.result.json (the daily/monthly scan's deduplicated requests, for a run where no file
-// changed: then neither the lines nor the dedup are needed). Each is written to a temp file and renamed,
+// changed: then neither the lines nor the dedup are needed), and usage-index.output.json (the last report
+// printed with its arguments: the same call again with no file changed prints it as it is). Each is written to a temp file and renamed,
 // the small one last (it names the generation the other two must carry); with no fsync, as a crash costs
 // only a full scan.
 import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -72,6 +73,8 @@ export interface IndexStats {
   written: boolean;
   /** The deduplicated requests were taken from usage-index.result.json (no file changed). */
   result: boolean;
+  /** The report itself was taken from usage-index.output.json (no file changed, the same arguments). */
+  output?: boolean;
 }
 
 const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
@@ -102,6 +105,7 @@ function writeReplace(path: string, text: string): void {
 
 const linesPath = (path: string) => path.replace(/\.json$/, '.lines.json');
 const resultPath = (path: string) => path.replace(/\.json$/, '.result.json');
+const outputPath = (path: string) => path.replace(/\.json$/, '.output.json');
 
 /** The index's meta file at `path` (records without their lines), or why it cannot be used. */
 export function loadIndex(path: string): IndexDoc | string {
@@ -138,6 +142,16 @@ function loadResult(path: string, gen: string, key: string): { rows: ResultRow[]
   try {
     const r = readJson(resultPath(path)) as { gen: string; key: string; corrupt: number; rows: ResultRow[] };
     return r && r.gen === gen && r.key === key && Array.isArray(r.rows) && isNum(r.corrupt) ? r : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The last report printed, if it was made from this generation with the same arguments (`key`). */
+function loadOutput(path: string, gen: string, key: string): { output: string; corrupt: number } | null {
+  try {
+    const r = readJson(outputPath(path)) as { gen: string; key: string; corrupt: number; output: string };
+    return r && r.gen === gen && r.key === key && typeof r.output === 'string' && isNum(r.corrupt) ? r : null;
   } catch {
     return null;
   }
@@ -219,7 +233,7 @@ export class UsageIndex {
     this.stats = { mode: this.old ? 'indexed' : 'full', reason: this.old ? null : (loaded as string), files: 0, reused: 0, appended: 0, whole: 0, appendedBytes: 0, written: false, result: false };
   }
 
-  async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number }> {
+  async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null, outputKey: string | null): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number } | { output: string; corrupt: number }> {
     const stats = this.stats;
     stats.files = jobs.length;
     const stat: (Stat | null)[] = jobs.map((j) => {
@@ -232,8 +246,13 @@ export class UsageIndex {
     let old = this.old;
     const plans = jobs.map((job, i) => (stat[i] ? plan(old?.files[job.file], stat[i]!, job) : 'gone'));
     const gone = old !== null && Object.keys(old.files).length !== plans.filter((p) => p === 'reuse' || p === 'append').length;
-    if (old && resultKey !== null && !gone && plans.every((p) => p === 'reuse')) {
-      const r = loadResult(this.path, old.gen, resultKey);
+    if (old && !gone && plans.every((p) => p === 'reuse')) {
+      const o = outputKey === null ? null : loadOutput(this.path, old.gen, outputKey);
+      if (o) {
+        Object.assign(stats, { reused: jobs.length, result: true, output: true });
+        return o;
+      }
+      const r = resultKey === null ? null : loadResult(this.path, old.gen, resultKey);
       if (r) {
         Object.assign(stats, { reused: jobs.length, result: true });
         return r;
@@ -303,5 +322,13 @@ export class UsageIndex {
     } catch {
       // a read-only state dir: the report is still right, the next run reads whole files again
     }
+  }
+
+  /** Keeps the report printed for these arguments, for the next run with the same ones and no file changed. */
+  saveOutput(outputKey: string, output: string, corrupt: number): void {
+    if (this.stats.output) return;
+    try {
+      writeReplace(outputPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, output }));
+    } catch {}
   }
 }

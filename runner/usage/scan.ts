@@ -172,6 +172,10 @@ export interface ScanResult {
   corrupt: number;
   /** What the usage index did, when the scan went through it. */
   index?: IndexStats;
+  /** The report, as printed last time with the same arguments (the index's outputKey), when no file changed. */
+  output?: string;
+  /** Keeps the report printed for the index's outputKey. */
+  saveOutput?: (output: string) => void;
 }
 
 /** ccusage's Codex session id for the session report: the rollout's path under its sessions dir, without `.jsonl`. */
@@ -234,8 +238,8 @@ export interface ScanOptions {
   workerBytes?: number;
   /** Collect the sessions' metadata (the session report needs it; daily and monthly do not). */
   sessions?: boolean;
-  /** Read through the usage index at this path (scan-index.ts); `rescan` ignores what it holds. */
-  index?: { path: string; rescan?: boolean };
+  /** Read through the usage index at this path (scan-index.ts); `rescan` ignores what it holds; `outputKey`: the report's arguments. */
+  index?: { path: string; rescan?: boolean; outputKey?: string };
 }
 
 /**
@@ -251,15 +255,22 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     ...(runtimes.has('codex') ? codexFiles(dirs.codex).map((file) => ({ runtime: 'codex' as const, file })) : []),
   ];
   // The daily and monthly reports (no sessions) can take the stored deduplicated requests when no file changed.
-  const resultKey = rules === 'daily' && opts.sessions === false ? [...runtimes].sort().join(',') : null;
+  // Both stored forms also depend on which Codex homes ask for the fast tier (their config.toml, not a transcript).
+  const fast = fastCodexHomes(dirs.codex);
+  const context = JSON.stringify([...fast].sort());
+  const resultKey = rules === 'daily' && opts.sessions === false ? `${[...runtimes].sort().join(',')} ${context}` : null;
   const index = opts.index ? new UsageIndex(opts.index.path, opts.index.rescan === true) : null;
-  const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey) : { parsed: await parseFiles(jobs, opts.workerBytes) };
-  if ('rows' in opened) return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats };
+  const outputKey = opts.index?.outputKey === undefined ? undefined : `${opts.index.outputKey} ${context}`;
+  const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey, outputKey ?? null) : { parsed: await parseFiles(jobs, opts.workerBytes) };
+  if ('output' in opened) return { requests: [], sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats, output: opened.output };
+  if ('rows' in opened) {
+    const saveOutput = outputKey !== undefined ? (text: string) => index!.saveOutput(outputKey, text, opened.corrupt) : undefined;
+    return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats, saveOutput };
+  }
   const parsed = opened.parsed;
   let corrupt = 0;
   const dedup = new ClaudeDedup(prices, rules);
   const seen = new Set<string>();
-  const fast = fastCodexHomes(dirs.codex);
   for (let i = 0; i < jobs.length; i++) {
     const job = jobs[i]!, r = parsed[i]!;
     corrupt += r.corrupt;
@@ -284,7 +295,8 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   }
   const all = [...claude, ...requests];
   index?.save(resultKey, () => all.map(toRow), corrupt);
-  return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats };
+  const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt) : undefined;
+  return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats, saveOutput };
 }
 
 const toRow = (s: ScannedRequest): ResultRow => {

@@ -58,9 +58,15 @@ async function ours(tz: string) {
   assert.equal({ mode: stats.mode, whole: stats.whole, appended: stats.appended, written: stats.written }, { mode: 'indexed', whole: 0, appended: 0, written: false }, 'the second run reads no transcript');
   assert.ok(stats.reused > 5, 'files taken from the index');
   assert.is(indexed.stdout, r.stdout, 'indexed = full scan, byte for byte');
-  assert.ok(stats.result, 'no file changed: the stored requests');
-  // Without the stored requests: the lines from the index, deduplicated again.
-  rmSync(join(sb.env.XDG_STATE_HOME, 'svc', 'usage-index.result.json'));
+  assert.ok(stats.output, 'no file changed, the same arguments: the stored report');
+  // Without the stored report: the stored requests; without those too: the lines from the index, deduplicated again.
+  const state = join(sb.env.XDG_STATE_HOME, 'svc');
+  rmSync(join(state, 'usage-index.output.json'));
+  const fromRows = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
+  assert.match(fromRows.stderr, /"mode":"indexed".*"whole":0.*"result":true/);
+  assert.is(fromRows.stdout, r.stdout, 'from the stored requests = full scan, byte for byte');
+  rmSync(join(state, 'usage-index.output.json'));
+  rmSync(join(state, 'usage-index.result.json'));
   const fromLines = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
   assert.match(fromLines.stderr, /"mode":"indexed".*"whole":0.*"result":false/);
   assert.is(fromLines.stdout, r.stdout, 'from the index lines = full scan, byte for byte');

@@ -64,6 +64,7 @@ test('first run: a full scan that writes the index; second run: every file from 
   assert.is(lines.files[fileA].entries.length, 2);
   const second = await usage();
   assert.equal([second.stats.mode, second.stats.whole, second.stats.appended, second.stats.appendedBytes, second.stats.written, second.stats.result], ['indexed', 0, 0, 0, false, true]);
+  assert.ok(second.stats.output, 'the same call again: the stored report');
   assert.is(second.stats.reused, second.stats.files);
   assert.is(second.stdout, first.stdout);
   assert.is(idx(second.stdout).outputTokens, 23);
