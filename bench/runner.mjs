@@ -419,11 +419,18 @@ async function main() {
         if (performance.now() > deadline) throw new Error('no heap snapshot within 60 s');
         await sleep(500);
       }
-      let size = -1;
-      while (size !== (size = statSync(join(sb.dir, file)).size)) await sleep(1000); // written when its size holds
+      // Written on the daemon's main thread, in pieces: complete once it parses.
+      for (;;) {
+        try {
+          heap = { file: join(opts['heap-snapshot'], file), ...heapSnapshotTop(join(sb.dir, file)) };
+          break;
+        } catch (e) {
+          if (!(e instanceof SyntaxError) || performance.now() > deadline) throw e;
+          await sleep(2000);
+        }
+      }
       mkdirSync(opts['heap-snapshot'], { recursive: true });
-      copyFileSync(join(sb.dir, file), join(opts['heap-snapshot'], file));
-      heap = { file: join(opts['heap-snapshot'], file), ...heapSnapshotTop(join(sb.dir, file)) };
+      copyFileSync(join(sb.dir, file), heap.file);
     }
     idle = {
       heap,
