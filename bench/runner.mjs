@@ -82,6 +82,8 @@ const { values: opts } = parseArgs({
     'latency-seconds': { type: 'string', default: '4' },
     /** Another svc-runner.mjs to measure instead of dist/svc-runner.mjs (a before/after comparison). */
     bundle: { type: 'string' },
+    /** Node flags for the idle daemon (e.g. `--max-semi-space-size=1`), to find what its memory is. */
+    'daemon-node-flags': { type: 'string', default: '' },
     /** Write a heap snapshot of the idle daemon here (after its RSS is read) and print its largest parts. */
     'heap-snapshot': { type: 'string' },
   },
@@ -115,6 +117,19 @@ function memoryOf(pid) {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1]);
   return { rssKiB: kb('VmRSS'), hwmKiB: kb('VmHWM') };
+}
+
+/** Resident KiB per kind of mapping (/proc/<pid>/smaps): anonymous ([anon], [heap], [stack]) or the file mapped. */
+function smapsTop(pid, count = 6) {
+  const by = new Map();
+  let name = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) name = head[1] ? head[1].replace(/^.*\//, '') : '[anon]';
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) by.set(name, (by.get(name) ?? 0) + Number(rss[1]));
+  }
+  return [...by.entries()].sort((a, b) => b[1] - a[1]).slice(0, count);
 }
 
 /** True while the spool directory holds at least one event file (stops at the first one it sees). */
@@ -399,7 +414,7 @@ async function main() {
     // (b) idle RSS: a fresh daemon on the empty spool and a bare node process, side by side.
     log(`idle: a fresh daemon and a bare node process, ${IDLE_SECONDS} s`);
     const bare = spawnTracked(process.execPath, ['-e', 'setInterval(()=>{},1e3)'], { cwd: sb.dir, env: sb.env });
-    const d = startDaemon(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []);
+    const d = startDaemon([...(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...opts['daemon-node-flags'].split(' ').filter(Boolean)]);
     const connectedAt = await Promise.race([d.connected, sleep(30_000).then(() => Promise.reject(new Error(`svc-runner run did not connect within 30 s:\n${d.log}`)))]);
     const listed = await (await server.api('/api/runners')).json();
     const status = listed.runners?.find((x) => x.id === runnerId)?.status;
@@ -409,6 +424,8 @@ async function main() {
       samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid) });
     }
     const last = samples.at(-1);
+    const maps = { runner: smapsTop(d.pid), bare: smapsTop(bare.pid) };
+    log(`idle RSS by mapping (KiB): runner ${maps.runner.map(([k, v]) => `${k} ${v}`).join(', ')}; bare ${maps.bare.map(([k, v]) => `${k} ${v}`).join(', ')}`);
     let heap = null;
     if (opts['heap-snapshot']) {
       // Node writes Heap.<date>.<time>.<pid>.<thread>.<seq>.heapsnapshot into the daemon's cwd.
@@ -433,6 +450,7 @@ async function main() {
       copyFileSync(join(sb.dir, file), heap.file);
     }
     idle = {
+      maps,
       heap,
       seconds: IDLE_SECONDS,
       statusListed: status,
