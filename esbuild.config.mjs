@@ -55,6 +55,21 @@ const usageWorker = esbuild.buildSync({
   logLevel: 'warning',
 }).outputFiles[0].text;
 
+/**
+ * The runner's Node built-ins as CommonJS modules that `require` them: esbuild hoists an ESM import of an
+ * external to the top of the one-file bundle, so every built-in any command uses (http, zlib,
+ * child_process, worker_threads, crypto, …) was loaded before `svc-runner usage` or `emit` looked at its
+ * arguments. A CommonJS module is required where the module importing it is evaluated, and runner/cli.ts
+ * evaluates a command's modules when it runs that command (docs/performance.md, "A runner command's start-up").
+ */
+export const lazyBuiltins = {
+  name: 'lazy-builtins',
+  setup(build) {
+    build.onResolve({ filter: /^node:/ }, (args) => (args.namespace === 'lazy-builtin' ? { path: args.path, external: true } : { path: args.path, namespace: 'lazy-builtin' }));
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
+  },
+};
+
 export const WEB_DIR = 'dist/web';
 export const ASSETS_DIR = `${WEB_DIR}/assets`;
 /** Where index.html takes the hashed entry's tags (web-static/index.html). */
@@ -115,6 +130,12 @@ export const builds = [
     // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
     // A runner copied alone as one file finds neither and works without them.
     external: ['@parcel/watcher', 'bufferutil', 'utf-8-validate'],
+    plugins: [lazyBuiltins],
+    // No comments and pure ASCII: V8 keeps a script's source in memory, as one byte per character only
+    // when every character fits in Latin-1 — a single `→` in a comment made the 1 MB file a 2 MB string in
+    // every daemon's heap. Identifiers are kept (stack traces and CPU profiles name the functions).
+    minifyWhitespace: true,
+    charset: 'ascii',
     // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
     // (locales included) and makes this file ~960 KB instead of ~400 KB.
   },

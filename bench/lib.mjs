@@ -636,3 +636,30 @@ export async function cpuProfileTop(profilePath, count = 15) {
     });
   return { samplesMs: round(total / 1000, 0), top };
 }
+
+/**
+ * A V8 heap snapshot's sizes: total, self size per node type (KiB, largest first) and the largest scripts'
+ * sources and compiled code by script name (`code` nodes named after their script, KiB).
+ */
+export function heapSnapshotTop(path, count = 8) {
+  const snap = JSON.parse(readFileSync(path, 'utf8'));
+  const meta = snap.snapshot.meta;
+  const f = meta.node_fields;
+  const types = meta.node_types[0];
+  const [T, N, S] = ['type', 'name', 'self_size'].map((k) => f.indexOf(k));
+  const byType = new Map();
+  const byName = new Map();
+  let total = 0;
+  for (let i = 0; i < snap.nodes.length; i += f.length) {
+    const type = types[snap.nodes[i + T]];
+    const size = snap.nodes[i + S];
+    total += size;
+    byType.set(type, (byType.get(type) ?? 0) + size);
+    if (type === 'code' || type === 'string' || type === 'closure' || type === 'object') {
+      const key = `${type} ${String(snap.strings[snap.nodes[i + N]]).slice(0, 60)}`;
+      byName.set(key, (byName.get(key) ?? 0) + size);
+    }
+  }
+  const top = (m) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, count).map(([k, v]) => [k, round(v / 1024, 0)]);
+  return { totalKiB: round(total / 1024, 0), byType: top(byType), scripts: top(byName) };
+}

@@ -61,6 +61,7 @@ import {
   requireBuild,
   ROOT,
   round,
+  heapSnapshotTop,
   spawnTracked,
   stopChild,
   table,
@@ -79,6 +80,12 @@ const { values: opts } = parseArgs({
     'profile-dir': { type: 'string' },
     'latency-rates': { type: 'string', default: '50,1000' },
     'latency-seconds': { type: 'string', default: '4' },
+    /** Another svc-runner.mjs to measure instead of dist/svc-runner.mjs (a before/after comparison). */
+    bundle: { type: 'string' },
+    /** Node flags for the idle daemon (e.g. `--max-semi-space-size=1`), to find what its memory is. */
+    'daemon-node-flags': { type: 'string', default: '' },
+    /** Write a heap snapshot of the idle daemon here (after its RSS is read) and print its largest parts. */
+    'heap-snapshot': { type: 'string' },
   },
   strict: true,
 });
@@ -99,7 +106,7 @@ const SOURCE = 'bench/runner';
 /** Spool files: one per append with its event count in the name (0.17 on), or one per event (older bundles). */
 const SPOOL_NAME = /^\d{13}\.\d{8}\.[a-z0-9]{6}(?:\.(\d+)\.jsonl|\.json)$/;
 const eventsIn = (name) => Number(SPOOL_NAME.exec(name)?.[1] ?? 1);
-const DIST_RUNNER = join(ROOT, 'dist', 'svc-runner.mjs');
+const DIST_RUNNER = opts.bundle ?? join(ROOT, 'dist', 'svc-runner.mjs');
 
 const log = (m) => process.stderr.write(`[bench:runner] ${m}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -110,6 +117,19 @@ function memoryOf(pid) {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1]);
   return { rssKiB: kb('VmRSS'), hwmKiB: kb('VmHWM') };
+}
+
+/** Resident KiB per kind of mapping (/proc/<pid>/smaps): anonymous ([anon], [heap], [stack]) or the file mapped. */
+function smapsTop(pid, count = 6) {
+  const by = new Map();
+  let name = '';
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) name = head[1] ? head[1].replace(/^.*\//, '') : '[anon]';
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) by.set(name, (by.get(name) ?? 0) + Number(rss[1]));
+  }
+  return [...by.entries()].sort((a, b) => b[1] - a[1]).slice(0, count);
 }
 
 /** True while the spool directory holds at least one event file (stops at the first one it sees). */
@@ -284,8 +304,8 @@ async function main() {
     const pad = 'x'.repeat(PAD);
 
     /** Start the daemon; resolves with the child and the time its "connected" line appeared. */
-    const startDaemon = () => {
-      const prof = opts['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['profile-dir']}`] : [];
+    const startDaemon = (nodeFlags = []) => {
+      const prof = opts['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['profile-dir']}`] : nodeFlags;
       const d = spawnTracked(process.execPath, [...prof, bundle, 'run'], { cwd: sb.dir, env: sb.env });
       captureOutput(d);
       d.connected = new Promise((ok, fail) => {
@@ -394,7 +414,7 @@ async function main() {
     // (b) idle RSS: a fresh daemon on the empty spool and a bare node process, side by side.
     log(`idle: a fresh daemon and a bare node process, ${IDLE_SECONDS} s`);
     const bare = spawnTracked(process.execPath, ['-e', 'setInterval(()=>{},1e3)'], { cwd: sb.dir, env: sb.env });
-    const d = startDaemon();
+    const d = startDaemon([...(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...opts['daemon-node-flags'].split(' ').filter(Boolean)]);
     const connectedAt = await Promise.race([d.connected, sleep(30_000).then(() => Promise.reject(new Error(`svc-runner run did not connect within 30 s:\n${d.log}`)))]);
     const listed = await (await server.api('/api/runners')).json();
     const status = listed.runners?.find((x) => x.id === runnerId)?.status;
@@ -404,7 +424,34 @@ async function main() {
       samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid) });
     }
     const last = samples.at(-1);
+    const maps = { runner: smapsTop(d.pid), bare: smapsTop(bare.pid) };
+    log(`idle RSS by mapping (KiB): runner ${maps.runner.map(([k, v]) => `${k} ${v}`).join(', ')}; bare ${maps.bare.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    let heap = null;
+    if (opts['heap-snapshot']) {
+      // Node writes Heap.<date>.<time>.<pid>.<thread>.<seq>.heapsnapshot into the daemon's cwd.
+      d.kill('SIGUSR2');
+      const deadline = performance.now() + 60_000;
+      let file;
+      while (!(file = readdirSync(sb.dir).find((f) => f.endsWith('.heapsnapshot') && f.includes(`.${d.pid}.`)))) {
+        if (performance.now() > deadline) throw new Error('no heap snapshot within 60 s');
+        await sleep(500);
+      }
+      // Written on the daemon's main thread, in pieces: complete once it parses.
+      for (;;) {
+        try {
+          heap = { file: join(opts['heap-snapshot'], file), ...heapSnapshotTop(join(sb.dir, file)) };
+          break;
+        } catch (e) {
+          if (!(e instanceof SyntaxError) || performance.now() > deadline) throw e;
+          await sleep(2000);
+        }
+      }
+      mkdirSync(opts['heap-snapshot'], { recursive: true });
+      copyFileSync(join(sb.dir, file), heap.file);
+    }
     idle = {
+      maps,
+      heap,
       seconds: IDLE_SECONDS,
       statusListed: status,
       runner: last.runner,
@@ -414,6 +461,7 @@ async function main() {
       samplesRssKiB: samples.map((s) => [s.runner.rssKiB, s.bare.rssKiB]),
     };
     log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}); listed ${status}`);
+    if (heap) log(`idle heap snapshot ${heap.file}: ${fmt(heap.totalKiB / 1024, 1)} MiB; by type ${heap.byType.map(([t, k]) => `${t} ${fmt(k / 1024, 1)}`).join(', ')}; largest scripts ${heap.scripts.map(([n, k]) => `${n} ${fmt(k, 0)} KiB`).join(', ')}`);
     await stopChild(bare, 5_000);
     if (LATENCY_SECONDS > 0) latency = await measureLatency({ server, sql, sb, runnerId, daemon: d });
     await stopDaemon(d);

@@ -27,7 +27,7 @@
 // error or Ctrl-C. Output: progress on stderr, tables on stdout, then one JSON line.
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -393,6 +393,33 @@ function compare(ours, theirs) {
   };
 }
 
+/** The largest Claude transcript under the first config dir (the one the appends grow). */
+function largestClaudeFile(claudeDirs) {
+  const files = [];
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.jsonl')) files.push([statSync(p).size, p]);
+    }
+  };
+  walk(join(claudeDirs.split(',')[0], 'projects'));
+  return files.sort((a, b) => b[0] - a[0])[0][1];
+}
+
+/** About `bytes` of the file's own lines as new calls: message, request and line ids made unique per round. */
+function freshLines(file, round, bytes) {
+  const out = [];
+  let size = 0;
+  for (const l of readFileSync(file, 'utf8').split('\n')) {
+    if (!l || size >= bytes) continue;
+    const t = l.replace(/"(id|requestId|uuid|parentUuid)":"([^"]+)"/g, (_, k, v) => `"${k}":"${v}-a${round}"`);
+    out.push(t);
+    size += Buffer.byteLength(t) + 1;
+  }
+  return out.join('\n') + '\n';
+}
+
 async function scanBench() {
   const ccu = ccusageBinary();
   const root = opts['keep-files'] ?? tempDir('svc-bench-usage-');
@@ -403,8 +430,17 @@ async function scanBench() {
   const mbytes = stats.bytes / 1024 / 1024;
   log(`generated ${fmt(mbytes, 1)} MiB in ${stats.files} files (${stats.claudeFiles} Claude sessions, ${stats.subagentFiles} subagent files, ${stats.codexFiles} Codex rollouts) in ${fmt((performance.now() - t0) / 1000, 1)} s`);
 
-  const runBundle = (bundle) => runMeasured(process.execPath, [bundle, 'usage', 'daily', '--json'], { env, cwd: root });
-  const runOurs = () => runBundle(RUNNER);
+  const runBundle = (bundle, flags = []) => runMeasured(process.execPath, [bundle, 'usage', 'daily', '--json', ...flags], { env, cwd: root });
+  // ours: a full scan (--rescan: what a first run does, index write included); indexed: the next run, nothing
+  // changed; appended: a run after ~1 MiB of new Claude lines was appended to one transcript (issue #41 part 2).
+  const runOurs = () => runBundle(RUNNER, ['--rescan']);
+  const runIndexed = () => runBundle(RUNNER);
+  const appendTarget = largestClaudeFile(env.CLAUDE_CONFIG_DIR);
+  let appendRound = 0;
+  const runAppended = async () => {
+    appendFileSync(appendTarget, freshLines(appendTarget, ++appendRound, 1 << 20));
+    return runIndexed();
+  };
   const runTheirs = () => runMeasured(ccu.bin, ['daily', '--json', '--offline'], { env, cwd: root });
   // The floor in Node (bench/usage-floor.mjs): the same files read and split into lines, then also the
   // lines that can carry usage JSON.parse'd; what any exact scan in JavaScript does at least.
@@ -426,9 +462,10 @@ async function scanBench() {
   const rounds = [];
   for (let r = 1; r <= ROUNDS; r++) {
     // Alternate which goes first, so drift and cache state favour neither.
-    const order = r % 2 ? ['ours', 'floorParse', 'ccusage', 'floorRead', 'also'] : ['also', 'floorRead', 'ccusage', 'floorParse', 'ours'];
+    // indexed and appended run right after ours (its --rescan leaves the index they read).
+    const order = r % 2 ? ['ours', 'indexed', 'appended', 'floorParse', 'ccusage', 'floorRead', 'also'] : ['also', 'floorRead', 'ccusage', 'floorParse', 'ours', 'indexed', 'appended'];
     const got = {};
-    const run = { ours: runOurs, ccusage: runTheirs, also: () => runBundle(opts.also), floorRead: () => runFloor('read'), floorParse: () => runFloor('parse') };
+    const run = { ours: runOurs, indexed: runIndexed, appended: runAppended, ccusage: runTheirs, also: () => runBundle(opts.also), floorRead: () => runFloor('read'), floorParse: () => runFloor('parse') };
     for (const who of order) {
       if (who === 'also' && !also) continue;
       got[who] = check(who, await run[who]());
@@ -440,6 +477,8 @@ async function scanBench() {
       ours: { seconds: round(got.ours.seconds, 3), cpuSeconds: round(got.ours.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ours.seconds, 1), maxRssMiB: round(got.ours.maxRssKiB / 1024, 1) },
       ccusage: { seconds: round(got.ccusage.seconds, 3), cpuSeconds: round(got.ccusage.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ccusage.seconds, 1), maxRssMiB: round(got.ccusage.maxRssKiB / 1024, 1) },
       ...(got.also ? { also: { seconds: round(got.also.seconds, 3), cpuSeconds: round(got.also.cpuSeconds, 2), mbPerSecond: round(mbytes / got.also.seconds, 1), maxRssMiB: round(got.also.maxRssKiB / 1024, 1) } } : {}),
+      indexed: measured(got.indexed),
+      appended: measured(got.appended),
       floorRead: measured(got.floorRead),
       floorParse: measured(got.floorParse),
       loadavg1: round(os.loadavg()[0], 2),
@@ -448,12 +487,22 @@ async function scanBench() {
     row.ratio = round(row.ours.mbPerSecond / row.ccusage.mbPerSecond, 3);
     // MB per CPU second, ours ÷ ccusage: the work each does, less sensitive to the machine's other load.
     row.cpuRatio = round(got.ccusage.cpuSeconds / got.ours.cpuSeconds, 3);
+    // ccusage's seconds ÷ ours: how many times faster than ccusage's run (goal ≥ 2 for both, #41).
+    row.indexedSpeedup = round(got.ccusage.seconds / got.indexed.seconds, 3);
+    row.appendedSpeedup = round(got.ccusage.seconds / got.appended.seconds, 3);
     row.floorRatio = round(row.floorParse.mbPerSecond / row.ccusage.mbPerSecond, 3); // Node's floor ÷ ccusage
     row.oursOverFloor = round(row.ours.mbPerSecond / row.floorParse.mbPerSecond, 3);
     rounds.push(row);
     if (row.also) log(`round ${r}: ${opts.also} ${row.also.seconds} s, ${row.also.cpuSeconds} CPU s (${row.also.mbPerSecond} MiB/s, ${row.also.maxRssMiB} MiB); ratio ${row.also.ratio}, per CPU s ${row.also.cpuRatio}`);
+    log(`round ${r}: indexed ${row.indexed.seconds} s (${row.indexed.cpuSeconds} CPU s, ${row.indexed.maxRssMiB} MiB), after 1 MiB appended ${row.appended.seconds} s; ccusage ÷ indexed ${row.indexedSpeedup}, ÷ appended ${row.appendedSpeedup}`);
     log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MiB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MiB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; floor (read ${row.floorRead.seconds} s, + parse ${row.floorParse.seconds} s) ÷ ccusage ${row.floorRatio}, svc-runner ÷ floor ${row.oursOverFloor}; load ${row.loadavg1}`);
   }
+
+  // The index after the appends prints what a full scan prints, and both what ccusage prints.
+  const afterIndexed = check('svc-runner (indexed)', await runIndexed());
+  const afterFull = check('svc-runner --rescan', await runOurs());
+  const afterSanity = { indexedEqualsFull: afterIndexed.stdout === afterFull.stdout, ...compare(ourRows(afterIndexed.stdout), ccusageRows(check('ccusage', await runTheirs()).stdout)) };
+  log(`after the appends: indexed = full scan: ${afterSanity.indexedEqualsFull}; ${afterSanity.rows} rows (ccusage ${afterSanity.ccusageRows}), ${afterSanity.differingRows} differ`);
 
   let profile = null;
   if (opts.profile === 'yes') {
@@ -485,6 +534,7 @@ async function scanBench() {
     ccusage: { version: ccu.version, binary: ccu.bin.replace(`${ROOT}/`, '') },
     peakFrom: wOurs.peakFrom,
     sanity,
+    afterSanity,
     rounds,
     summary: {
       ours: { mbPerSecond: stat((r) => r.ours.mbPerSecond), maxRssMiB: stat((r) => r.ours.maxRssMiB), seconds: stat((r) => r.ours.seconds), cpuSeconds: stat((r) => r.ours.cpuSeconds) },
@@ -493,6 +543,10 @@ async function scanBench() {
       cpuRatio: stat((r) => r.cpuRatio),
       floorRead: { mbPerSecond: stat((r) => r.floorRead.mbPerSecond), maxRssMiB: stat((r) => r.floorRead.maxRssMiB), seconds: stat((r) => r.floorRead.seconds), cpuSeconds: stat((r) => r.floorRead.cpuSeconds) },
       floorParse: { mbPerSecond: stat((r) => r.floorParse.mbPerSecond), maxRssMiB: stat((r) => r.floorParse.maxRssMiB), seconds: stat((r) => r.floorParse.seconds), cpuSeconds: stat((r) => r.floorParse.cpuSeconds) },
+      indexed: { seconds: stat((r) => r.indexed.seconds), cpuSeconds: stat((r) => r.indexed.cpuSeconds), maxRssMiB: stat((r) => r.indexed.maxRssMiB) },
+      appended: { seconds: stat((r) => r.appended.seconds), cpuSeconds: stat((r) => r.appended.cpuSeconds), maxRssMiB: stat((r) => r.appended.maxRssMiB) },
+      indexedSpeedup: stat((r) => r.indexedSpeedup),
+      appendedSpeedup: stat((r) => r.appendedSpeedup),
       floorRatio: stat((r) => r.floorRatio),
       oursOverFloor: stat((r) => r.oursOverFloor),
       ...(also
@@ -770,6 +824,9 @@ async function main() {
         ['svc-runner usage daily --json', cell(scan.summary.ours.mbPerSecond, 1), cell(scan.summary.ours.seconds, 2), cell(scan.summary.ours.cpuSeconds, 2), cell(scan.summary.ours.maxRssMiB, 1)],
         [`ccusage ${scan.ccusage.version} daily --json --offline`, cell(scan.summary.ccusage.mbPerSecond, 1), cell(scan.summary.ccusage.seconds, 2), cell(scan.summary.ccusage.cpuSeconds, 2), cell(scan.summary.ccusage.maxRssMiB, 1)],
         ['svc-runner ÷ ccusage (MiB/s, MiB per CPU s; goal ≥ 1)', cell(scan.summary.ratio, 3), '', cell(scan.summary.cpuRatio, 3), cell(scan.summary.rssRatio, 2)],
+        ['svc-runner usage daily --json, second run (index)', '', cell(scan.summary.indexed.seconds, 3), cell(scan.summary.indexed.cpuSeconds, 2), cell(scan.summary.indexed.maxRssMiB, 1)],
+        ['  … after 1 MiB appended', '', cell(scan.summary.appended.seconds, 3), cell(scan.summary.appended.cpuSeconds, 2), cell(scan.summary.appended.maxRssMiB, 1)],
+        ['ccusage seconds ÷ second run, ÷ after append (goal ≥ 2)', '', `${cell(scan.summary.indexedSpeedup, 2)}, ${cell(scan.summary.appendedSpeedup, 2)}`, '', ''],
         ['minimal Node: read and split lines (usage-floor read)', cell(scan.summary.floorRead.mbPerSecond, 1), cell(scan.summary.floorRead.seconds, 2), cell(scan.summary.floorRead.cpuSeconds, 2), cell(scan.summary.floorRead.maxRssMiB, 1)],
         ['minimal Node: + JSON.parse of usage lines (… parse)', cell(scan.summary.floorParse.mbPerSecond, 1), cell(scan.summary.floorParse.seconds, 2), cell(scan.summary.floorParse.cpuSeconds, 2), cell(scan.summary.floorParse.maxRssMiB, 1)],
         ['minimal Node (parse) ÷ ccusage', cell(scan.summary.floorRatio, 3), '', '', ''],
@@ -782,6 +839,7 @@ async function main() {
           : []),
       ]),
     );
+    console.log(`after the appends: indexed run = full scan byte for byte: ${scan.afterSanity.indexedEqualsFull ? 'yes' : 'NO'}; ${scan.afterSanity.differingRows} of ${scan.afterSanity.rows} rows differ from ccusage`);
     const s = scan.sanity;
     console.log(`same totals: ${s.differingRows === 0 && s.rows === s.ccusageRows ? 'yes' : 'NO'} — ${s.rows} day×model rows (ccusage ${s.ccusageRows}), ${s.differingRows} differing; tokens in ${s.tokens.input} out ${s.tokens.output} cache write ${s.tokens.cacheWrite} cache read ${s.tokens.cacheRead}; cost $${s.costUSD} vs ccusage $${s.ccusageCostUSD} (relative difference ${s.costRelDiff})`);
     if (scan.profile) {

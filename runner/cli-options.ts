@@ -35,4 +35,4 @@ export class ConfigError extends Error {
 export const EMIT_TEXT_FLAGS = ['summary', 'checkpoint', 'reason', 'question', 'title', 'branch', 'state', 'profile'] as const;
 export const EMIT_FLAGS = ['slot', 'issue', 'data', 'pr', 'url', 'project-root', ...EMIT_TEXT_FLAGS];
 export const SLOT_START_FLAGS = ['issue', 'profile', 'branch', 'base', 'title', 'project-root'];
-export const USAGE_FLAGS = ['json', 'since', 'until', 'tz', 'runtime'];
+export const USAGE_FLAGS = ['json', 'since', 'until', 'tz', 'runtime', 'rescan'];

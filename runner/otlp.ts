@@ -20,22 +20,18 @@
 // was fsyncing share the next store's one file and fsync instead of paying one each.
 // Only loopback connections are served: the socket is bound to 127.0.0.1 and any other peer is
 // disconnected at once. Decoding uses @bufbuild/protobuf with code generated from the OTLP .proto files
-// (runner/otlp/gen, `npm run gen:otlp`).
+// (runner/otlp/gen, `npm run gen:otlp`), in runner/otlp/codec.ts, which is loaded at the first request:
+// its descriptors and the protobuf runtime are a good part of an idle daemon's heap (docs/performance.md).
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createGunzip } from 'node:zlib';
-import { create, fromBinary, fromJson, toBinary, toJson } from '@bufbuild/protobuf';
-import type { JsonValue } from '@bufbuild/protobuf';
 import { LLM_REQUEST } from '../protocol/usage.ts';
 import type { LlmRequest } from '../protocol/usage.ts';
 import { errorText, log } from './log.ts';
 import type { NewEvent } from './spool.ts';
-import { StatusSchema } from './otlp/gen/google/rpc/status_pb.ts';
-import { ExportLogsServiceRequestSchema, ExportLogsServiceResponseSchema } from './otlp/gen/logs_service_pb.ts';
-import type { ExportLogsServiceRequest } from './otlp/gen/logs_service_pb.ts';
-import { mapLogs } from './otlp/map.ts';
+import type * as Codec from './otlp/codec.ts';
 
 export const OTLP_HOST = '127.0.0.1';
 export { DEFAULT_OTLP_PORT } from './otlp/state.ts';
@@ -49,7 +45,11 @@ const LINGER_MS = 5_000;
 /** google.rpc.Code values used in error answers. */
 const RPC = { invalidArgument: 3, notFound: 5, resourceExhausted: 8, unimplemented: 12, internal: 13, unavailable: 14 } as const;
 
-type Encoding = 'protobuf' | 'json';
+type Encoding = Codec.Encoding;
+
+let codec: Promise<typeof Codec> | undefined;
+/** The protobuf side, imported once, when the first request comes (esbuild keeps it in the one file). */
+const loadCodec = () => (codec ??= import('./otlp/codec.ts'));
 type Signal = 'logs' | 'metrics' | 'traces';
 const SIGNALS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const CONTENT_TYPE: Record<Encoding, string> = { protobuf: 'application/x-protobuf', json: 'application/json' };
@@ -150,22 +150,24 @@ export class OtlpReceiver {
       if (Number.isFinite(declared) && declared > this.maxBody) throw tooLarge(this.maxBody);
       const body = await this.readBody(req, ce === 'gzip');
       if (signal !== 'logs') return send(res, 200, enc, enc === 'json' ? '{}' : new Uint8Array());
-      const result = mapLogs(decode(body, enc), { codexExperimental: this.opts.codexExperimental });
+      const c = await loadCodec();
+      const decoded = c.decodeLogs(body, enc, this.opts.codexExperimental);
+      if ('error' in decoded) throw new HttpError(400, RPC.invalidArgument, decoded.error);
+      const result = decoded.result;
       if (result.requests.length) {
         const failed = await this.store(result.requests);
         if (failed) throw new HttpError(503, RPC.unavailable, 'the runner could not store the records; retry later');
       }
       if (result.rejected) log.warn('OTLP: records that could not be mapped were rejected', { rejected: result.rejected, reasons: result.errors });
-      const answer = create(ExportLogsServiceResponseSchema, result.rejected ? { partialSuccess: { rejectedLogRecords: BigInt(result.rejected), errorMessage: result.errors.join('; ') } } : {});
-      send(res, 200, enc, enc === 'json' ? JSON.stringify(toJson(ExportLogsServiceResponseSchema, answer)) : toBinary(ExportLogsServiceResponseSchema, answer));
+      send(res, 200, enc, c.logsAnswer(enc, result.rejected, result.errors));
     } catch (e) {
       const err = e instanceof HttpError ? e : new HttpError(500, RPC.internal, 'internal error');
       if (!(e instanceof HttpError)) log.error('OTLP: request failed', { error: errorText(e) });
       else log.debug('OTLP: request refused', { status: err.status, path: req.url?.slice(0, 64) });
-      const status = create(StatusSchema, { code: err.code, message: err.message });
       const out = enc ?? 'json';
       if (!req.complete) linger(req);
-      if (!res.headersSent && !res.destroyed) send(res, err.status, out, out === 'json' ? JSON.stringify(toJson(StatusSchema, status)) : toBinary(StatusSchema, status));
+      const status = (await loadCodec()).statusAnswer(out, err.code, err.message);
+      if (!res.headersSent && !res.destroyed) send(res, err.status, out, status);
     }
   }
 
@@ -265,41 +267,6 @@ function linger(req: IncomingMessage): void {
 function send(res: ServerResponse, status: number, enc: Encoding, body: string | Uint8Array): void {
   res.writeHead(status, { 'content-type': CONTENT_TYPE[enc], 'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength });
   res.end(body);
-}
-
-function decode(body: Buffer, enc: Encoding): ExportLogsServiceRequest {
-  if (enc === 'protobuf') {
-    try {
-      return fromBinary(ExportLogsServiceRequestSchema, body, { readUnknownFields: false });
-    } catch (e) {
-      throw new HttpError(400, RPC.invalidArgument, `the body is not a protobuf ExportLogsServiceRequest (${errorText(e).slice(0, 200)})`);
-    }
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new HttpError(400, RPC.invalidArgument, 'the body is not valid JSON');
-  }
-  dropIds(json);
-  try {
-    return fromJson(ExportLogsServiceRequestSchema, json as JsonValue, { ignoreUnknownFields: true });
-  } catch (e) {
-    throw new HttpError(400, RPC.invalidArgument, `the body is not an OTLP/JSON ExportLogsServiceRequest (${errorText(e).slice(0, 200)})`);
-  }
-}
-
-/** OTLP/JSON writes trace and span ids as hex, where the protobuf JSON mapping expects base64. The
- *  receiver never uses them: remove them before decoding, so a valid OTLP/JSON body is never refused. */
-function dropIds(json: unknown): void {
-  const list = (v: unknown) => (Array.isArray(v) ? v : []);
-  const obj = (v: unknown) => (v && typeof v === 'object' ? (v as Record<string, unknown>) : {});
-  for (const rl of list(obj(json).resourceLogs ?? obj(json).resource_logs))
-    for (const sl of list(obj(rl).scopeLogs ?? obj(rl).scope_logs))
-      for (const r of list(obj(sl).logRecords ?? obj(sl).log_records)) {
-        const rec = obj(r);
-        for (const k of ['traceId', 'trace_id', 'spanId', 'span_id']) delete rec[k];
-      }
 }
 
 /** The spool events for mapped requests: one `llm.request` each, with an id derived from its dedup key,

@@ -12,8 +12,9 @@ export interface PaneReading {
   quota: { key: string; provider: 'anthropic' | 'openai' | null; resetsAt: string | null } | null;
 }
 
-/** Leading decoration of a TUI line: box sides, bullets, markers, selection arrows. */
-const DECOR = /^[\s|│┃▌▐■●•⎿*✻✶✳✢·_]+/u;
+/** Leading decoration of a TUI line: box sides, bullets, markers, selection arrows. (Non-ASCII characters in
+ *  this file's code are written as \u escapes: the runner bundle stays Latin-1, docs/performance.md.) */
+const DECOR = /^[\s|\u2502\u2503\u258c\u2590\u25a0\u25cf\u2022\u23bf*\u273b\u2736\u2733\u2722\u00b7_]+/u;
 const clean = (line: string) => line.replace(DECOR, '').trim();
 
 const QUESTIONS: [RegExp, PromptKind][] = [
@@ -25,7 +26,7 @@ const QUESTIONS: [RegExp, PromptKind][] = [
   [/^(Select login method|Sign in with ChatGPT|Invalid API key|Please run \/login|OAuth token has expired)/i, 'login'],
 ];
 /** The answer choices a person is shown under a question (any one must follow it). */
-const CHOICES = /^((?:[❯›>▶]\s*)?1\.\s+(Yes|Allow|Approve|Proceed)|Yes, proceed|Yes \(y\)|.*\((y|a)\)\s*$|.*Enter to (select|confirm)|Press enter to confirm|.*\[y\/N\])/i;
+const CHOICES = /^((?:[\u276f\u203a>\u25b6]\s*)?1\.\s+(Yes|Allow|Approve|Proceed)|Yes, proceed|Yes \(y\)|.*\((y|a)\)\s*$|.*Enter to (select|confirm)|Press enter to confirm|.*\[y\/N\])/i;
 /** Claude Code's AskUserQuestion and similar menus: numbered options with a selection footer. */
 const MENU_FOOTER = /Enter to select .*Esc to cancel|Esc to cancel .*Enter to select/i;
 
@@ -38,7 +39,7 @@ const QUOTA: [RegExp, 'anthropic' | 'openai' | null][] = [
   [/^(ERROR: )?(Quota exceeded|You exceeded your current quota)/i, 'openai'],
 ];
 const WORKING = /esc to interrupt/i;
-const IDLE = [/^\s*[|│]?\s*>\s*(\S.*)?[|│]?\s*$/, /\? for shortcuts/, /⏎ send|Enter to send/, /Ask Codex to do anything/, /\d+% context left/, /^\s*›\s/, /^\s*>\s+Try "/];
+const IDLE = [/^\s*[|\u2502]?\s*>\s*(\S.*)?[|\u2502]?\s*$/, /\? for shortcuts/, /\u23ce send|Enter to send/, /Ask Codex to do anything/, /\d+% context left/, /^\s*\u203a\s/, /^\s*>\s+Try "/];
 
 /** A key for "the same occurrence": numbers (countdowns, times) and spacing do not count. */
 const keyOf = (kind: string, line: string) => `${kind}:${line.replace(/\d+/g, '#').replace(/\s+/g, ' ').slice(0, 200)}`;

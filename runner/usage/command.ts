@@ -2,16 +2,20 @@
 // (docs/runner.md "Usage", docs/cost.md): tokens and cost from the local transcripts, no server needed,
 // read with the same code as the ingest. Rows are per day (or month), runtime and model; sessions per
 // runtime and session.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
-import { loadConfig } from '../config.ts';
 import { UsageError } from '../cli-options.ts';
-import { configPath } from '../paths.ts';
+import { configPath, stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
 import { usageDirs } from './dirs.ts';
 import { requestCost, scanAll } from './scan.ts';
 
 type Out = { write: (s: string) => unknown };
+
+/** The usage index (scan-index.ts) in the runner's state directory. */
+export const usageIndexPath = (env: Env) => join(stateDir(env), 'usage-index.json');
 
 interface Tokens {
   inputTokens: number;
@@ -106,11 +110,27 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
     if (args.runtime !== 'claude' && args.runtime !== 'codex') throw new UsageError('usage: --runtime is claude or codex');
     runtimes = new Set([args.runtime]);
   }
-  const profiles = loadConfig(configPath(env)).config.profiles;
+  // runner.json's profiles may name more transcript dirs; without the file there are none, and the config's
+  // schemas (zod) are not even loaded: they were a third of `usage`'s start-up (docs/performance.md).
+  const config = configPath(env);
+  const profiles = existsSync(config) ? (await import('../config.ts')).loadConfig(config).config.profiles : [];
   const prices = DEFAULT_PRICES;
   const workerBytes = env.SVC_USAGE_WORKER_BYTES !== undefined && /^\d+$/.test(env.SVC_USAGE_WORKER_BYTES) ? Number(env.SVC_USAGE_WORKER_BYTES) : undefined; // tests and benchmarks
-  const scan = await scanAll(usageDirs(env, profiles), prices, runtimes, { rules: report === 'session' ? 'session' : 'daily', workerBytes, sessions: report === 'session' });
+  if (args.rescan !== undefined && typeof args.rescan !== 'boolean') throw new UsageError('usage: --rescan takes no value');
+  // The same report with the same arguments and no transcript changed is the same text (scan-index.ts).
+  // Without --tz the days are the process's zone's: its name and offsets (January, July) are in the key.
+  const localZone = tz === undefined ? `${String(new Date(0)).slice(25)} ${String(new Date(15_552_000_000)).slice(25)}` : null;
+  const outputKey = JSON.stringify([report, args.json === true, since ?? null, until ?? null, tz ?? null, localZone, [...runtimes].sort()]);
+  const index = { path: usageIndexPath(env), rescan: args.rescan === true, outputKey };
+  const scan = await scanAll(usageDirs(env, profiles), prices, runtimes, { rules: report === 'session' ? 'session' : 'daily', workerBytes, sessions: report === 'session', index });
+  if (env.SVC_USAGE_STATS === '1') err.write(`${JSON.stringify({ usageIndex: scan.index })}\n`); // tests and benchmarks
   if (scan.corrupt) err.write(`svc-runner: skipped ${scan.corrupt} corrupt transcript line(s)\n`);
+  if (scan.output !== undefined) {
+    out.write(scan.output);
+    return 0;
+  }
+  const write = out.write.bind(out);
+  out = { write: (text: string) => (scan.saveOutput?.(text), write(text)) };
   const day = dayIn(tz);
   const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);
 

@@ -145,3 +145,18 @@ export function readLinesSync(path: string, offset: number, onLine: OnLine): Rea
     closeSync(fd);
   }
 }
+
+/** The offset sits right after a newline (else the file was rewritten in place); a file gone answers true (the read that follows finds out). */
+export function newlineBefore(path: string, offset: number): boolean {
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const b = Buffer.alloc(1);
+      return readSync(fd, b, 0, 1, offset - 1) === 1 && b[0] === 10;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return true;
+  }
+}

@@ -7,6 +7,7 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
 import { writeFileAtomic } from '../config.ts';
+import { newlineBefore } from './lines.ts';
 import type { RunnerConfig } from '../config.ts';
 import { errorText, log } from '../log.ts';
 import { stateDir } from '../paths.ts';
@@ -67,21 +68,6 @@ export function writeOffsets(file: string, state: OffsetsFile): void {
 /** The stored offset still belongs to this file: same identity, not shorter, right after a newline. */
 export function offsetStillValid(path: string, rec: FileRec, st: { dev: number; ino: number; size: number }): boolean {
   return !(st.dev !== rec.dev || st.ino !== rec.ino || st.size < rec.offset || (rec.offset > 0 && !newlineBefore(path, rec.offset)));
-}
-
-/** The offset sits right after a newline (else the file was rewritten in place). */
-function newlineBefore(path: string, offset: number): boolean {
-  try {
-    const fd = openSync(path, 'r');
-    try {
-      const b = Buffer.alloc(1);
-      return readSync(fd, b, 0, 1, offset - 1) === 1 && b[0] === 10;
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return true; // gone: the read that follows finds out
-  }
 }
 
 /** Phase 1: every line of a file before `end` (a stored offset, so after a newline), in order. */

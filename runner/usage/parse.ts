@@ -5,7 +5,7 @@
 import { fileContext, parseClaudeLine } from './claude.ts';
 import type { ClaudeEntry, FileContext } from './claude.ts';
 import { CodexReplayDetector, codexFileSession, newCodexFileState, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from './codex.ts';
-import type { CodexEvent } from './codex.ts';
+import type { CodexEvent, CodexFileState } from './codex.ts';
 import { readHeadSync, readLinesSync } from './lines.ts';
 
 export interface ParseJob {
@@ -21,6 +21,11 @@ export interface ParsedFile {
   corrupt: number;
   /** The file could not be read (deleted between listing and reading): nothing counted. */
   missing?: boolean;
+  /** Where the read ended (after the last complete line) and the size it saw: the usage index keeps them. */
+  offset?: number;
+  size?: number;
+  /** Codex: the file's state after its last line, to go on from (scan-index.ts). */
+  codex?: CodexFileState;
 }
 
 /** detectCodexReplay with synchronous reads (scan.ts has the async one for the daemon). */
@@ -42,7 +47,7 @@ export function parseFile(job: ParseJob): ParsedFile {
         if ('corrupt' in v) corrupt++;
         else if ('entry' in v) entries.push(v.entry);
       });
-      return { entries, corrupt: corrupt + r.oversized };
+      return { entries, corrupt: corrupt + r.oversized, offset: r.offset, size: r.size };
     }
     const state = newCodexFileState();
     setCodexReplay(state, detectCodexReplaySync(job.file));
@@ -53,7 +58,7 @@ export function parseFile(job: ParseJob): ParsedFile {
       if ('corrupt' in v) corrupt++;
       else if ('event' in v) events.push({ event: v.event, cwd: state.cwd, branch: state.branch });
     });
-    return { events, corrupt: corrupt + r.oversized };
+    return { events, corrupt: corrupt + r.oversized, offset: r.offset, size: r.size, codex: state };
   } catch {
     return { corrupt: 0, missing: true };
   }
@@ -62,7 +67,7 @@ export function parseFile(job: ParseJob): ParsedFile {
 // A worker's results cross threads by structured clone, which writes every key of every object: entries go
 // as arrays of their values instead (what the file gives — session, project dir, path — is put back from
 // the job), which makes the message about a third of the size and much faster to read.
-type EncodedEntry = [number, number, string | null, string | null, string | null, string | null, number, number, number, number, number, number, number, number | null, string | null, string | null];
+export type EncodedEntry = [number, number, string | null, string | null, string | null, string | null, number, number, number, number, number, number, number, number | null, string | null, string | null];
 const SPEED = [null, 'standard', 'fast'] as const;
 
 export function encodeEntry(e: ClaudeEntry): EncodedEntry {

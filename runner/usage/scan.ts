@@ -17,6 +17,8 @@ import type { UsageDirs } from './dirs.ts';
 import { readHeadSync, readLines, readLinesSync } from './lines.ts';
 import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
+import { UsageIndex } from './scan-index.ts';
+import type { IndexStats, ResultRow } from './scan-index.ts';
 
 export { detectCodexReplaySync };
 
@@ -168,6 +170,12 @@ export interface ScanResult {
   sessions: (SessionMeta & { project: string })[];
   files: number;
   corrupt: number;
+  /** What the usage index did, when the scan went through it. */
+  index?: IndexStats;
+  /** The report, as printed last time with the same arguments (the index's outputKey), when no file changed. */
+  output?: string;
+  /** Keeps the report printed for the index's outputKey. */
+  saveOutput?: (output: string) => void;
 }
 
 /** ccusage's Codex session id for the session report: the rollout's path under its sessions dir, without `.jsonl`. */
@@ -230,6 +238,8 @@ export interface ScanOptions {
   workerBytes?: number;
   /** Collect the sessions' metadata (the session report needs it; daily and monthly do not). */
   sessions?: boolean;
+  /** Read through the usage index at this path (scan-index.ts); `rescan` ignores what it holds; `outputKey`: the report's arguments. */
+  index?: { path: string; rescan?: boolean; outputKey?: string };
 }
 
 /**
@@ -244,11 +254,23 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     ...(runtimes.has('claude') ? claudeFiles(dirs.claude).map((file) => ({ runtime: 'claude' as const, file })) : []),
     ...(runtimes.has('codex') ? codexFiles(dirs.codex).map((file) => ({ runtime: 'codex' as const, file })) : []),
   ];
-  const parsed = await parseFiles(jobs, opts.workerBytes);
+  // The daily and monthly reports (no sessions) can take the stored deduplicated requests when no file changed.
+  // Both stored forms also depend on which Codex homes ask for the fast tier (their config.toml, not a transcript).
+  const fast = fastCodexHomes(dirs.codex);
+  const context = JSON.stringify([...fast].sort());
+  const resultKey = rules === 'daily' && opts.sessions === false ? `${[...runtimes].sort().join(',')} ${context}` : null;
+  const index = opts.index ? new UsageIndex(opts.index.path, opts.index.rescan === true) : null;
+  const outputKey = opts.index?.outputKey === undefined ? undefined : `${opts.index.outputKey} ${context}`;
+  const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey, outputKey ?? null) : { parsed: await parseFiles(jobs, opts.workerBytes) };
+  if ('output' in opened) return { requests: [], sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats, output: opened.output };
+  if ('rows' in opened) {
+    const saveOutput = outputKey !== undefined ? (text: string) => index!.saveOutput(outputKey, text, opened.corrupt) : undefined;
+    return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats, saveOutput };
+  }
+  const parsed = opened.parsed;
   let corrupt = 0;
   const dedup = new ClaudeDedup(prices, rules);
   const seen = new Set<string>();
-  const fast = fastCodexHomes(dirs.codex);
   for (let i = 0; i < jobs.length; i++) {
     const job = jobs[i]!, r = parsed[i]!;
     corrupt += r.corrupt;
@@ -271,7 +293,22 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms });
     if (opts.sessions !== false) tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
   }
-  return { requests: [...claude, ...requests], sessions: [...tracker.sessions.values()], files: jobs.length, corrupt };
+  const all = [...claude, ...requests];
+  index?.save(resultKey, () => all.map(toRow), corrupt);
+  const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt) : undefined;
+  return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats, saveOutput };
+}
+
+const toRow = (s: ScannedRequest): ResultRow => {
+  const r = s.request;
+  return [s.ms, r.runtime === 'claude' ? 0 : 1, s.reportModel, r.model, r.speed ?? null, r.inputTokens, r.outputTokens, r.cacheWrite5mTokens, r.cacheWrite1hTokens, r.cacheReadTokens];
+};
+
+/** A stored row as the daily and monthly reports read it: the fields they and requestCost use (not the ids, not the time as text). */
+function fromRow(row: ResultRow): ScannedRequest {
+  const [ms, rt, reportModel, model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens] = row;
+  const request = { runtime: rt === 0 ? 'claude' : 'codex', model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens } as LlmRequest;
+  return { request, reportModel, fallbackModel: false, session: '', ms };
 }
 
 /** USD for a request at the table's price; null when the model has none. */

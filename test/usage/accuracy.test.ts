@@ -1,6 +1,7 @@
 // Accuracy against the reference tool (issue #14 item 5, docs/cost.md): on generated transcripts of both
 // runtimes with every counting trap, the runner bundle's `usage daily --json` must give ccusage 20.0.20's
-// token counts exactly, per day, runtime and model, and its cost within 0.5 %.
+// token counts exactly, per day, runtime and model, and its cost within 0.5 %. Both paths: a full scan and a
+// run from the usage index (runner/usage/scan-index.ts) must print the same.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,9 +47,29 @@ function reference(tz: string) {
   return { claude, codex, codexDayCost };
 }
 
+/** Both paths: a full scan (--rescan, which writes the index) and then a run from the index, which must print the same bytes. */
 async function ours(tz: string) {
-  const r = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], env);
+  const r = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz, '--rescan'], { ...env, SVC_USAGE_STATS: '1' });
   assert.is(r.status, 0, r.stderr);
+  assert.match(r.stderr, /"mode":"full","reason":"--rescan"/);
+  const indexed = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
+  assert.is(indexed.status, 0, indexed.stderr);
+  const stats = JSON.parse(indexed.stderr.split('\n').find((l) => l.startsWith('{"usageIndex"'))!).usageIndex;
+  assert.equal({ mode: stats.mode, whole: stats.whole, appended: stats.appended, written: stats.written }, { mode: 'indexed', whole: 0, appended: 0, written: false }, 'the second run reads no transcript');
+  assert.ok(stats.reused > 5, 'files taken from the index');
+  assert.is(indexed.stdout, r.stdout, 'indexed = full scan, byte for byte');
+  assert.ok(stats.output, 'no file changed, the same arguments: the stored report');
+  // Without the stored report: the stored requests; without those too: the lines from the index, deduplicated again.
+  const state = join(sb.env.XDG_STATE_HOME, 'svc');
+  rmSync(join(state, 'usage-index.output.json'));
+  const fromRows = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
+  assert.match(fromRows.stderr, /"mode":"indexed".*"whole":0.*"result":true/);
+  assert.is(fromRows.stdout, r.stdout, 'from the stored requests = full scan, byte for byte');
+  rmSync(join(state, 'usage-index.output.json'));
+  rmSync(join(state, 'usage-index.result.json'));
+  const fromLines = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
+  assert.match(fromLines.stderr, /"mode":"indexed".*"whole":0.*"result":false/);
+  assert.is(fromLines.stdout, r.stdout, 'from the index lines = full scan, byte for byte');
   const days: any[] = JSON.parse(r.stdout).days;
   const by = (rt: string) => new Map(days.filter((d) => d.runtime === rt).map((d) => [`${d.date} ${d.model}`, d]));
   return { claude: by('claude'), codex: by('codex'), days };
@@ -127,8 +148,8 @@ test("usage session --json follows ccusage's session report: per session the sam
 
 test('two threads (SVC_USAGE_WORKER_BYTES=0 forces the worker on these small files) give the same output byte for byte', async () => {
   for (const args of [['daily', '--json', '--tz', 'Asia/Tokyo'], ['monthly', '--json'], ['session', '--json', '--since', '2026-01-21'], ['daily']]) {
-    const one = await runCli(sb, ['usage', ...args], env);
-    const two = await runCli(sb, ['usage', ...args], { ...env, SVC_USAGE_WORKER_BYTES: '0' });
+    const one = await runCli(sb, ['usage', ...args, '--rescan'], env);
+    const two = await runCli(sb, ['usage', ...args, '--rescan'], { ...env, SVC_USAGE_WORKER_BYTES: '0' });
     assert.is(one.status, 0, one.stderr);
     assert.is(two.status, 0, two.stderr);
     assert.is(two.stdout, one.stdout, args.join(' '));

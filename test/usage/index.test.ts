@@ -1,0 +1,135 @@
+// The usage index (runner/usage/scan-index.ts, docs/runner.md "Usage"): a second `svc-runner usage` reads
+// only what changed, and whatever it reads or reuses, it prints what a full scan (--rescan) prints. What
+// the run did is observed through SVC_USAGE_STATS=1 (one JSON line on stderr) and the index file.
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { runCli, sandbox } from '../runner/_harness.ts';
+import { writeFixtures } from './_fixtures.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-usage-index-'));
+const fx = writeFixtures(dir);
+const sb = sandbox();
+const env = { HOME: fx.home, CLAUDE_CONFIG_DIR: fx.claudeConfigDir, CODEX_HOME: fx.codexHome, SVC_USAGE_STATS: '1' };
+const indexFile = join(sb.env.XDG_STATE_HOME, 'svc', 'usage-index.json');
+test.after(() => {
+  rmSync(dir, { recursive: true, force: true });
+  sb.cleanup();
+});
+
+const projects = join(fx.claudeConfigDir.split(',')[0]!, 'projects', '-work-idx');
+const fileA = join(projects, 'aaaaaaaa-1111-4111-8111-111111111111.jsonl');
+const fileB = join(projects, 'bbbbbbbb-2222-4222-8222-222222222222.jsonl');
+let n = 0;
+/** One assistant line of a streamed call (message and request ids are the dedup key). */
+function line(session: string, msg: string, out: number, day = '2026-01-23'): string {
+  n++;
+  const usage = { input_tokens: 10, output_tokens: out, cache_read_input_tokens: 100, cache_creation_input_tokens: 0, service_tier: 'standard' };
+  const message = { id: msg, model: 'claude-sonnet-4-5-20250929', type: 'message', role: 'assistant', content: [{ type: 'text', text: `answer ${n}` }], usage };
+  return JSON.stringify({ parentUuid: null, isSidechain: false, cwd: '/work/idx', sessionId: session, type: 'assistant', message, requestId: `req-${msg}`, uuid: `idx-${n}`, timestamp: `${day}T10:00:${String(n % 60).padStart(2, '0')}.000Z` }) + '\n';
+}
+
+async function usage(...flags: string[]) {
+  const r = await runCli(sb, ['usage', 'daily', '--json', ...flags], env);
+  assert.is(r.status, 0, r.stderr);
+  const stats = JSON.parse(r.stderr.split('\n').find((l) => l.startsWith('{"usageIndex"'))!).usageIndex;
+  return { stdout: r.stdout, stats };
+}
+
+/** The run from the index prints exactly what a full scan prints (which then rewrites the index: run it after). */
+async function indexedEqualsFull(what: string, want: Record<string, unknown>) {
+  const got = await usage();
+  for (const [k, v] of Object.entries(want)) assert.equal(got.stats[k], v, `${what}: ${k}`);
+  const full = await usage('--rescan');
+  assert.is(full.stats.mode, 'full');
+  assert.is(got.stdout, full.stdout, `${what}: the same report as a full scan`);
+  return got;
+}
+
+const idx = (s: string) => JSON.parse(s).days.find((d: any) => d.date === '2026-01-23' && d.model === 'claude-sonnet-4-5-20250929');
+
+test('first run: a full scan that writes the index; second run: every file from the index, nothing read', async () => {
+  mkdirSync(projects, { recursive: true });
+  writeFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-1', 5) + line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-2', 7));
+  writeFileSync(fileB, line('bbbbbbbb-2222-4222-8222-222222222222', 'msg-3', 11));
+  const first = await usage();
+  assert.equal([first.stats.mode, first.stats.reason, first.stats.written], ['full', 'no index', true]);
+  assert.is(statSync(indexFile).mode & 0o777, 0o600);
+  const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
+  assert.is(doc.files[fileA].offset, statSync(fileA).size);
+  const lines = JSON.parse(readFileSync(indexFile.replace('.json', '.lines.json'), 'utf8'));
+  assert.is(lines.gen, doc.gen);
+  assert.is(lines.files[fileA].entries.length, 2);
+  const second = await usage();
+  assert.equal([second.stats.mode, second.stats.whole, second.stats.appended, second.stats.appendedBytes, second.stats.written, second.stats.result], ['indexed', 0, 0, 0, false, true]);
+  assert.ok(second.stats.output, 'the same call again: the stored report');
+  assert.is(second.stats.reused, second.stats.files);
+  assert.is(second.stdout, first.stdout);
+  assert.is(idx(second.stdout).outputTokens, 23);
+});
+
+test('appended lines: only the new bytes are read; a duplicate of a line in another file is counted once', async () => {
+  const before = statSync(fileA).size;
+  // msg-3 is already counted from file B: the same call seen again (as a resumed session copies it).
+  const added = line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-4', 13) + line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-3', 11);
+  appendFileSync(fileA, added + '{"type":"assistant","message":{"id":"msg-5"'); // and a line still being written
+  const got = await indexedEqualsFull('append', { mode: 'indexed', appended: 1, whole: 0, appendedBytes: Buffer.byteLength(added), written: true });
+  assert.is(idx(got.stdout).outputTokens, 23 + 13, 'msg-4 added, msg-3 not twice');
+  assert.is(JSON.parse(readFileSync(indexFile, 'utf8')).files[fileA].offset, before + Buffer.byteLength(added), 'the partial line is not consumed');
+  // The partial line completed: read from the stored offset.
+  appendFileSync(fileA, ',"model":"claude-sonnet-4-5-20250929","usage":{"input_tokens":1,"output_tokens":2}},"requestId":"req-msg-5","sessionId":"aaaaaaaa-1111-4111-8111-111111111111","timestamp":"2026-01-23T11:00:00.000Z","uuid":"idx-p"}\n');
+  const done = await indexedEqualsFull('completed line', { mode: 'indexed', appended: 1, whole: 0 });
+  assert.is(idx(done.stdout).outputTokens, 23 + 13 + 2);
+});
+
+test('a truncated file, a file rewritten at the same size and a replaced one (another inode) are read whole', async () => {
+  writeFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-1', 5)); // shorter
+  const t = await indexedEqualsFull('truncated', { mode: 'indexed', whole: 1, appended: 0 });
+  assert.is(idx(t.stdout).outputTokens, 5 + 11);
+  const same = readFileSync(fileB, 'utf8').replace('"output_tokens":11', '"output_tokens":19');
+  writeFileSync(fileB, same); // the same length, a newer mtime
+  const future = new Date(Date.now() + 5_000);
+  const { utimesSync } = await import('node:fs');
+  utimesSync(fileB, future, future);
+  const r = await indexedEqualsFull('rewritten', { mode: 'indexed', whole: 1 });
+  assert.is(idx(r.stdout).outputTokens, 5 + 19);
+  const tmp = `${fileB}.new`;
+  writeFileSync(tmp, line('bbbbbbbb-2222-4222-8222-222222222222', 'msg-3', 11) + line('bbbbbbbb-2222-4222-8222-222222222222', 'msg-9', 1) + line('bbbbbbbb-2222-4222-8222-222222222222', 'msg-10', 1));
+  renameSync(tmp, fileB); // rotated: another inode, longer than before
+  const rot = await indexedEqualsFull('replaced', { mode: 'indexed', whole: 1, appended: 0 });
+  assert.is(idx(rot.stdout).outputTokens, 5 + 11 + 1 + 1);
+  rmSync(fileB);
+  const gone = await indexedEqualsFull('deleted', { mode: 'indexed', whole: 0, written: true });
+  assert.is(idx(gone.stdout).outputTokens, 5);
+  assert.not.ok(fileB in JSON.parse(readFileSync(indexFile, 'utf8')).files, 'a deleted file leaves the index');
+});
+
+test('a corrupted, malformed or foreign index means a full scan; --rescan forces one', async () => {
+  const want = (await usage('--rescan')).stdout;
+  for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":1,"build":"x","gen":"g","files":{}}', 'index of another build'], [null, 'index unreadable']] as const) {
+    if (text === null) {
+      const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
+      doc.files[fileA].offset = -1;
+      writeFileSync(indexFile, JSON.stringify(doc));
+    } else writeFileSync(indexFile, text);
+    const got = await usage();
+    assert.equal([got.stats.mode, got.stats.reason, got.stats.written], ['full', reason, true], reason);
+    assert.is(got.stdout, want);
+  }
+  // A lines file of another generation (a crash between the writes): a full scan, not a mix.
+  await usage('--rescan');
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-11', 1)); // so the lines are needed
+  const linesFile = indexFile.replace('.json', '.lines.json');
+  writeFileSync(linesFile, JSON.stringify({ ...JSON.parse(readFileSync(linesFile, 'utf8')), gen: 'other' }));
+  const mixed = await usage();
+  assert.equal([mixed.stats.mode, mixed.stats.reason], ['full', 'index unreadable']);
+  assert.is(mixed.stdout, (await usage('--rescan')).stdout);
+  const forced = await usage('--rescan');
+  assert.equal([forced.stats.mode, forced.stats.reason, forced.stats.reused], ['full', '--rescan', 0]);
+  const bad = await runCli(sb, ['usage', 'daily', '--rescan=yes'], env);
+  assert.is(bad.status, 2);
+});
+
+test.run();
