@@ -14,6 +14,7 @@ import { projectRunner } from '../runners/queries.ts';
 import { sendCommandAs } from '../runners/routes.ts';
 import { sendSkillRun } from '../runs/launch.ts';
 import { runRow } from '../runs/queries.ts';
+import { ACTION_LABELS } from './tokens.ts';
 
 export interface Described {
   /** What the button does, in a few words. */
@@ -58,7 +59,7 @@ function commandRefused(name: string, outcome: { status: string; error?: { code:
 
 const prApprove: ActionKind<PrTarget> = {
   kind: 'pr.approve',
-  label: 'Approve',
+  label: ACTION_LABELS['pr.approve'],
   target: prTarget,
   role: 'operator',
   async projectOf(db, t) {
@@ -96,7 +97,7 @@ type RunTarget = z.output<typeof runTarget>;
 
 const runRetry: ActionKind<RunTarget> = {
   kind: 'run.retry',
-  label: 'Run again',
+  label: ACTION_LABELS['run.retry'],
   target: runTarget,
   role: 'operator',
   async projectOf(db, t) {
@@ -123,4 +124,3 @@ export function actionKind(kind: string): ActionKind<unknown> {
   if (!k) throw notFound('no such action link');
   return k;
 }
-export const ACTION_LABELS: Record<string, string> = Object.fromEntries(Object.values(REGISTRY).map((k) => [k.kind, k.label]));

@@ -68,3 +68,28 @@ export const actionLinkConfig = () => configured;
 
 /** The page address of a token. */
 export const actUrl = (base: string, token: string) => `${base.replace(/\/+$/, '')}/#/act/${token}`;
+
+/** The buttons' words per action kind (the registry, actions.ts, uses them too; kept here so notify.ts needs no route code). */
+export const ACTION_LABELS: Record<string, string> = { 'pr.approve': 'Approve', 'run.retry': 'Run again' };
+
+/** An action a notification asks for, as stored in its data (`actions`): no link, only what and on what. */
+export interface NotificationAction {
+  kind: string;
+  target: Record<string, unknown>;
+}
+
+/** The links of a notification's actions for `user` (null: the channel's links), or none without a key. */
+export function notificationLinks(
+  key: Uint8Array | null,
+  base: string,
+  user: string | null,
+  n: { id: string; createdAt: Date | string; actions: NotificationAction[] },
+): { kind: string; label: string; url: string; expiresAt: string }[] {
+  if (!key) return [];
+  const e = linkExpiry(n.createdAt);
+  return n.actions.map((a) => ({ kind: a.kind, label: ACTION_LABELS[a.kind] ?? a.kind, url: actUrl(base, mintToken(key, { k: a.kind, t: a.target, u: user, n: n.id, e })), expiresAt: new Date(e * 1000).toISOString() }));
+}
+
+/** The stored actions of a notification's data (anything else there is ignored). */
+export const storedActions = (data: Record<string, unknown>): NotificationAction[] =>
+  Array.isArray(data.actions) ? (data.actions as NotificationAction[]).filter((a) => a && typeof a.kind === 'string' && a.target && typeof a.target === 'object') : [];
