@@ -8,6 +8,7 @@
 // presented is answered 409 encryption_key_missing, like every other feature that needs the key.
 import { createHmac } from 'node:crypto';
 import * as z from 'zod';
+import { canonicalJson } from '../audit/audit.ts';
 import { constantTimeEqual, deriveKey, sha256Hex } from '../lib/crypto.ts';
 
 /** A link lives this long from the notification it came with. */
@@ -52,8 +53,11 @@ export function verifyToken(key: Uint8Array, token: string): LinkClaims | null {
   }
 }
 
-/** The decision a link asks for: the same for every user's link and the channel's link of one notification. */
-export const decisionId = (c: Pick<LinkClaims, 'k' | 't' | 'n'>) => sha256Hex(JSON.stringify([c.k, c.t, c.n]));
+/**
+ * The decision a link asks for: the same for every user's link and the channel's link of one
+ * notification. Canonical JSON: a target read back from jsonb has its keys in another order.
+ */
+export const decisionId = (c: Pick<LinkClaims, 'k' | 't' | 'n'>) => sha256Hex(canonicalJson([c.k, c.t, c.n]));
 
 /** Expiry of the links of a notification made at `createdAt`. */
 export const linkExpiry = (createdAt: Date | string) => Math.floor(new Date(createdAt).getTime() / 1000) + LINK_HOURS * 3600;
