@@ -71,6 +71,12 @@ test('signed out: sign in, come back to the link, see what will happen, press th
   await page.waitForSelector('.card.act h3:has-text("Nothing to do")');
   assert.match((await page.textContent('.card.act')) ?? '', 'already done');
   assert.equal(commands.length, 2, 'nothing sent again');
+
+  // The notifications list shows the same link, the caller's own, as the notification's button.
+  await page.goto(`${server.url}/#/notifications`);
+  const button = page.locator('li[data-kind="pr.ready"] a.act-link');
+  await button.waitFor();
+  assert.equal([await button.textContent(), await button.getAttribute('href')], ['Approve', url]);
   assert.equal(errors, []);
 });
 
