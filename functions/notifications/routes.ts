@@ -98,7 +98,7 @@ async function requireAllowed(q: Queryable, field: string, url: string): Promise
 
 export const routes: Route[] = [
   route({ method: 'GET', path: '/api/notifications', tag: 'notifications', access: 'user',
-    summary: "Notifications, newest first, each with `read` for the caller, and the caller's unread count: instance admins see all; a project's admins see its own",
+    summary: "Notifications, newest first, each with `read` for the caller and its `actions` with links minted for the caller (docs/notifications.md, Action links), and the caller's unread count: instance admins see all; a project's admins see its own",
     query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
     responses: { 200: { description: "the notifications and the caller's unread count", schema: notificationList } },
     async handler({ principal, query, request }, ctx) {
