@@ -112,7 +112,7 @@ const runRetry: ActionKind<RunTarget> = {
     const r = (await runRow(ctx.db, t.runId))!;
     const sent = await sendSkillRun(ctx.hub, (await projectRunner(ctx.db, pid)) ?? null, { projectId: pid, skill: r.skill, args: r.args, profile: r.profile_id, model: r.model, output: r.output }, principal.user.id);
     if (sent.status !== 'fired') throw new HttpError(sent.reason === 'runner_offline' ? 503 : 502, sent.reason ?? 'command_refused', sent.detail ?? 'the run did not start');
-    return { outcome: `Run ${sent.runId ?? ''} started`.replace('  ', ' '), data: { runId: sent.runId ?? null, retryOf: r.id } };
+    return { outcome: sent.runId ? `Run ${sent.runId} started` : 'The run started', data: { runId: sent.runId ?? null, retryOf: r.id } };
   },
 };
 
