@@ -8,6 +8,7 @@ import { Response as AdapterResponse, sendNodeResponse } from '@whatwg-node/serv
 import { Router } from 'itty-router';
 import { echoed } from '../protocol/text.ts';
 import { BUILD_VERSION } from '../protocol/version.ts';
+import { routes as actRoutes } from './act/routes.ts';
 import { routes as auditRoutes } from './audit/routes.ts';
 import { authenticate, requireInstanceAdmin, requireProjectRole, unauthorized } from './auth/auth.ts';
 import { routes as authRoutes } from './auth/routes.ts';
@@ -52,6 +53,7 @@ export const allRoutes: Route[] = [
   ...poolRoutes,
   ...runnerRoutes,
   ...installRoutes,
+  ...actRoutes,
   ...runRoutes,
   ...settingsRoutes,
   ...auditRoutes,

@@ -11,6 +11,7 @@ import { VERSION } from '../protocol/version.ts';
 import { serveAdminSocket } from './admin-socket.ts';
 import { createApp, createHookDoor } from './app.ts';
 import { useAuditKey } from './audit/audit.ts';
+import { useActionLinks } from './act/tokens.ts';
 import { AuditAnchor } from './audit/checkpoint.ts';
 import { auditJobs } from './audit/job.ts';
 import { auditMacKey } from './audit/mac.ts';
@@ -224,6 +225,8 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   });
   // Links made without a request (the setup link, the CLI's over the admin socket) use the port bound.
   const linkBase = configuredBase({ ...config, PORT: (server.address() as AddressInfo).port });
+  // …and so do the action links of chat pushes (functions/act/tokens.ts).
+  useActionLinks(encryption, linkBase);
   const closeAdminSocket = await serveAdminSocket({ config, db, log, base: linkBase });
   let stopSetup = () => {};
   let stopping = false;

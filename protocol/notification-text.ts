@@ -29,6 +29,10 @@ export function notificationText(n: NotificationText): string {
       return `A run did not start${where}: ${str(d.source)} ${str(d.sourceName)}${d.skill ? ` (skill ${str(d.skill)})` : ''}: ${str(d.words) || str(d.reason)}${d.remedy ? `. ${str(d.remedy)}` : ''}`;
     case 'run.queue_timeout':
       return `Run ${str(d.runId)} (${str(d.skill)}) found no pool runner${where}${d.reason ? `: ${str(d.reason)}` : ''}`;
+    case 'pr.ready':
+      return `Pull request #${str((d.pr as { number?: unknown } | undefined)?.number)} is ready for review${where}${d.title ? `: ${str(d.title)}` : ''}${d.checks ? ` (${str(d.checks)})` : ''}`;
+    case 'run.failed':
+      return `Run ${str(d.runId)} (${str(d.skill)}) ${str(d.state) === 'timed_out' ? 'timed out' : 'failed'}${where}${d.sourceName ? `, started by trigger ${str(d.sourceName)}` : ''}${d.error ? `: ${str(d.error)}` : ''}`;
     case 'schedule.disabled':
       return `Schedule ${str(d.schedule)} disabled itself${where}${d.reason ? `: ${str(d.reason)}` : ''}`;
     default:

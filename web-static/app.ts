@@ -55,6 +55,8 @@ export const PAGES: Record<string, PageDef> = {
   activity: { title: 'Activity', load: () => import('./pages/activity.ts').then((m) => m.Activity), audience: 'user' },
   audit: { title: 'Audit log', nav: 'Audit', load: () => import('./pages/audit.ts').then((m) => m.Audit), audience: 'instanceAdmin' },
   settings: { title: 'Settings', load: () => import('./pages/settings.ts').then((m) => m.Settings), audience: 'user' },
+  // An action link (a notification's button): signed in first, then back here (docs/notifications.md).
+  act: { title: 'Action', nav: null, load: () => import('./pages/act.ts').then((m) => m.Act), audience: 'user' },
   // The bell is in every page's header, so its list is in the entry already.
   notifications: { title: 'Notifications', nav: null, load: () => Promise.resolve(Notifications), audience: 'user' },
 };

@@ -18,6 +18,7 @@
 import type { Queryable } from '../lib/db/index.ts';
 import { sql } from '../lib/db/index.ts';
 import { publish } from '../live/publish.ts';
+import { notify } from '../notifications/notify.ts';
 import { emitEvent } from '../webhooks/capture.ts';
 import type { EventType } from '../webhooks/catalogue.ts';
 
@@ -160,9 +161,28 @@ export async function observe(tx: Queryable, projectId: string, o: Observation):
       data: e.data,
     });
   }
+  if (t.emits.some((e) => e.type === 'pr.checks_changed' && e.data.state === 'passed')) await readyForReview(tx, projectId, o.number, n);
   // A runner's pr.* event tells the page itself (events/sinks/fleet.ts); a delivery's change is told here.
   if (changed && o.source === 'app') await publish(tx, { type: 'fleet', projectId, kind: t.emits[0]?.type ?? 'pr.updated' }, { projectId });
   return t.emits.map((e) => e.type);
+}
+
+/** The branches svc's agents open pull requests from: a slot's `svc/<slot>/issue-<n>`, a run's `svc/run-<id>`. */
+export const AGENT_BRANCH = /^svc\//;
+
+/**
+ * A pull request svc's agents opened is ready for review when its checks pass: `pr.ready` to the
+ * project's admins, with an Approve action link (functions/act/), once per passing result (check_seq).
+ */
+async function readyForReview(tx: Queryable, projectId: string, number: number, n: PullRow): Promise<void> {
+  if (n.state !== 'open' || !n.branch || !AGENT_BRANCH.test(n.branch)) return;
+  await notify(tx, {
+    kind: 'pr.ready',
+    projectId,
+    data: { pr: { number, ...(n.url ? { url: n.url } : {}) }, title: n.title, branch: n.branch, checks: n.checks_summary },
+    dedupeKey: `pr.ready:${projectId}:${number}:${n.opens}:${n.check_seq}`,
+    actions: [{ kind: 'pr.approve', target: { projectId, number } }],
+  });
 }
 
 const RUNNER_PR_KINDS: Record<string, PullState | null> = { 'pr.opened': 'open', 'pr.merged': 'merged', 'pr.closed': 'closed', 'pr.checks_changed': null };

@@ -54,13 +54,15 @@ export function retentionJobs(config: Config): JobDefinition[] {
     },
     {
       name: 'retention.housekeeping',
-      description: 'Forget state nobody needs any more: sessions ended and password links used over a day ago, old failed sign-ins, issues closed over a day ago (out of the queue), job runs and runner commands older than 30 days',
+      description: 'Forget state nobody needs any more: sessions ended, password links used and action links expired over a day ago, old failed sign-ins, issues closed over a day ago (out of the queue), job runs and runner commands older than 30 days',
       cron: config.HOUSEKEEPING_CRON,
       async run({ db }) {
         const count = async (q: ReturnType<typeof sql>) => (await db.query<{ n: number }>(q))[0].n;
         return {
           sessions: await count(sql`with gone as (delete from sessions where coalesce(revoked_at, expires_at) < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
           passwordLinks: await count(sql`with gone as (delete from password_links where coalesce(used_at, expires_at) < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
+          // A used action link's row (functions/act/) matters only until it expires: after that every link of it is 410 anyway.
+          actionLinks: await count(sql`with gone as (delete from action_links where expires_at < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
           signInFailures: await count(sql`with gone as (delete from auth_failures where at < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),
           // Out of the queue's answer a day after they closed (codehost/queue.ts), also where no runner polls the open set.
           closedIssues: await count(sql`with gone as (delete from codehost_issues where state = 'closed' and updated_at < now() - interval '1 day' returning 1) select count(*)::int as n from gone`),

@@ -12,6 +12,8 @@ import { publish } from '../live/publish.ts';
 import type { Audience } from '../live/publish.ts';
 import { notificationText } from '../../protocol/notification-text.ts';
 import { chatBody } from '../webhooks/chat.ts';
+import { actionLinkConfig, notificationLinks } from '../act/tokens.ts';
+import type { NotificationAction } from '../act/tokens.ts';
 import type { ChatKind } from '../webhooks/chat.ts';
 
 /**
@@ -35,15 +37,18 @@ export interface NotifyInput {
   data: Record<string, unknown>;
   /** A stable key (e.g. a runner event's id): the same key never makes a second notification. */
   dedupeKey?: string;
+  /** The decisions it asks for (functions/act/): stored in its data as `actions`; each reader gets its own links. */
+  actions?: NotificationAction[];
 }
 
 /** Store one notification and queue its chat pushes. Returns its id, or null when the key was already used. */
 export async function notify(q: Queryable, n: NotifyInput): Promise<string | null> {
-  const [row] = await q.query<{ id: string | number }>(sql`
+  const data = n.actions?.length ? { ...n.data, actions: n.actions } : n.data;
+  const [row] = await q.query<{ id: string | number; created_at: Date }>(sql`
     insert into notifications (kind, project_id, runner_id, data, dedupe_key)
-    values (${n.kind}, ${n.projectId ?? null}, ${n.runnerId ?? null}, ${sql.json(n.data)}, ${n.dedupeKey ?? null})
+    values (${n.kind}, ${n.projectId ?? null}, ${n.runnerId ?? null}, ${sql.json(data)}, ${n.dedupeKey ?? null})
     on conflict (dedupe_key) where dedupe_key is not null do nothing
-    returning id`);
+    returning id, created_at`);
   if (!row) return null;
   const id = String(row.id);
   // The bell (live notice): who may read it is who GET /api/notifications shows it to.
@@ -53,7 +58,11 @@ export async function notify(q: Queryable, n: NotifyInput): Promise<string | nul
   if (channels.length) {
     const [p] = n.projectId ? await q.query<{ name: string }>(sql`select name from projects where id = ${n.projectId}`) : [];
     const text = notificationText({ kind: n.kind, projectName: p?.name ?? null, data: n.data });
-    const rows = channels.map((c) => ({ id: randomUUID(), webhook_id: c.id, body: chatBody(c.kind, text, c.chat_id) }));
+    // A channel is not one user: its buttons carry the channel's links (no user), which act as whoever
+    // opens them signed in, with their role then (docs/notifications.md, "Action links").
+    const { key, base } = actionLinkConfig();
+    const buttons = notificationLinks(key, base, null, { id, createdAt: row.created_at, actions: n.actions ?? [] }).map((l) => ({ text: l.label, url: l.url }));
+    const rows = channels.map((c) => ({ id: randomUUID(), webhook_id: c.id, body: chatBody(c.kind, text, c.chat_id, buttons) }));
     await q.query(sql`
       insert into outbound_deliveries (id, webhook_id, event_id, event_type, body, status, next_attempt_at)
       select x.id, x.webhook_id, ${`notification:${id}`}, ${n.kind}, x.body, 'pending', now()

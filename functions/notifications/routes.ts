@@ -13,6 +13,8 @@ import { route } from '../lib/context.ts';
 import type { Route } from '../lib/context.ts';
 import { encryptSecret } from '../lib/crypto.ts';
 import { publish } from '../live/publish.ts';
+import { publicBase } from '../lib/urls.ts';
+import { linkKey, notificationLinks, storedActions } from '../act/tokens.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { badRequest, json, notFound } from '../lib/errors.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
@@ -96,14 +98,21 @@ async function requireAllowed(q: Queryable, field: string, url: string): Promise
 
 export const routes: Route[] = [
   route({ method: 'GET', path: '/api/notifications', tag: 'notifications', access: 'user',
-    summary: "Notifications, newest first, each with `read` for the caller, and the caller's unread count: instance admins see all; a project's admins see its own",
+    summary: "Notifications, newest first, each with `read` for the caller and its `actions` with links minted for the caller (docs/notifications.md, Action links), and the caller's unread count: instance admins see all; a project's admins see its own",
     query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100) }),
     responses: { 200: { description: "the notifications and the caller's unread count", schema: notificationList } },
-    async handler({ principal, query }, ctx) {
+    async handler({ principal, query, request }, ctx) {
       const user = principal!.user;
       const rows = await listNotifications(ctx.db, user, query.limit);
+      const key = ctx.keys.encryption ? linkKey(ctx.keys.encryption) : null;
+      const base = publicBase(ctx.config, request);
       return json({
-        notifications: rows.map((n) => ({ id: String(n.id), kind: n.kind, runnerId: n.runner_id, projectId: n.project_id, data: n.data, createdAt: iso(n.created_at), read: Boolean(n.read) })),
+        notifications: rows.map((n) => {
+          // Each reader's own links (functions/act/tokens.ts): a link names the user it was made for.
+          const { actions: _stored, ...data } = n.data;
+          const actions = notificationLinks(key, base, user.id, { id: String(n.id), createdAt: n.created_at, actions: storedActions(n.data) });
+          return { id: String(n.id), kind: n.kind, runnerId: n.runner_id, projectId: n.project_id, data, createdAt: iso(n.created_at), read: Boolean(n.read), actions };
+        }),
         unread: await unreadCount(ctx.db, user),
       });
     },

@@ -13,7 +13,7 @@ import { recordActivity } from '../activity/record.ts';
 import { budgetExceeded } from '../cost/budget.ts';
 import { checkSignInAllowed, recordSignInFailure } from '../auth/ratelimit.ts';
 import { route } from '../lib/context.ts';
-import type { AppContext, Principal, Route, RouteDef } from '../lib/context.ts';
+import type { AppContext, CommandOutcome, Principal, Route, RouteDef } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { sha256Hex } from '../lib/crypto.ts';
@@ -140,7 +140,12 @@ async function reviewed(db: Queryable, principal: Principal, name: 'pr.approve' 
   });
 }
 
-async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<Response> {
+/**
+ * Send a command as `principal`, checked as the commands API checks it (who may, its arguments, the
+ * budget), with what svc records of a review done through it. The commands API and the action links
+ * (functions/act/actions.ts) send commands through this one function.
+ */
+export async function sendCommandAs(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<CommandOutcome> {
   await authorizeCommand(ctx, principal, runner, name, rawArgs);
   const args = parseWith(COMMANDS[name].args, rawArgs, 'invalid_args');
   // A project whose budget is set to stop and spent starts no new orchestrator round (docs/cost.md).
@@ -148,9 +153,14 @@ async function runCommand(ctx: AppContext, principal: Principal, runner: string,
     throw new HttpError(409, 'budget_exceeded', "the project's monthly budget is spent and set to stop: no new orchestrator round starts until next month or a higher budget");
   }
   const outcome = await ctx.hub.command(runner, name, args, principal.user.id);
+  if (outcome.status === 'done' && (name === 'pr.approve' || name === 'pr.requestChanges')) await reviewed(ctx.db, principal, name, args as { projectId: string; number: number });
+  return outcome;
+}
+
+async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<Response> {
+  const outcome = await sendCommandAs(ctx, principal, runner, name, rawArgs);
   switch (outcome.status) {
     case 'done':
-      if (name === 'pr.approve' || name === 'pr.requestChanges') await reviewed(ctx.db, principal, name, args as { projectId: string; number: number });
       return json({ name, ok: true, data: outcome.data });
     case 'failed':
       return json({ name, ok: false, error: outcome.error }, { status: 502 });

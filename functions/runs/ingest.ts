@@ -21,6 +21,7 @@ import { publish } from '../live/publish.ts';
 import { recordActivity } from '../activity/record.ts';
 import { scrubPaths } from '../webhooks/envelope.ts';
 import { kickPool } from './pool.ts';
+import { notify } from '../notifications/notify.ts';
 
 // PostgreSQL text cannot hold NUL.
 const clean = (s: string | null | undefined) => (s == null ? null : s.replace(/\0/g, ''));
@@ -87,10 +88,30 @@ async function poolRunEnded(q: Queryable, runId: string, state: string): Promise
   kickPool();
 }
 
+/**
+ * A run that a trigger started failed or timed out: `run.failed` to the project's admins with a "Run
+ * again" action link (functions/act/), once per run. Runs started otherwise have someone watching them.
+ */
+async function triggerRunFailed(q: Queryable, projectId: string, p: StateEventPayload, error: string | undefined): Promise<void> {
+  if (p.state !== 'failed' && p.state !== 'timed_out') return;
+  const [fired] = await q.query<{ trigger_id: string; name: string }>(sql`
+    select d.trigger_id, t.name from inbound_deliveries d join triggers t on t.id = d.trigger_id
+     where d.run_id = ${p.runId} and t.project_id = ${projectId} limit 1`);
+  if (!fired) return;
+  await notify(q, {
+    kind: 'run.failed',
+    projectId,
+    data: { runId: p.runId, skill: p.skill, state: p.state, source: 'trigger', sourceId: fired.trigger_id, sourceName: fired.name, ...(error ? { error } : {}) },
+    dedupeKey: `run.failed:${p.runId}`,
+    actions: [{ kind: 'run.retry', target: { runId: p.runId } }],
+  });
+}
+
 /** A run reached its final state: run.succeeded or run.failed (timed out, cancelled, failed) in the activity feed, once per run. */
-function runEnded(q: Queryable, projectId: string, p: StateEventPayload) {
+async function runEnded(q: Queryable, projectId: string, p: StateEventPayload) {
   const error = p.error ? cut(scrubPaths(clean(p.error)!), 500) : undefined;
   const pr = p.result?.pullRequest;
+  await triggerRunFailed(q, projectId, p, error);
   return recordActivity(q, {
     kind: p.state === 'succeeded' ? 'run.succeeded' : 'run.failed',
     projectId,

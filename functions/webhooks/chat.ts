@@ -21,8 +21,37 @@ export function chatUrl(kind: ChatKind, storedUrl: string, secret: string): URL 
 /** What the channel list shows of a Slack webhook URL: its origin only (the path is the credential). */
 export const slackDisplayUrl = (webhookUrl: string) => `${new URL(webhookUrl).origin}/…`;
 
-/** The JSON body of one push. */
-export function chatBody(kind: ChatKind, text: string, chatId: string | null): string {
-  if (kind === 'slack') return JSON.stringify({ text });
-  return JSON.stringify({ chat_id: chatId, text, disable_web_page_preview: true });
+/** A link button under a push (an action link, functions/act/). */
+export interface ChatButton {
+  text: string;
+  url: string;
+}
+
+/** Slack's mrkdwn needs &, < and > escaped (https://api.slack.com/reference/surfaces/formatting#escaping). */
+const slackEscape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * The JSON body of one push. With buttons: Slack gets Block Kit (a section with the text, then an
+ * `actions` block of `button` elements with `url`), Telegram an inline keyboard of URL buttons
+ * (`reply_markup.inline_keyboard` of `{text, url}`); and the plain text keeps each link on its own line,
+ * for clients that show neither (Slack's `text` is the notification fallback).
+ */
+export function chatBody(kind: ChatKind, text: string, chatId: string | null, buttons: ChatButton[] = []): string {
+  const plain = buttons.length ? `${text}\n${buttons.map((b) => `${b.text}: ${b.url}`).join('\n')}` : text;
+  if (kind === 'slack') {
+    if (!buttons.length) return JSON.stringify({ text });
+    return JSON.stringify({
+      text: plain,
+      blocks: [
+        { type: 'section', text: { type: 'mrkdwn', text: slackEscape(text) } },
+        { type: 'actions', elements: buttons.map((b, i) => ({ type: 'button', action_id: `svc-act-${i}`, text: { type: 'plain_text', text: b.text }, url: b.url })) },
+      ],
+    });
+  }
+  return JSON.stringify({
+    chat_id: chatId,
+    text: plain,
+    disable_web_page_preview: true,
+    ...(buttons.length ? { reply_markup: { inline_keyboard: [buttons.map((b) => ({ text: b.text, url: b.url }))] } } : {}),
+  });
 }

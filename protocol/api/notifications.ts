@@ -3,6 +3,7 @@
 // web-static/pages/notifications.ts reads (type imports only, so zod stays out of the pages' bundle).
 import * as z from 'zod';
 import { circuitState, iso } from './common.ts';
+import { notificationAction } from './act.ts';
 
 /** A notification with `read` for the caller. */
 export const notificationAnswer = z.object({
@@ -13,6 +14,8 @@ export const notificationAnswer = z.object({
   data: z.record(z.string(), z.unknown()),
   createdAt: iso,
   read: z.boolean(),
+  /** The decisions it asks for, each with a link minted for the caller (functions/act/; none without APP_ENCRYPTION_KEY). */
+  actions: z.array(notificationAction),
 });
 export type NotificationAnswer = z.output<typeof notificationAnswer>;
 

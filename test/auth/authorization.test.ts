@@ -184,6 +184,10 @@ function probes(): Record<string, Probe> {
     'GET /runners/self': { as: 'anonymous', path: '/runners/self', expect: 401 },
     'GET /svc-runner.mjs.sha256': { as: 'anonymous', path: '/svc-runner.mjs.sha256', expect: 200 },
     'GET /install-runner.sh': { as: 'anonymous', path: '/install-runner.sh', expect: 200 },
+    // An action link is a person's, in a browser: an API token is refused before the link is read
+    // (a session with another user's or a forged link: test/act/links.test.ts).
+    'GET /api/act/{token}': { path: `/api/act/${'A'.repeat(40)}.${'B'.repeat(43)}`, expect: 403 },
+    'POST /api/act/{token}': { path: `/api/act/${'A'.repeat(40)}.${'B'.repeat(43)}`, expect: 403 },
     'GET /api/notifications': { path: '/api/notifications', expect: 200, check: (a) => assert.ok(a.body.notifications.every((n: { projectId: string }) => n.projectId === projectA)) },
     'POST /api/notifications/read': { path: '/api/notifications/read', json: { ids: ['999999'] }, expect: 200, check: (a) => assert.is(a.body.marked, 0) },
     'GET /api/notifications/channels': { path: '/api/notifications/channels', expect: 403 },

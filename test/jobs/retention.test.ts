@@ -61,7 +61,7 @@ test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, del
       ['retention.activity', 'ok', { deleted: 1 }],
       ['retention.codehost_deliveries', 'ok', { deleted: 1 }],
       ['retention.deliveries', 'ok', { outbound: 1, inbound: 1, deliveryIds: 0 }],
-      ['retention.housekeeping', 'ok', { sessions: 0, passwordLinks: 0, signInFailures: 0, closedIssues: 0, jobRuns: 0, runnerCommands: 0 }],
+      ['retention.housekeeping', 'ok', { sessions: 0, passwordLinks: 0, actionLinks: 0, signInFailures: 0, closedIssues: 0, jobRuns: 0, runnerCommands: 0 }],
     ],
   );
 });

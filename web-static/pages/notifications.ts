@@ -68,6 +68,7 @@ export function Notifications() {
             (n) => html`<li class=${n.read ? 'read' : 'unread'} data-notification=${n.id} data-kind=${n.kind}>
               <span class="when">${when(n.createdAt)}</span>
               <span class="text">${notificationText({ kind: n.kind, projectName: (n.data.projectName as string) ?? null, data: n.data })}</span>
+              ${n.actions.map((a) => html`<a class="button act-link" href=${a.url}>${a.label}</a>`)}
               ${n.read ? html`<span class="muted">Read</span>` : html`<button type="button" class="link mark-one" onClick=${() => mark({ ids: [n.id] })}>Mark read</button>`}
             </li>`,
           )}
