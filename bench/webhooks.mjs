@@ -13,15 +13,18 @@
 // figure includes NOTIFY, dispatch, the leased claim, the address guard, signing and the POST.
 //
 //   npm run build && node --import tsx bench/webhooks.mjs [--deliveries 2000] [--rounds 2] [--events 100] [--dead-backlog 0]
+//                                                        [--profile-dir DIR: the first server under node --cpu-prof; its top self-time functions are printed]
 // Loopback only; bounded counts; every process and database it makes is removed at the end.
 import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 import { buildEnvelope, eventId } from '../functions/webhooks/envelope.ts';
 import { freshPostgres } from '../test/helpers/db.ts';
 import { startServer } from '../test/helpers/server.ts';
-import { fmt, installGuards, machine, median, percentile, problemLines, round, spawnTracked, table } from './lib.mjs';
+import { cpuProfileTop, fmt, installGuards, machine, median, percentile, problemLines, round, spawnTracked, table } from './lib.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -29,6 +32,7 @@ const { values: opt } = parseArgs({
     rounds: { type: 'string', default: '2' },
     events: { type: 'string', default: '100' },
     'dead-backlog': { type: 'string', default: '0' },
+    'profile-dir': { type: 'string' },
   },
 });
 const N = { deliveries: Number(opt.deliveries), rounds: Number(opt.rounds), events: Number(opt.events), deadBacklog: Number(opt['dead-backlog']) };
@@ -144,7 +148,10 @@ const durableSql = postgres(pg.url, { max: 10, onnotice: () => {} });
 const figures = { ...machine(), deliveries: N.deliveries, rounds: N.rounds, deadBacklog: N.deadBacklog, concurrencyPerProcess: CONCURRENCY, runs: [] };
 try {
   const env = { APP_ENCRYPTION_KEY: Buffer.alloc(32, 9).toString('base64') };
-  const a = await startServer({ admin: true, env, dbEnv: { DATABASE_URL: pg.url } });
+  // --cpu-prof is not allowed in NODE_OPTIONS: a shell execs node with it in front of the helper's arguments.
+  const wrap = opt['profile-dir'] ? ['/bin/sh', '-c', `exec "$0" --cpu-prof --cpu-prof-dir='${opt['profile-dir']}' "$@"`] : undefined;
+  if (wrap) mkdirSync(opt['profile-dir'], { recursive: true });
+  const a = await startServer({ admin: true, env, dbEnv: { DATABASE_URL: pg.url }, wrap });
   servers.push(a);
   await a.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1/32' } });
   const made = await a.api('/api/webhooks', { method: 'POST', json: { url: `http://127.0.0.1:${port}/hook`, events: ['pr.merged'] } });
@@ -243,6 +250,11 @@ try {
     if (touched) log(`WARNING: ${touched} deliveries of the dead webhook were attempted or changed`);
   }
   figures.problems = servers.flatMap((s) => problemLines(s.output())).slice(0, 20);
+  if (wrap) {
+    await a.stop('SIGTERM');
+    const file = readdirSync(opt['profile-dir']).filter((f) => f.endsWith('.cpuprofile')).sort().at(-1);
+    if (file) figures.profile = { file: join(opt['profile-dir'], file), ...(await cpuProfileTop(join(opt['profile-dir'], file), 15)) };
+  }
 } finally {
   await sql.end().catch(() => {});
   await durableSql.end().catch(() => {});
@@ -290,4 +302,8 @@ console.log(table([
   ['bare sign-and-POST', fmt(lat.bare.p50), fmt(lat.bare.p99)],
   ['svc / bare', fmt(figures.latency.ratioP50), fmt(figures.latency.ratioP99)],
 ]));
+if (figures.profile) {
+  console.log(`\nprofile of the first server process (${fmt(figures.profile.samplesMs / 1000, 1)} s of samples):`);
+  console.log(table([['self ms', '%', 'function', 'where'], ...figures.profile.top.map((t) => [t.selfMs, t.percent, t.fn, t.where])]));
+}
 console.log(JSON.stringify(figures));

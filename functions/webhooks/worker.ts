@@ -27,6 +27,8 @@ import { CHAT_HEADERS, chatUrl } from './chat.ts';
 import type { ChannelKind } from './chat.ts';
 import { CHANNEL } from './capture.ts';
 import { claimBatch } from './claim.ts';
+import { OutcomeWriter } from './outcomes.ts';
+import type { CircuitRow } from './outcomes.ts';
 import { dispatch } from './dispatch.ts';
 import { publish } from '../live/publish.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
@@ -110,6 +112,8 @@ export class WebhookWorker {
   private readonly loop: LeaseLoop;
   /** Deliveries claimed by this worker so far (tick() runs until a pass claims none). */
   private claimed = 0;
+  /** Outcome writes, batched (outcomes.ts). */
+  readonly outcomes: OutcomeWriter;
 
   constructor(private readonly opts: WorkerOptions) {
     this.db = opts.db;
@@ -119,6 +123,7 @@ export class WebhookWorker {
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
     if (this.leaseMs <= this.timeoutMs) throw new Error('the delivery lease must be longer than the attempt timeout');
+    this.outcomes = new OutcomeWriter(this.db, this.owner);
     const listen = {
       db: this.db,
       channel: CHANNEL,
@@ -323,24 +328,12 @@ export class WebhookWorker {
       return;
     }
     const next = afterAttempt(d.attempts, d.attempts_allowed, o.ok, now, this.opts.random);
-    // The attempt and the delivery in one statement; it also reads the circuit, without a lock.
-    const [kept] = await this.db.query<CircuitRow>(sql`
-      with attempt as (
-        update outbound_attempts
-           set outcome = ${o.ok ? 'success' : 'failure'}, error = ${o.error}, detail = ${o.detail}, finished_at = ${at},
-               response_code = ${o.status}, response_body = ${o.body}, address = ${o.address}, duration_ms = ${o.ms}
-         where delivery_id = ${d.id} and attempt = ${d.attempts}
-        returning 1
-      ), delivery as (
-        update outbound_deliveries
-           set status = ${next.status}, next_attempt_at = ${next.nextAttemptAt === null ? null : new Date(next.nextAttemptAt)},
-               response_code = ${o.status}, response_body = ${o.body}, last_error = ${o.error},
-               delivered_at = ${o.ok ? at : null}, lease_owner = null, lease_expires_at = null, updated_at = now()
-         where id = ${d.id} and lease_owner = ${this.owner} and attempts = ${d.attempts}
-        returning webhook_id
-      )
-      select w.circuit_state, w.consecutive_failures, w.circuit_opened_at, w.trial_delivery_id
-        from delivery join webhooks w on w.id = delivery.webhook_id`);
+    // The attempt and the delivery, written with the other outcomes of the moment (outcomes.ts); it
+    // also reads the circuit, without a lock.
+    const kept = await this.outcomes.write({
+      id: d.id, attempt: d.attempts, ok: o.ok, error: o.error, detail: o.detail, status: o.status, body: o.body, address: o.address, ms: o.ms,
+      at, nextStatus: next.status, nextAt: next.nextAttemptAt === null ? null : new Date(next.nextAttemptAt),
+    });
     // No row: the lease ran out and another process took over; its attempt decides. The common case
     // (closed, no failures, a success) changes nothing and takes no lock on the webhook.
     const circuit = kept && toCircuit(kept);
@@ -372,12 +365,6 @@ export class WebhookWorker {
   }
 }
 
-interface CircuitRow {
-  circuit_state: CircuitState;
-  consecutive_failures: number;
-  circuit_opened_at: Date | null;
-  trial_delivery_id: string | null;
-}
 
 const toCircuit = (w: CircuitRow): Circuit => ({
   state: w.circuit_state,

@@ -52,7 +52,7 @@ test('a receiver that never answers: the attempt times out (timeout), pending, r
   const { d, a, ms } = await attemptOnce(`${rx.url}/hang`);
   assert.equal([d.status, d.attempts, d.last_error, d.response_code], ['pending', 1, 'timeout', null]);
   assert.is(a.error, 'timeout');
-  assert.ok(ms >= TIMEOUT && ms < TIMEOUT + 2000, `${ms} ms`);
+  assert.ok(ms >= TIMEOUT && ms < TIMEOUT + 5000, `${ms} ms`); // the margin: a loaded machine
   assert.ok(d.next_attempt_at);
 });
 
