@@ -29,7 +29,7 @@ async function insert(q: Queryable, rows: Pending['rows']): Promise<void> {
   await q.query(sql`
     insert into catalogue_events (id, type, project_id, body)
     select x.id, x.type, x.project_id, x.body
-      from jsonb_to_recordset(${sql.json(rows)}) with ordinality as x(id text, type text, project_id text, body text, n bigint)
+      from rows from (jsonb_to_recordset(${sql.json(rows)}) as (id text, type text, project_id text, body text)) with ordinality as x(id, type, project_id, body, n)
      order by x.n
     on conflict (id) do nothing`);
 }
