@@ -18,6 +18,7 @@ import { routes as appCheckRoutes } from './codehost/app-check.ts';
 import { routes as codehostModeRoutes } from './codehost/mode.ts';
 import { routes as codehostRoutes } from './codehost/routes.ts';
 import { routes as costRoutes } from './cost/routes.ts';
+import { routes as eventListRoutes } from './event-list/routes.ts';
 import { routes as sessionRoutes } from './cost/sessions.ts';
 import { routes as healthRoutes } from './health/routes.ts';
 import { routes as jobRoutes } from './jobs/routes.ts';
@@ -61,6 +62,7 @@ export const allRoutes: Route[] = [
   ...costRoutes,
   ...sessionRoutes,
   ...webhookRoutes,
+  ...eventListRoutes,
   ...notificationRoutes,
   ...triggerRoutes,
   ...codehostRoutes,

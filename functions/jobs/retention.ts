@@ -1,5 +1,6 @@
 // Data retention (spec: Operations → Retention). Deletes in batches so a large backlog never holds
 // long locks; each job is idempotent, so a run taken over after a crash simply continues.
+import { pruneEvents } from '../event-list/queries.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Config } from '../lib/config.ts';
 import type { Db } from '../lib/db/index.ts';
@@ -36,6 +37,12 @@ export function retentionJobs(config: Config): JobDefinition[] {
       description: `Delete activity feed items older than ${config.ACTIVITY_RETENTION_DAYS} days (ACTIVITY_RETENTION_DAYS)`,
       cron: config.ACTIVITY_RETENTION_CRON,
       run: async ({ db, signal }) => ({ deleted: await deleteOlderThan(db, 'activity_items', config.ACTIVITY_RETENTION_DAYS, signal) }),
+    },
+    {
+      name: 'retention.events',
+      description: `Delete event list entries (GET /api/events) older than ${config.EVENTS_RETENTION_DAYS} days (EVENTS_RETENTION_DAYS); older cursors then answer 410`,
+      cron: config.ACTIVITY_RETENTION_CRON,
+      run: async ({ db, signal }) => ({ deleted: await pruneEvents(db, config.EVENTS_RETENTION_DAYS, signal) }),
     },
     {
       name: 'retention.deliveries',

@@ -154,6 +154,7 @@ const envShape = z.object({
     APP_ENCRYPTION_KEY: encryptionKey,
     ACTIVITY_RETENTION_DAYS: int(180, 1, 36500),
     ACTIVITY_RETENTION_CRON: cron('30 4 * * *'),
+    EVENTS_RETENTION_DAYS: int(30, 1, 36500),
     DELIVERY_RETENTION_CRON: cron('45 4 * * *'),
     CODEHOST_DELIVERY_RETENTION_CRON: cron('50 4 * * *'),
     AUDIT_VERIFY_CRON: cron('0 3 * * *'),

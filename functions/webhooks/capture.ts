@@ -9,6 +9,7 @@
 // runner's re-send after a crash captures nothing new.
 import type { RunnerEvent } from '../../protocol/frames.ts';
 import { recordEnvelopes } from '../activity/record.ts';
+import { storeEvents } from '../event-list/store.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 import { CATALOGUE, RUNNER_TYPES, isEventType } from './catalogue.ts';
@@ -21,12 +22,14 @@ export const CHANNEL = 'svc_webhooks';
 
 /**
  * Store envelopes for dispatch — only types some webhook subscribes to; wake the dispatchers. Every
- * envelope is an activity feed item too (activity/record.ts), whether or not a webhook wants it.
+ * envelope is an activity feed item too (activity/record.ts) and an entry of the event list
+ * (event-list/store.ts, GET /api/events, written just before COMMIT), whether or not a webhook wants it.
  */
 export async function enqueue(q: Queryable, envelopes: Envelope[]): Promise<number> {
   if (envelopes.length === 0) return 0;
   await recordEnvelopes(q, envelopes);
   const rows = envelopes.map((e) => ({ id: e.id, type: e.type, project_id: e.project?.id ?? null, body: JSON.stringify(e) }));
+  await storeEvents(q, rows.map((r, i) => ({ envelope: envelopes[i], body: r.body })));
   const stored = await q.query(sql`
     insert into webhook_outbox (id, type, project_id, body)
     select x.id, x.type, x.project_id, x.body

@@ -2,6 +2,7 @@
 // shapes the admin API returns (protocol/api/webhooks.ts) and the few queries the routes and the worker
 // share (the admin API's own statements: queries.ts).
 import { randomUUID } from 'node:crypto';
+import { storeEvents } from '../event-list/store.ts';
 import { DecryptError, decryptSecret, encryptSecret, randomToken } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
@@ -144,9 +145,11 @@ export async function createTestDelivery(q: Queryable, webhookId: string, now: D
     project: null,
     raw: { data: { message: 'This is a test delivery from svc. If you can read it, the webhook works.' } },
   });
+  const body = JSON.stringify(envelope);
   await q.query(sql`
     insert into outbound_deliveries (id, webhook_id, event_id, event_type, body, status, next_attempt_at)
-    values (${deliveryId}, ${webhookId}, ${envelope.id}, 'webhook.test', ${JSON.stringify(envelope)}, 'pending', ${now})`);
+    values (${deliveryId}, ${webhookId}, ${envelope.id}, 'webhook.test', ${body}, 'pending', ${now})`);
+  await storeEvents(q, [{ envelope, body }]); // in the list too (no project: instance admins see it)
   await wake(q);
   return { deliveryId, eventId: envelope.id };
 }

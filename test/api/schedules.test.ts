@@ -19,7 +19,7 @@ test('GET /api/schedules lists the system jobs with their next run and no last r
   const after = Date.now();
   assert.is(res.status, 200);
   const { jobs } = await res.json();
-  assert.equal(jobs.map((j: { name: string }) => j.name), ['retention.activity', 'retention.deliveries', 'retention.housekeeping', 'retention.codehost_deliveries', 'audit.verify', 'runners.offline']);
+  assert.equal(jobs.map((j: { name: string }) => j.name), ['retention.activity', 'retention.events', 'retention.deliveries', 'retention.housekeeping', 'retention.codehost_deliveries', 'audit.verify', 'runners.offline']);
   for (const j of jobs) {
     assert.is(j.kind, 'system');
     // No run before this server started; a job due every minute (runners.offline) may have run since.

@@ -24,6 +24,7 @@ let projectA = '';
 let projectB = '';
 let runB = ''; // a skill run of project B
 let sessionB = ''; // an agent session of project B
+let eventB = ''; // a catalogue event of project B (GET /api/events)
 let webhookId = '';
 let triggerB = ''; // a trigger of project B
 let triggerBPublic = '';
@@ -56,12 +57,14 @@ test.before(async () => {
     events: [
       { id: `run.${runB}.queued`, source: `project:${projectB}`, kind: 'skill_run.state', ts: now, payload },
       { id: `session.${runB}`, source: `project:${projectB}`, kind: 'session.meta', ts: now, payload: session },
+      { id: `slot.${runB}`, source: `project:${projectB}`, kind: 'slot.dispatched', ts: now, payload: { project: projectB, slot: 'w1', issue: 3, title: 'B only' } },
     ],
   });
   await ws.next('ack');
   ws.ws.close();
   assert.is((await call(`/api/runs/${runB}`)).status, 200, 'the run exists');
   sessionB = (await call(`/api/sessions?projectId=${projectB}`)).body.sessions[0].id;
+  eventB = (await call(`/api/events?projectId=${projectB}`)).body.events[0].id;
   const hook = await call('/api/webhooks', { method: 'POST', json: { url: 'https://receiver.example.com/hook', events: ['pr.opened'] } });
   assert.is(hook.status, 201);
   webhookId = hook.body.id;
@@ -220,6 +223,8 @@ function probes(): Record<string, Probe> {
     'GET /api/sessions/{sessionId}': { path: `/api/sessions/${sessionB}`, expect: 404 },
     'GET /api/live': { path: '/api/live', expect: 426, check: (a) => assert.is(a.body.error.code, 'upgrade_required') },
     'GET /api/activity': { path: `/api/activity?projectId=${projectB}`, expect: 404 },
+    'GET /api/events': { path: `/api/events?projectId=${projectB}`, expect: 404 },
+    'GET /api/events/{eventId}': { path: `/api/events/${eventB}`, expect: 404 },
     'GET /api/projects/{projectId}/codehost-mode': { path: `/api/projects/${projectB}/codehost-mode`, expect: 404 },
     'GET /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, expect: 404 },
     'PUT /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, json: { budgetUsd: 0, action: 'stop' }, expect: 404 },

@@ -31,15 +31,17 @@ async function insertAged(table: string, label: string, daysAgo: number) {
   if (table === 'inbound_deliveries')
     await db.query(sql`insert into inbound_deliveries (id, trigger_id, delivery_id, status, created_at) values (${label}, 't', ${label}, 'accepted', ${at})`);
   if (table === 'codehost_deliveries') await db.query(sql`insert into codehost_deliveries (id, event, created_at) values (${label}, 'push', ${at})`);
+  if (table === 'catalogue_events') await db.query(sql`insert into catalogue_events (id, type, body, created_at) values (${label}, 'webhook.test', '{}', ${at})`);
 }
 
 const labels = async (table: string) =>
   (await db.query<{ l: string }>(sql`select ${sql.raw(table === 'activity_items' ? 'kind' : 'id')} as l from ${sql.raw(table)} order by 1`)).map((r) => r.l);
 
-test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, deliveries 30 d, code-host 14 d', async () => {
-  const config = loadConfig({ ACTIVITY_RETENTION_DAYS: '10' });
+test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, events EVENTS_RETENTION_DAYS, deliveries 30 d, code-host 14 d', async () => {
+  const config = loadConfig({ ACTIVITY_RETENTION_DAYS: '10', EVENTS_RETENTION_DAYS: '5' });
   const cases: [string, number][] = [
     ['activity_items', 10],
+    ['catalogue_events', 5],
     ['outbound_deliveries', 30],
     ['inbound_deliveries', 30],
     ['codehost_deliveries', 14],
@@ -54,6 +56,10 @@ test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, del
   for (const job of s.definitions()) assert.ok(await s.runNow(job.name));
   await s.settled();
   for (const [table] of cases) assert.equal(await labels(table), [`${table}-edge`, `${table}-new`], table);
+  // The event list's horizon is the seq of the one deleted (the first stored): a cursor below it is gone.
+  const [{ pruned }] = await db.query<{ pruned: string }>(sql`select pruned_through::text as pruned from catalogue_events_horizon`);
+  const [{ first }] = await db.query<{ first: string }>(sql`select min(seq)::text as first from catalogue_events`);
+  assert.is(BigInt(pruned), BigInt(first) - 1n);
   const results = await db.query<{ job: string; status: string; result: Record<string, number> }>(sql`select job, status, result from job_runs order by job`);
   assert.equal(
     results.map((r) => [r.job, r.status, r.result]),
@@ -61,6 +67,7 @@ test('each table keeps exactly its window: activity ACTIVITY_RETENTION_DAYS, del
       ['retention.activity', 'ok', { deleted: 1 }],
       ['retention.codehost_deliveries', 'ok', { deleted: 1 }],
       ['retention.deliveries', 'ok', { outbound: 1, inbound: 1, deliveryIds: 0 }],
+      ['retention.events', 'ok', { deleted: 1 }],
       ['retention.housekeeping', 'ok', { sessions: 0, passwordLinks: 0, actionLinks: 0, signInFailures: 0, closedIssues: 0, jobRuns: 0, runnerCommands: 0 }],
     ],
   );
@@ -72,6 +79,7 @@ test('the system jobs carry the spec times by default', () => {
     jobs.map((j) => [j.name, j.cron]),
     [
       ['retention.activity', '30 4 * * *'],
+      ['retention.events', '30 4 * * *'],
       ['retention.deliveries', '45 4 * * *'],
       ['retention.housekeeping', '55 4 * * *'],
       ['retention.codehost_deliveries', '50 4 * * *'],

@@ -97,6 +97,11 @@ test('allowlist, add a webhook with its secret shown once, send test, rotate, a 
   while (received.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
   assert.is(received[0]?.event, 'webhook.test');
   assert.is(verifyWebhook(received[0].body, received[0].signature, secret).ok, true);
+  // The delivery links to its event (GET /api/events/:eventId): opened, the envelope exactly as received.
+  const eventId = JSON.parse(received[0].body).id as string;
+  await page.click(`details[data-event="${eventId}"] summary`);
+  await page.waitForFunction((id) => (document.querySelector(`details[data-event="${id}"] pre`)?.textContent ?? '').includes('"type": "webhook.test"'), eventId, { timeout: 15_000 });
+  assert.equal(JSON.parse((await page.textContent(`details[data-event="${eventId}"] pre`))!), JSON.parse(received[0].body));
 
   // Rotate: a new secret is shown, and the next test is signed with it.
   await page.click(`tr[data-webhook="${url}"] button:has-text("Rotate secret")`);

@@ -12,11 +12,24 @@ import { useLiveRefetch } from '../live.ts';
 import { Triggers } from './triggers.ts';
 import { RecoverDeliveries } from './webhook-recover.ts';
 import type { Me } from '../session.ts';
+import type { EventEnvelope } from '../../protocol/api/events.ts';
 import type { AllowlistAnswer, CatalogueAnswer, DeliveryAnswer as Delivery, DeliveryList, WebhookAnswer as Webhook, WebhookList, WebhookWithSecret } from '../../protocol/api/webhooks.ts';
 
 type CatalogueEntry = CatalogueAnswer['events'][number];
 
 const message = errorText;
+
+/** A delivery's event (GET /api/events/:eventId): the envelope, read when opened. */
+function EventView({ id }: { id: string }) {
+  const [body, setBody] = useState<string | null>(null);
+  const toggle = (e: Event) => {
+    if (!(e.currentTarget as HTMLDetailsElement).open || body !== null) return;
+    api<EventEnvelope>(`/api/events/${encodeURIComponent(id)}`)
+      .then((env) => setBody(JSON.stringify(env, null, 2)))
+      .catch((err) => setBody(message(err)));
+  };
+  return html`<details class="event" data-event=${id} onToggle=${toggle}><summary class="muted">${id}</summary><pre class="body">${body ?? 'Loading…'}</pre></details>`;
+}
 
 function Deliveries({ hook, onError }: { hook: Webhook; onError: (m: string) => void }) {
   const [rows, setRows] = useState<Delivery[] | null>(null);
@@ -40,7 +53,7 @@ function Deliveries({ hook, onError }: { hook: Webhook; onError: (m: string) => 
     <tbody>
       ${rows.map(
         (d) => html`<tr data-delivery=${d.id}>
-          <td>${d.event}<div class="muted">${when(d.createdAt)}</div></td>
+          <td>${d.event}<div class="muted">${when(d.createdAt)}</div>${d.eventId && html`<${EventView} id=${d.eventId} />`}</td>
           <td><span class=${d.status === 'delivered' ? 'ok' : d.status === 'failed' ? 'failed' : 'running'}>${d.status}</span>
             ${d.lastError && html`<div class="muted">${d.lastError}</div>`}</td>
           <td>${d.attempts}</td>

@@ -11,7 +11,7 @@
 // (which would end the process).
 import { Circuit, PROBE_EVERY_MS } from './circuit.ts';
 import type { Db, Queryable, Sql } from './port.ts';
-import { quoteIdent } from './port.ts';
+import { quoteIdent, withCommitHooks } from './port.ts';
 import { UNREACHABLE_CODE } from './unavailable.ts';
 import type { Logger } from '../log.ts';
 import type { PoolClient } from '@neondatabase/serverless';
@@ -90,7 +90,7 @@ export async function openNeon(url: string, max: number, wsProxy?: string, log?:
         client.on('error', onError);
         try {
           await classifying(client.query('begin'));
-          const out = await fn(wrap(client as unknown as Client));
+          const out = await withCommitHooks(wrap(client as unknown as Client), fn);
           await classifying(client.query('commit'));
           return out;
         } catch (err) {

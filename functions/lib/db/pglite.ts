@@ -10,6 +10,7 @@ import type { Logger } from '../log.ts';
 import { migrate } from './migrate.ts';
 import type { Migration } from './migrate.ts';
 import type { Db, Queryable, Sql } from './port.ts';
+import { withCommitHooks } from './port.ts';
 
 type PgliteLike = Pick<PGlite, 'query' | 'exec'>;
 
@@ -237,7 +238,7 @@ export async function openPglite(dataDir: string, template?: PgliteTemplate, log
   return {
     driver: 'pglite',
     ...base,
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    transaction: (fn) => pg.transaction((tx) => withCommitHooks(wrap(tx), fn)),
     async listen(channel, onPayload) {
       const unlisten = await pg.listen(channel, onPayload);
       return () => unlisten();

@@ -57,6 +57,21 @@ export interface Queryable {
   query<T = Row>(q: Sql): Promise<T[]>;
   /** Several statements without parameters (migrations, the seed). */
   exec(text: string): Promise<void>;
+  /**
+   * Only on a transaction's Queryable: run `hook` at the end of the transaction, after its function
+   * returned and just before COMMIT (hooks in the order given; a hook may add more). The event list takes
+   * its commit-order lock there (functions/event-list/store.ts), so the lock is held for the insert and
+   * the commit alone.
+   */
+  beforeCommit?(hook: () => Promise<void>): void;
+}
+
+/** Run a transaction's function with beforeCommit available on `tx`, then the hooks it registered. */
+export async function withCommitHooks<T>(tx: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  const hooks: (() => Promise<void>)[] = [];
+  const result = await fn({ query: (q) => tx.query(q), exec: (text) => tx.exec(text), beforeCommit: (hook) => void hooks.push(hook) });
+  for (let i = 0; i < hooks.length; i++) await hooks[i]();
+  return result;
 }
 
 export interface Db extends Queryable {

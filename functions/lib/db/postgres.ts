@@ -5,6 +5,7 @@ import type { Logger } from '../log.ts';
 import { Circuit } from './circuit.ts';
 import { isDatabaseUnavailable } from './unavailable.ts';
 import type { Db, Queryable, Sql } from './port.ts';
+import { withCommitHooks } from './port.ts';
 
 // int8 (counts, bigserial ids) as JS numbers, as PGlite returns them; our ids stay below 2^53.
 const types = { bigint: { to: 20, from: [20], serialize: (v: number) => String(v), parse: (v: string) => Number(v) } };
@@ -66,7 +67,7 @@ async function transaction<T>(conn: postgres.Sql, fn: (tx: Queryable) => Promise
   const tx: Queryable = { query: (q) => guard(() => inner.query(q)), exec: (text) => guard(() => inner.exec(text)) };
   try {
     await tx.exec('begin');
-    const result = await fn(tx);
+    const result = await withCommitHooks(tx, fn);
     await tx.exec('commit');
     return result;
   } catch (err) {
