@@ -28,6 +28,7 @@ const EXCEPTIONS: Record<string, string> = {
   SVC_RUN_SECOND_MS: 'tests and benchmarks only',
   SVC_RUNNER_SERVICE_PLATFORM: 'tests only',
   SVC_INGEST_NO_WATCHER: 'tests only (forces the poll fallback of session ingest)',
+  SVC_USAGE_STATS: 'tests and benchmarks only (what a usage call read, one JSON line on stderr)',
   SVC_INGEST_POLL_MS: 'tests and benchmarks only',
   SVC_INGEST_HOLD_MS: 'tests only',
   SVC_USAGE_WORKER_BYTES: 'tests and benchmarks only (forces or keeps off the second thread of `svc-runner usage`)',
