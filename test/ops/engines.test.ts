@@ -8,9 +8,11 @@ import { ROOT } from '../helpers/db.ts';
 
 type Version = [number, number, number];
 const parse = (v: string): Version => {
-  const m = /^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(v.trim());
+  // `x` or `*` in a part (`>=0.6.x`, tsscmp's) is its lowest value, as npm's semver reads it in a lower bound.
+  const m = /^v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?$/.exec(v.trim());
   if (!m) throw new Error(`not a version: "${v}"`);
-  return [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)];
+  const part = (p: string | undefined) => (p === undefined || p === 'x' || p === '*' ? 0 : Number(p));
+  return [Number(m[1]), part(m[2]), part(m[3])];
 };
 const cmp = (a: Version, b: Version) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
 
@@ -38,6 +40,8 @@ test('the range reader: >=, ^ and ||', () => {
   assert.ok(satisfies([20, 6, 0], '^18.19.0 || >=20.6.0'));
   assert.not.ok(satisfies([20, 5, 0], '^18.19.0 || >=20.6.0'));
   assert.not.ok(satisfies([20, 19, 0], '>=22.15.0'));
+  assert.ok(satisfies([20, 6, 0], '>=0.6.x'));
+  assert.not.ok(satisfies([0, 5, 9], '>=0.6.x'));
 });
 
 test(`every locked package supports Node ${minimum.join('.')}, the README's minimum`, () => {
