@@ -8,17 +8,22 @@ import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { CircuitState } from './circuit.ts';
 
-/** One finished attempt: what happened and the delivery's next state (circuit.ts afterAttempt). */
-export interface OutcomeRow {
-  id: string;
-  attempt: number;
+/** What one attempt came to (worker.ts attempt). */
+export interface Outcome {
   ok: boolean;
+  /** Why the attempt failed: blocked_address, timeout, http_status, redirect, connection_reset, … */
   error: string | null;
   detail: string | null;
   status: number | null;
   body: string | null;
   address: string | null;
   ms: number;
+}
+
+/** One finished attempt: its outcome, which attempt of which delivery, and the delivery's next state (circuit.ts afterAttempt). */
+export interface OutcomeRow extends Outcome {
+  id: string;
+  attempt: number;
   at: Date;
   nextStatus: string;
   nextAt: Date | null;

@@ -28,7 +28,7 @@ import type { ChannelKind } from './chat.ts';
 import { CHANNEL } from './capture.ts';
 import { claimBatch } from './claim.ts';
 import { OutcomeWriter } from './outcomes.ts';
-import type { CircuitRow } from './outcomes.ts';
+import type { CircuitRow, Outcome } from './outcomes.ts';
 import { dispatch } from './dispatch.ts';
 import { publish } from '../live/publish.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
@@ -78,16 +78,7 @@ interface Claimed {
   trial: boolean;
 }
 
-export interface Outcome {
-  ok: boolean;
-  /** Why the attempt failed: blocked_address, timeout, http_status, redirect, connection_reset, … */
-  error: string | null;
-  detail: string | null;
-  status: number | null;
-  body: string | null;
-  address: string | null;
-  ms: number;
-}
+export type { Outcome } from './outcomes.ts';
 
 export class WebhookWorker {
   readonly owner = `${process.pid}-${randomUUID().slice(0, 8)}`;
@@ -331,8 +322,7 @@ export class WebhookWorker {
     // The attempt and the delivery, written with the other outcomes of the moment (outcomes.ts); it
     // also reads the circuit, without a lock.
     const kept = await this.outcomes.write({
-      id: d.id, attempt: d.attempts, ok: o.ok, error: o.error, detail: o.detail, status: o.status, body: o.body, address: o.address, ms: o.ms,
-      at, nextStatus: next.status, nextAt: next.nextAttemptAt === null ? null : new Date(next.nextAttemptAt),
+      ...o, id: d.id, attempt: d.attempts, at, nextStatus: next.status, nextAt: next.nextAttemptAt === null ? null : new Date(next.nextAttemptAt),
     });
     // No row: the lease ran out and another process took over; its attempt decides. The common case
     // (closed, no failures, a success) changes nothing and takes no lock on the webhook.

@@ -62,7 +62,8 @@ interface ProviderState {
 /** Per process, per issuer and client: discovery and keys are read once and shared by every sign-in. */
 const states = new Map<string, ProviderState>();
 
-const short = (s: unknown) => String(s ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
+/** A provider-sent text safe to show and log: printable ASCII, at most 200 characters. */
+export const short = (s: unknown) => String(s ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 const reason = (err: unknown) => (err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err));
 
 /** The provider's discovery document, cached an hour; a failure is an OidcError (503) for 10 s. */

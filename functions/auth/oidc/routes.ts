@@ -15,7 +15,7 @@ import { json, notFound } from '../../lib/errors.ts';
 import { respond } from '../../lib/respond.ts';
 import { createSession, readCookie, sessionCookie } from '../auth.ts';
 import { problemPage } from './page.ts';
-import { OidcError, discover, exchangeCode, oidcEnabled, userInfo, verifyIdToken } from './provider.ts';
+import { OidcError, discover, exchangeCode, oidcEnabled, short, userInfo, verifyIdToken } from './provider.ts';
 import type { OidcConfig } from './provider.ts';
 import { applyGroupRoles, userForIdentity } from './users.ts';
 
@@ -28,7 +28,6 @@ const stateKey = (ctx: AppContext) => new Uint8Array(createHmac('sha256', Buffer
 const prefix = (publicUrl: string) => new URL(publicUrl).pathname.replace(/\/+$/, '');
 const cookiePath = (publicUrl: string) => `${prefix(publicUrl)}/api/auth/oidc`;
 export const redirectUri = (publicUrl: string) => `${publicUrl}/api/auth/oidc/callback`;
-const short = (s: unknown) => String(s ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 
 const TITLES: Record<string, string> = {
   provider_unavailable: 'The identity provider cannot be reached',

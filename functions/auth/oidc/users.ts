@@ -8,10 +8,9 @@ import { appendAudit } from '../../audit/audit.ts';
 import { sql } from '../../lib/db/index.ts';
 import type { Queryable } from '../../lib/db/index.ts';
 import type { Role, User } from '../../lib/context.ts';
-import { ROLES } from '../../lib/context.ts';
 import { publish } from '../../live/publish.ts';
 import { removeMember, setMember } from '../../projects/queries.ts';
-import { toUser } from '../auth.ts';
+import { roleRank, toUser } from '../auth.ts';
 import { advisoryXactLock } from '../queries.ts';
 import { OidcError } from './provider.ts';
 import type { OidcConfig } from './provider.ts';
@@ -90,7 +89,7 @@ export async function applyGroupRoles(tx: Queryable, config: OidcConfig, user: U
         touched.set(p.id, p);
         if (!mine.has(group)) continue;
         const w = wanted.get(p.id);
-        if (!w || ROLES.indexOf(role) > ROLES.indexOf(w.role)) wanted.set(p.id, { role, groups: [...(w?.groups ?? []), group] });
+        if (!w || roleRank(role) > roleRank(w.role)) wanted.set(p.id, { role, groups: [...(w?.groups ?? []), group] });
         else w.groups.push(group);
       }
     }
