@@ -38,6 +38,7 @@ import { PoolDispatcher, kickPool, poolLeaseMs } from './runs/pool.ts';
 import { ScheduleRunner } from './schedules/runner.ts';
 import { warnUndecryptable } from './settings/keycheck.ts';
 import { TRIGGER_CHANGED_CHANNEL, TriggerCache } from './triggers/cache.ts';
+import { AUTH_CHANGED_CHANNEL, PrincipalCache } from './auth/principal-cache.ts';
 import { TriggerFirer } from './triggers/fire.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 
@@ -132,6 +133,10 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   // its entry here on the notification; a lost one (the listening connection was re-made) drops them all.
   const triggers = new TriggerCache();
   const unlistenTriggers = await db.listen(TRIGGER_CHANGED_CHANNEL, (id) => triggers.invalidate(id || undefined), () => triggers.invalidate());
+  // Who tokens and sessions are, for reads (functions/auth/principal-cache.ts): emptied on any credential
+  // change by any process (sql/0044), and when the listening connection was re-made.
+  const principals = new PrincipalCache();
+  const unlistenAuth = await db.listen(AUTH_CHANGED_CHANNEL, () => principals.invalidate(), () => principals.invalidate());
   const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000, onTriggerChanged: (id) => triggers.invalidate(id) });
   // Project schedules run on replicas with JOBS_ENABLED, once across them (functions/schedules/runner.ts);
   // run-now works on every replica.
@@ -155,7 +160,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   let background: Promise<void> | null = null;
   let backgroundTimer: NodeJS.Timeout | undefined;
 
-  const ctx = { config, db, log, scheduler, keys, hub, clock, firer, schedules, triggers };
+  const ctx = { config, db, log, scheduler, keys, hub, clock, firer, schedules, triggers, principals };
   useMetricsSources({ db, connectedRunners: () => hub.heldRunners().length });
   const fetch = createApp(ctx);
   // POST /hooks/… is served straight from Node's request (app.ts createHookDoor); everything else by the adapter and router.
@@ -266,6 +271,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     await Promise.all([hub.stop(), live.stop()]);
     await Promise.all([schedules.stop().then(() => scheduler.stop(left())), webhooks.stop(left()), firer.stop(left()), pool.stop(left()), auditAnchor.stop()]);
     await unlistenTriggers().catch(() => {}); // Neon's pool ends only once its listening client is back
+    await unlistenAuth().catch(() => {});
     await db.close().catch((err) => log.error('closing the database failed', { error: err }));
     log.info('stopped');
     process.exit(0);

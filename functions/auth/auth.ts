@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
-import type { AppContext, Principal, Role, User } from '../lib/context.ts';
+import type { AppContext, CachedPrincipal, Principal, Role, User } from '../lib/context.ts';
 import { ROLES } from '../lib/context.ts';
 import { constantTimeEqual, deriveKey, randomToken, sha256Hex } from '../lib/crypto.ts';
 import { HttpError } from '../lib/errors.ts';
@@ -87,8 +87,11 @@ export const TOKEN_USE_RESOLUTION_MS = 5 * 60_000;
 /** Token ids whose refresh is under way in this process (one write each, however many requests see it stale). */
 const touching = new Set<string>();
 
-function touchToken(ctx: AppContext, tokenId: string): void {
-  if (touching.has(tokenId)) return;
+/** Record the token's use when the last recorded one is older than TOKEN_USE_RESOLUTION_MS. */
+function touchToken(ctx: AppContext, token: CachedPrincipal): void {
+  const tokenId = token.id;
+  if ((token.lastUsedMs !== null && Date.now() - token.lastUsedMs < TOKEN_USE_RESOLUTION_MS) || touching.has(tokenId)) return;
+  token.lastUsedMs = Date.now(); // a cached entry does not ask again
   touching.add(tokenId);
   // The condition makes concurrent refreshes from several processes one write (the others match nothing).
   ctx.db
@@ -108,14 +111,24 @@ export async function authenticate(ctx: AppContext, request: Request): Promise<P
   if (authz) {
     const m = /^Bearer\s+(\S+)$/i.exec(authz);
     if (!m || !m[1].startsWith(TOKEN_PREFIX)) throw unauthorized('malformed Authorization header: expected "Bearer svc_pat_…"');
+    const hash = sha256Hex(m[1]);
+    const safe = SAFE_METHODS.has(request.method);
+    const cached = safe ? ctx.principals?.get(`t:${hash}`) : undefined;
+    if (cached) {
+      touchToken(ctx, cached);
+      return { user: cached.user, via: 'token', tokenId: cached.id };
+    }
+    const mark = ctx.principals?.mark() ?? 0;
     // A read, with the user in the same query: using a token does not write on the request path.
-    const [row] = await ctx.db.query<UserRow & { token_id: string; last_used_at: Date | null }>(sql`
-      select t.id as token_id, t.last_used_at, u.id, u.email, u.name, u.active, u.instance_admin
+    const [row] = await ctx.db.query<UserRow & { token_id: string; last_used_at: Date | null; expires_at: Date | null }>(sql`
+      select t.id as token_id, t.last_used_at, t.expires_at, u.id, u.email, u.name, u.active, u.instance_admin
         from api_tokens t join users u on u.id = t.user_id
-       where t.token_hash = ${sha256Hex(m[1])} and t.revoked_at is null and (t.expires_at is null or t.expires_at > now())`);
+       where t.token_hash = ${hash} and t.revoked_at is null and (t.expires_at is null or t.expires_at > now())`);
     const user = row && row.active ? toUser(row) : null;
     if (!user) throw unauthorized('the API token is invalid, expired or revoked');
-    if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() >= TOKEN_USE_RESOLUTION_MS) touchToken(ctx, row.token_id);
+    const found: CachedPrincipal = { user, id: row.token_id, lastUsedMs: row.last_used_at ? new Date(row.last_used_at).getTime() : null };
+    ctx.principals?.set(`t:${hash}`, found, mark, row.expires_at ? new Date(row.expires_at).getTime() : null);
+    touchToken(ctx, found);
     return { user, via: 'token', tokenId: row.token_id };
   }
   const jwt = readCookie(request, SESSION_COOKIE);
@@ -127,12 +140,8 @@ export async function authenticate(ctx: AppContext, request: Request): Promise<P
     return null; // expired, forged or signed with another key
   }
   if (typeof claims.sid !== 'string' || typeof claims.csrf !== 'string' || !claims.sub) return null;
-  const [row] = await ctx.db.query<UserRow>(sql`
-    select u.id, u.email, u.name, u.active, u.instance_admin
-      from sessions s join users u on u.id = s.user_id
-     where s.id = ${claims.sid} and s.revoked_at is null and s.expires_at > now()`);
-  if (!row || row.id !== claims.sub || !row.active) return null;
-  const user = toUser(row);
+  const user = await sessionUser(ctx, claims.sid, claims.sub, SAFE_METHODS.has(request.method));
+  if (!user) return null;
   if (!SAFE_METHODS.has(request.method)) {
     const sent = request.headers.get(CSRF_HEADER);
     if (!sent || !constantTimeEqual(sent, claims.csrf)) {
@@ -140,6 +149,21 @@ export async function authenticate(ctx: AppContext, request: Request): Promise<P
     }
   }
   return { user, via: 'session', sessionId: claims.sid };
+}
+
+/** The active user of a live session (null when it ended, expired, or names another user); cached for safe requests. */
+async function sessionUser(ctx: AppContext, sid: string, sub: string, safe: boolean): Promise<User | null> {
+  const cached = safe ? ctx.principals?.get(`s:${sid}`) : undefined;
+  if (cached) return cached.user.id === sub ? cached.user : null;
+  const mark = ctx.principals?.mark() ?? 0;
+  const [row] = await ctx.db.query<UserRow & { expires_at: Date }>(sql`
+    select u.id, u.email, u.name, u.active, u.instance_admin, s.expires_at
+      from sessions s join users u on u.id = s.user_id
+     where s.id = ${sid} and s.revoked_at is null and s.expires_at > now()`);
+  if (!row || row.id !== sub || !row.active) return null;
+  const user = toUser(row);
+  ctx.principals?.set(`s:${sid}`, { user, id: sid, lastUsedMs: null }, mark, new Date(row.expires_at).getTime());
+  return user;
 }
 
 export async function sessionCsrf(ctx: AppContext, request: Request): Promise<string | null> {

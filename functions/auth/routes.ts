@@ -22,6 +22,7 @@ import { empty } from '../lib/respond.ts';
 import { publicBase } from '../lib/urls.ts';
 import { createApiToken, createSession, sessionCookie, sessionCsrf, toUser } from './auth.ts';
 import { PASSWORD_MAX, PASSWORD_MIN, hashPassword, verifyPassword } from './passwords.ts';
+import { credentialsChanged } from './principal-cache.ts';
 import {
   createPasswordLink,
   createUser,
@@ -98,6 +99,7 @@ export const routes: Route[] = [
     summary: 'Sign out: ends this session everywhere and clears the cookie',
     async handler({ principal, request }, ctx) {
       if (principal!.sessionId) await revokeSession(ctx.db, principal!.sessionId);
+      credentialsChanged(ctx);
       return empty(204, { 'set-cookie': sessionCookie(ctx, request, null) });
     },
   }),
@@ -126,6 +128,7 @@ export const routes: Route[] = [
           return userId;
         },
       );
+      credentialsChanged(ctx); // the user's sessions ended
       return json({ userId: done, passwordSet: true });
     },
   }),
@@ -158,6 +161,7 @@ export const routes: Route[] = [
       await audited(ctx.db, { actor: principal!, action: 'token.revoke', target: { type: 'api_token', id: params.tokenId }, requestId }, async (tx) => {
         if (!(await revokeToken(tx, principal!.user.id, params.tokenId))) throw notFound('no such token');
       });
+      credentialsChanged(ctx);
       return empty(204);
     },
   }),
@@ -206,6 +210,7 @@ export const routes: Route[] = [
           return { before: { name: before.name, active: before.active, instanceAdmin: before.instance_admin }, row };
         },
       );
+      credentialsChanged(ctx);
       return json({ ...toUser(user.row), active: user.row.active });
     },
   }),
@@ -222,6 +227,7 @@ export const routes: Route[] = [
           return revokeUserSessions(tx, params.userId);
         },
       );
+      credentialsChanged(ctx);
       return json({ userId: params.userId, sessionsEnded: ended });
     },
   }),

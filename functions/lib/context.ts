@@ -28,6 +28,8 @@ export interface AppContext {
   firer?: { kick(): void };
   /** Enabled triggers' verification material for POST /hooks/ (functions/triggers/cache.ts); absent = no cache. */
   triggers?: Pick<TriggerCache, 'get' | 'mark' | 'set' | 'invalidate'>;
+  /** Who tokens and sessions are, for safe requests (functions/auth/principal-cache.ts); absent = no cache. */
+  principals?: PrincipalStore;
   /** Runs project schedules (functions/schedules/runner.ts); absent where nothing runs. */
   schedules?: { kick(): void; runNow(s: ScheduleRow): Promise<RunOutcome | null> };
 }
@@ -87,6 +89,24 @@ export interface Principal {
   via: 'session' | 'token';
   sessionId?: string;
   tokenId?: string;
+}
+
+/** Who a token or session is, as the credentials' cache keeps it (functions/auth/principal-cache.ts). */
+export interface CachedPrincipal {
+  user: User;
+  /** A token's id (via token) or a session's id (via session). */
+  id: string;
+  /** A token's last recorded use (ms), updated here when this process records a newer one. */
+  lastUsedMs: number | null;
+}
+
+export interface PrincipalStore {
+  get(key: string): CachedPrincipal | undefined;
+  /** Before the read; pass it to set(). */
+  mark(): number;
+  /** Keep a credential read after `mark`, until the TTL or its own expiry (ms; null = none). */
+  set(key: string, value: CachedPrincipal, mark: number, expiresMs: number | null): void;
+  invalidate(): void;
 }
 
 /**

@@ -14,6 +14,7 @@
 // would now answer 404 (a just-disabled trigger, bad signature) or refuse a just-rotated trigger's NEW
 // secret; it never accepts what the database would refuse.
 import type { KeyObject } from 'node:crypto';
+import { TtlCache } from '../lib/ttl-cache.ts';
 import type { TriggerRow } from './triggers.ts';
 
 export const TRIGGER_CHANGED_CHANNEL = 'svc_trigger_changed';
@@ -28,53 +29,18 @@ export interface CachedTrigger {
   secrets: { current: KeyObject; previous: KeyObject | null; previousUntilMs: number } | null;
 }
 
-interface Entry {
-  value: CachedTrigger;
-  expiresAt: number;
-}
-
-export class TriggerCache {
-  private readonly entries = new Map<string, Entry>();
-  private generation = 0;
-
-  constructor(
-    private readonly ttlMs = TTL_MS,
-    private readonly maxEntries = MAX_ENTRIES,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  get(publicId: string): CachedTrigger | undefined {
-    const e = this.entries.get(publicId);
-    if (!e) return undefined;
-    if (e.expiresAt <= this.now()) {
-      this.entries.delete(publicId);
-      return undefined;
-    }
-    return e.value;
-  }
-
-  /** Call before reading from the database; pass the answer to set(). */
-  mark(): number {
-    return this.generation;
+export class TriggerCache extends TtlCache<CachedTrigger> {
+  constructor(ttlMs = TTL_MS, maxEntries = MAX_ENTRIES, now: () => number = Date.now) {
+    super(ttlMs, maxEntries, now);
   }
 
   /** Keep an enabled trigger, unless something was invalidated since `mark` (the read may predate it). */
   set(publicId: string, value: CachedTrigger, mark: number): void {
-    if (mark !== this.generation || !value.row.enabled) return;
-    if (this.entries.size >= this.maxEntries && !this.entries.has(publicId)) {
-      this.entries.delete(this.entries.keys().next().value as string); // the oldest
-    }
-    this.entries.set(publicId, { value, expiresAt: this.now() + this.ttlMs });
+    if (value.row.enabled) this.keep(publicId, value, mark);
   }
 
   /** The trigger changed (or: anything may have, when no id): drop it, and any read under way. */
   invalidate(triggerId?: string): void {
-    this.generation++;
-    if (triggerId === undefined) return this.entries.clear();
-    for (const [k, e] of this.entries) if (e.value.row.id === triggerId) this.entries.delete(k);
-  }
-
-  get size(): number {
-    return this.entries.size;
+    this.drop(triggerId === undefined ? undefined : (v) => v.row.id === triggerId);
   }
 }

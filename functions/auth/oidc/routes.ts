@@ -14,6 +14,7 @@ import { sql } from '../../lib/db/index.ts';
 import { json, notFound } from '../../lib/errors.ts';
 import { respond } from '../../lib/respond.ts';
 import { createSession, readCookie, sessionCookie } from '../auth.ts';
+import { credentialsChanged } from '../principal-cache.ts';
 import { problemPage } from './page.ts';
 import { OidcError, discover, exchangeCode, oidcEnabled, short, userInfo, verifyIdToken } from './provider.ts';
 import type { OidcConfig } from './provider.ts';
@@ -163,6 +164,7 @@ export const routes: Route[] = [
           const found = await userForIdentity(tx, { issuer: d.issuer, subject: sub, email: address, name, groups }, requestId);
           return applyGroupRoles(tx, c, found, groups, requestId);
         });
+        credentialsChanged(ctx); // the groups may have changed the user's instance admin
         const session = await createSession(ctx, user, 'oidc');
         const headers = new Headers({ location: `${c.PUBLIC_URL}/`, 'cache-control': 'no-store' });
         headers.append('set-cookie', sessionCookie(ctx, request, session.jwt, session.expiresAt));
