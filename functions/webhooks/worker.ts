@@ -88,7 +88,16 @@ export class WebhookWorker {
   private readonly timeoutMs: number;
   private readonly leaseMs: number;
   private readonly concurrency: number;
+  /** Attempts of this process from their claim until their outcome is written (stop and tick wait for them). */
   private readonly inFlight = new Map<string, { done: Promise<void>; controller: AbortController }>();
+  /**
+   * Of those, the ones still talking to their receiver: at most `concurrency`. An attempt whose POST
+   * ended gives its slot to the next delivery at once, while its outcome is being written (the delivery
+   * stays leased to this process until then, so no one else takes it; a crash meanwhile leaves the
+   * attempt counted once, `lease_expired`, as before). Outcomes being written are bounded too: the
+   * pass claims only while fewer than 2 × concurrency attempts are in flight in all.
+   */
+  private posting = 0;
   private outboxDirty = true;
   private sweepDue = true;
   private allowlist: { list: Allowlist; loadedAt: number } | null = null;
@@ -167,13 +176,19 @@ export class WebhookWorker {
       this.sweepDue = false;
       await this.sweep();
     }
-    if (this.loop.stopped || this.inFlight.size >= this.concurrency) return false;
-    const batch = await this.claim(this.concurrency - this.inFlight.size);
+    const room = this.room();
+    if (this.loop.stopped || room <= 0) return false;
+    const batch = await this.claim(room);
     if (batch.length === 0) return false;
     const allowlist = await this.currentAllowlist();
     for (const d of batch) this.launch(d, allowlist);
     this.claimed += batch.length;
-    return this.inFlight.size < this.concurrency;
+    return batch.length === room && this.room() > 0;
+  }
+
+  /** How many deliveries a claim may take now (see `posting`). */
+  private room(): number {
+    return Math.min(this.concurrency - this.posting, 2 * this.concurrency - this.inFlight.size);
   }
 
   /** The allowlist, re-read when an admin changes it (NOTIFY) and at least every 5 seconds. */
@@ -242,17 +257,27 @@ export class WebhookWorker {
   private launch(d: Claimed, allowlist: Allowlist): void {
     const controller = new AbortController();
     const work = { area: 'a webhook delivery', fields: { deliveryId: d.id, webhookId: d.webhook_id, attempt: d.attempts } };
+    this.posting++;
+    let posted = false;
+    const slotFree = () => {
+      if (posted) return;
+      posted = true;
+      this.posting--;
+      this.loop.kick(); // counts once started
+    };
     const done = runContained(work, async () => {
       try {
         const started = performance.now();
         const outcome = await this.attempt(d, allowlist, controller.signal);
         countWebhookAttempt(outcome.ok, outcome.error, outcome.status, (performance.now() - started) / 1000);
+        slotFree(); // the next delivery's POST overlaps this outcome's write
         await this.record(d, outcome);
       } catch (err) {
         this.log.error('webhook attempt could not be recorded; its lease will expire', { deliveryId: d.id, error: err instanceof Error ? err.message : String(err) });
       } finally {
         this.inFlight.delete(d.id);
-        this.loop.kick(); // counts once started
+        slotFree();
+        this.loop.kick();
       }
     });
     this.inFlight.set(d.id, { done, controller });
