@@ -45,3 +45,11 @@ end $$;
 create trigger audit_records_pull_steps after insert on audit_records for each row
   when (new.action in ('pr.approve', 'pr.merged') and new.target_type = 'project' and jsonb_typeof(new.diff -> 'number') = 'number')
   execute function audit_records_pull_step();
+
+-- Approvals audited before this migration (action links, since 0036): their steps, with the checks
+-- unknown (null: not stored at the time).
+insert into pull_steps (project_id, number, step, via, user_id, actor_label, at, audit_seq)
+select a.target_id, (a.diff ->> 'number')::integer, 'approved', coalesce(a.diff ->> 'via', 'api'), u.id, a.actor_label, a.at, a.seq
+  from audit_records a join projects pr on pr.id = a.target_id left join users u on u.id = a.actor_id
+ where a.action = 'pr.approve' and a.target_type = 'project' and jsonb_typeof(a.diff -> 'number') = 'number'
+ order by a.seq;
