@@ -17,6 +17,7 @@
 // same result), or go from passed/failed back to pending (`restarted`).
 import type { Queryable } from '../lib/db/index.ts';
 import { sql } from '../lib/db/index.ts';
+import { appendAudit } from '../audit/audit.ts';
 import { publish } from '../live/publish.ts';
 import { notify } from '../notifications/notify.ts';
 import { emitEvent } from '../webhooks/capture.ts';
@@ -162,6 +163,11 @@ export async function observe(tx: Queryable, projectId: string, o: Observation):
     });
   }
   if (t.emits.some((e) => e.type === 'pr.checks_changed' && e.data.state === 'passed')) await readyForReview(tx, projectId, o.number, n);
+  // A merge is audited (as the code host's, through the source that saw it): a step of the pull request's
+  // record, with the checks stored here (sql/0038, record.ts).
+  if (t.emits.some((e) => e.type === 'pr.merged')) {
+    await appendAudit(tx, { actor: { label: `codehost:${o.source}` }, action: 'pr.merged', target: { type: 'project', id: projectId }, diff: { via: o.source, number: o.number, opens: n.opens, headSha: n.head_sha, checks: n.checks, checksSha: n.checks_sha, checksSummary: n.checks_summary } });
+  }
   // A runner's pr.* event tells the page itself (events/sinks/fleet.ts); a delivery's change is told here.
   if (changed && o.source === 'app') await publish(tx, { type: 'fleet', projectId, kind: t.emits[0]?.type ?? 'pr.updated' }, { projectId });
   return t.emits.map((e) => e.type);

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { deliveryList, githubAppAnswer, githubAppCreated, githubAppList, githubAppRotated } from '../../protocol/api/codehost.ts';
 import type { GithubAppAnswer } from '../../protocol/api/codehost.ts';
 import { projectQueue } from '../../protocol/api/queue.ts';
+import { pullRecord as pullRecordAnswer } from '../../protocol/api/pull-record.ts';
 import { audited } from '../audit/audit.ts';
 import { route } from '../lib/context.ts';
 import type { AppContext, Route } from '../lib/context.ts';
@@ -21,8 +22,9 @@ import { apiUrlFor, appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId
 import type { AppRow } from './apps.ts';
 import { routes as hookRoutes } from './hook.ts';
 import { readQueue } from './queue.ts';
+import { pullRecord } from './record.ts';
 import { deleteApp, insertApp, listApps, listDeliveries, projectRunner, setWebhookSecret, updateApp } from './queries.ts';
-import { appCreate, appParams, appPatch, deliveryQuery } from './schema.ts';
+import { appCreate, appParams, appPatch, deliveryQuery, pullNumber } from './schema.ts';
 
 const TAG = 'codehost';
 const ADMIN = 'instanceAdmin' as const;
@@ -145,6 +147,17 @@ export const routes: Route[] = [
       const runnerId = await projectRunner(ctx.db, params.projectId);
       if (runnerId === undefined) throw notFound('no such project');
       return json(await readQueue(ctx.db, params.projectId, runnerId));
+    },
+  }),
+  projectRoute('viewer', { method: 'GET', path: '/pulls/:number/record', tag: TAG, params: { number: pullNumber },
+    summary:
+      "A pull request's record (project viewers): its issue, the agent sessions and skill runs that made it with their cost and tokens, " +
+      'each approval (who, and how: page, link or api) and the merge with the checks at that moment, and the audit record of each step with its hash in the chain',
+    responses: { 200: { description: 'the record', schema: pullRecordAnswer }, 404: { description: 'no such project for you, or a pull request svc has not seen in it' } },
+    async handler({ params }, ctx) {
+      const record = await pullRecord(ctx.db, params.projectId, params.number, new Date(ctx.clock.now()));
+      if (!record) throw notFound('no such pull request in this project');
+      return json(record, { headers: { 'cache-control': 'no-store' } });
     },
   }),
   ...hookRoutes,

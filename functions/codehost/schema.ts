@@ -59,3 +59,9 @@ export const checkQuery = z.strictObject({
 export const deliveryQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
+/** A pull request's number in a path: 1 to 2^31 − 1. */
+export const pullNumber = z
+  .string()
+  .regex(/^[1-9][0-9]{0,9}$/, { message: 'must be a pull request number' })
+  .transform(Number)
+  .pipe(z.number().int().max(2 ** 31 - 1, { message: 'must be a pull request number' }));

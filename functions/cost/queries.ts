@@ -32,8 +32,8 @@ export function inRange(column: Sql, q: Range): Sql {
   return parts.length ? sql.join(parts, ' and ') : sql`true`;
 }
 
-/** The sums of requests `r`, read back with totals(). */
-const TOTALS = sql`
+/** The sums of requests `r`, read back with totals() (also the pull request record's, codehost/record.ts). */
+export const TOTALS = sql`
   coalesce(sum(r.input_tokens), 0)::text as input_tokens, coalesce(sum(r.output_tokens), 0)::text as output_tokens,
   coalesce(sum(r.cache_write_5m_tokens), 0)::text as cache_write_5m_tokens, coalesce(sum(r.cache_write_1h_tokens), 0)::text as cache_write_1h_tokens,
   coalesce(sum(r.cache_read_tokens), 0)::text as cache_read_tokens, coalesce(sum(r.reasoning_tokens), 0)::text as reasoning_tokens,

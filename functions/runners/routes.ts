@@ -157,8 +157,21 @@ export async function sendCommandAs(ctx: AppContext, principal: Principal, runne
   return outcome;
 }
 
-async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>): Promise<Response> {
+/**
+ * An approval sent through the commands API is audited (`pr.approve`, via `page` from the admin pages'
+ * session, `api` with a token); with an action link's (functions/act/, via `link`) and a merge's, the
+ * record makes a step of the pull request's record (sql/0038, functions/codehost/record.ts).
+ */
+async function auditApproval(ctx: AppContext, principal: Principal, args: Record<string, unknown>, requestId: string): Promise<void> {
+  const { projectId: pid, number } = args as { projectId: string; number: number };
+  await ctx.db.transaction((tx) =>
+    appendAudit(tx, { actor: principal, action: 'pr.approve', target: { type: 'project', id: pid }, diff: { via: principal.via === 'session' ? 'page' : 'api', number, target: { projectId: pid, number } }, requestId }),
+  );
+}
+
+async function runCommand(ctx: AppContext, principal: Principal, runner: string, name: CommandName, rawArgs: Record<string, unknown>, requestId: string): Promise<Response> {
   const outcome = await sendCommandAs(ctx, principal, runner, name, rawArgs);
+  if (outcome.status === 'done' && name === 'pr.approve') await auditApproval(ctx, principal, rawArgs, requestId);
   switch (outcome.status) {
     case 'done':
       return json({ name, ok: true, data: outcome.data });
@@ -310,9 +323,9 @@ export const routes: Route[] = [
     responses: commandResponses,
     body: commandBody,
     bodyLimit: 256 * 1024,
-    async handler({ principal, params, body }, ctx) {
+    async handler({ principal, params, body, requestId }, ctx) {
       if (!(await runnerExists(ctx.db, params.runnerId))) throw notFound('no such runner');
-      return runCommand(ctx, principal!, params.runnerId, body.name as CommandName, body.args);
+      return runCommand(ctx, principal!, params.runnerId, body.name as CommandName, body.args, requestId);
     },
   }),
   projectRoute('viewer', { method: 'POST', path: '/commands', tag: TAG,
@@ -320,12 +333,12 @@ export const routes: Route[] = [
     responses: commandResponses,
     body: commandBody,
     bodyLimit: 256 * 1024,
-    async handler({ principal, params, body }, ctx) {
+    async handler({ principal, params, body, requestId }, ctx) {
       const name = body.name as CommandName;
       if (!COMMANDS[name].project) throw badRequest('not_a_project_command', `${name} acts on a runner, not a project: use /api/runners/:runnerId/commands`);
       const runnerId = await projectRunner(ctx.db, params.projectId);
       if (!runnerId) throw new HttpError(409, 'no_runner', 'this project has no runner yet');
-      return runCommand(ctx, principal!, runnerId, name, { ...body.args, projectId: params.projectId });
+      return runCommand(ctx, principal!, runnerId, name, { ...body.args, projectId: params.projectId }, requestId);
     },
   }),
 ];

@@ -175,6 +175,7 @@ function probes(): Record<string, Probe> {
     'PUT /api/projects/{projectId}/runners/{runnerId}': { path: `/api/projects/${projectA}/runners/${runnerB}`, json: { rootPath: '/srv/b-clone' }, expect: 403 },
     'DELETE /api/projects/{projectId}/runners/{runnerId}': { path: `/api/projects/${projectA}/runners/${runnerB}`, method: 'DELETE', expect: 403 },
     'GET /api/projects/{projectId}/queue': { path: `/api/projects/${projectB}/queue`, expect: 404 },
+    'GET /api/projects/{projectId}/pulls/{number}/record': { path: `/api/projects/${projectB}/pulls/1/record`, expect: 404 },
     'POST /api/projects/{projectId}/commands': { path: `/api/projects/${projectB}/commands`, json: { name: 'orchestrator.stop' }, expect: 404 },
     'GET /api/runners': { path: '/api/runners', expect: 403 },
     'POST /api/runners': { path: '/api/runners', json: { name: 'mine' }, expect: 403 },

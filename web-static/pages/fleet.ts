@@ -5,7 +5,8 @@
 // (GET /api/projects/:id/fleet), so the page still says something when the runner is offline.
 // Actions are the runner commands through the project's command route: Next round / Stop
 // (orchestrator.*), Stop / Message a slot (slot.*), Approve / Request changes / Void approval on a PR
-// (pr.*), each offered only to roles that may send it; Open terminal for project admins.
+// (pr.*), each offered only to roles that may send it; Open terminal for project admins; Record (anyone)
+// opens the pull request's record (fleet-record.ts).
 // Below the slots the issue queue (fleet-queue.ts); Approve first shows the PR as GitHub has it and its
 // cost so far (fleet-pr.ts).
 // Live: the project's fleet notices (every orchestrator, slot, PR and pane event its runner sends), its
@@ -22,6 +23,7 @@ import type { Me } from '../session.ts';
 import type { ProjectFleet } from '../../protocol/api/projects.ts';
 import { projectCommand } from './fleet-command.ts';
 import { ApproveDialog } from './fleet-pr.ts';
+import { RecordDialog } from './fleet-record.ts';
 import { Queue } from './fleet-queue.ts';
 
 interface LiveSession {
@@ -59,7 +61,7 @@ function nextAction(status: Status | null, canOperate: boolean): string {
   }
 }
 
-type Ask = { kind: 'message'; slot: string } | { kind: 'approve' | 'changes'; pr: number } | { kind: 'stop' };
+type Ask = { kind: 'message'; slot: string } | { kind: 'approve' | 'changes' | 'record'; pr: number } | { kind: 'stop' };
 
 export function Fleet({ me, param }: { me: Me; param: string | null }) {
   const projectId = param ?? me.projects[0]?.id ?? null;
@@ -184,6 +186,7 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
               html`<button type="button" class="secondary" onClick=${() => setAsk({ kind: 'approve', pr: r.pr!.number })}>Approve</button>
                 <button type="button" class="secondary" onClick=${() => setAsk({ kind: 'changes', pr: r.pr!.number })}>Request changes</button>
                 <button type="button" class="secondary" onClick=${() => send(`Approval voided on #${r.pr!.number}`, 'pr.voidApproval', { number: r.pr!.number })} disabled=${action.busy}>Void approval</button>`}
+              ${r?.pr && html`<button type="button" class="secondary" onClick=${() => setAsk({ kind: 'record', pr: r.pr!.number })}>Record</button>`}
               ${admin && l && html`<a class="button secondary" href=${terminal(l.session)}>Open terminal</a>`}
             </div>
           </section>`;
@@ -197,7 +200,8 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
     ${ask?.kind === 'approve' &&
     html`<${ApproveDialog} projectId=${projectId} pr=${ask.pr} busy=${action.busy} error=${action.error} fields=${action.fields} onClose=${() => (setAsk(null), action.reset())}
       onApprove=${(text: string) => send(`Approved #${ask.pr}`, 'pr.approve', { number: ask.pr, ...(text ? { comment: text } : {}) })} />`}
-    ${ask && ask.kind !== 'stop' && ask.kind !== 'approve' &&
+    ${ask?.kind === 'record' && html`<${RecordDialog} projectId=${projectId} pr=${ask.pr} onClose=${() => setAsk(null)} />`}
+    ${ask && ask.kind !== 'stop' && ask.kind !== 'approve' && ask.kind !== 'record' &&
     html`<${Dialog} title=${ask.kind === 'message' ? `Message to slot ${ask.slot}` : `Request changes on #${ask.pr}`} onClose=${() => (setAsk(null), action.reset())}>
       <form onSubmit=${submitAsk}>
         <label>${ask.kind === 'message' ? 'Message (typed into the session)' : 'What to change'}
