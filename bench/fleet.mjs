@@ -291,7 +291,8 @@ const settle = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function pgActivity() {
   const rows = await sql`
-    select pid, coalesce(application_name, '') as app, coalesce(state, '') as state, coalesce(wait_event_type, '') as wait
+    select pid, coalesce(application_name, '') as app, coalesce(state, '') as state, coalesce(wait_event_type, '') as wait,
+           coalesce(wait_event, '') as event
       from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
   return rows;
 }
@@ -382,13 +383,17 @@ function poisson(mean) {
 }
 
 log(`ingest: ${N.rate} events/s for ${N.seconds} s across ${N.runners} runners, commands at ${N.cps}/s…`);
-const perTick = (N.rate * TICK_MS) / 1000 / N.runners;
+// Arrivals over the time since the last tick, not per tick: a tick this process runs late (it shares the
+// cores with the replicas and PostgreSQL) brings more events, so the offered rate stays --rate.
 let offered = 0;
+let lastTick = performance.now();
 const arrivals = setInterval(() => {
   const now = performance.now();
+  const mean = (N.rate * (now - lastTick)) / 1000 / N.runners;
+  lastTick = now;
   const iso = new Date().toISOString();
   for (const r of runners) {
-    const n = poisson(perTick);
+    const n = poisson(mean);
     if (n) {
       offered += n;
       r.arrive(n, now, iso);
@@ -409,7 +414,7 @@ const sampler = setInterval(async () => {
   const active = rows.filter((r) => r.state === 'active').length;
   pgSamples.maxActive = Math.max(pgSamples.maxActive, active);
   for (const r of rows) {
-    const key = `${r.state || 'none'}${r.wait ? `/${r.wait}` : ''}`;
+    const key = `${r.state || 'none'}${r.wait ? `/${r.wait}:${r.event}` : ''}`;
     pgSamples.byState[key] = (pgSamples.byState[key] ?? 0) + 1;
     if (r.wait === 'Lock') pgSamples.lockWaitSamples++;
   }
