@@ -408,6 +408,10 @@ const arrivals = setInterval(() => {
 const windows = [];
 const pgSamples = { maxConnections: 0, byState: {}, lockWaitSamples: 0, samples: 0, maxActive: 0 };
 const cpuOf = () => ({ replicas: replicas.map((r) => cpuMs(r.server.proc.pid) ?? 0), bench: process.cpuUsage() });
+// Per event, which hardly depends on how busy the machine is: the replicas' and PostgreSQL's CPU, and the
+// transactions committed in the database (pg_stat_database: every statement outside a transaction is one).
+const commits = async () => Number((await sql`select xact_commit::text as c from pg_stat_database where datname = current_database()`)[0].c);
+const totals = { replicaCpuMs: 0, postgresCpuMs: 0, commits0: await commits() };
 const load = commandLoad();
 const ingestStart = performance.now();
 let pids = (await pgActivity()).map((r) => r.pid);
@@ -442,6 +446,8 @@ const windowTimer = setInterval(() => {
     benchCpuPct: Math.round(((cpu.bench.user + cpu.bench.system - last.cpu.bench.user - last.cpu.bench.system) / 1000 / span) * 100),
     loadavg1: loadavg()[0],
   };
+  totals.replicaCpuMs += sum(cpu.replicas) - sum(last.cpu.replicas);
+  totals.postgresCpuMs += pgNow - last.pg;
   windows.push(w);
   log(`  ${JSON.stringify(w)}`);
   last = { t: now, acked: stats.acked, cpu, pg: pgNow };
@@ -449,14 +455,16 @@ const windowTimer = setInterval(() => {
 await settle(N.seconds * 1000);
 clearInterval(arrivals);
 clearInterval(windowTimer);
-const ingestSeconds = (performance.now() - ingestStart) / 1000;
+const arrivalsEnd = performance.now();
+const ingestSeconds = (arrivalsEnd - ingestStart) / 1000;
 const ackedInRun = stats.acked;
+const ackedInWindows = sum(windows.map((w) => w.ackedPerSecond * N.window)); // about: the windows' events
+const commitsInRun = (await commits()) - totals.commits0;
 figures.commandsLoaded = await load.stop();
 log(`  commands under load: ${JSON.stringify(figures.commandsLoaded)}`);
 log('draining the backlog…');
-const td = performance.now();
 await until(() => runners.every((r) => r.backlog === 0), 120_000, 'drain');
-const drainSeconds = (performance.now() - td) / 1000;
+const drainSeconds = (performance.now() - arrivalsEnd) / 1000; // from the last arrival
 clearInterval(sampler);
 const [{ stored }] = await sql`select count(*)::int as stored from runner_events where source = 'fleet'`;
 const steady = windows.slice(1); // the first window holds the start
@@ -467,6 +475,9 @@ figures.ingest = {
   offeredPerSecond: Math.round(offered / ingestSeconds),
   ackedPerSecond: Math.round(ackedInRun / ingestSeconds),
   ackedOverOffered: round(ackedInRun / offered, 3),
+  replicaCpuMsPer1000Events: r1((totals.replicaCpuMs / ackedInWindows) * 1000),
+  postgresCpuMsPer1000Events: r1((totals.postgresCpuMs / ackedInWindows) * 1000),
+  commitsPer1000Events: r1((commitsInRun / ackedInRun) * 1000),
   stored,
   drainSeconds: r1(drainSeconds),
   lagP99FirstThirdMs: r1(avg(steady.slice(0, third), 'lagP99Ms')),
@@ -546,6 +557,7 @@ console.log(
     ['lag p99 first / last third (ms)', `${i.lagP99FirstThirdMs} / ${i.lagP99LastThirdMs}`],
     ['backlog first / last third (events)', `${i.backlogFirstThird} / ${i.backlogLastThird}${i.lagGrowing ? ' — GROWING' : ''}`],
     ['CPU %: replicas / PostgreSQL / this bench', `${i.replicaCpuPct.join('+')} / ${i.postgresCpuPct} / ${i.benchCpuPct}`],
+    ['per 1,000 events: replica CPU ms / PostgreSQL CPU ms / commits', `${i.replicaCpuMsPer1000Events} / ${i.postgresCpuMsPer1000Events} / ${i.commitsPer1000Events}`],
     ['PostgreSQL connections: max / max active / lock-wait samples', `${figures.postgres.maxConnections} / ${figures.postgres.maxActive} / ${figures.postgres.lockWaitSamples}`],
     [`storm (${opt.restart}): all back from stop / from last listening (s)`, `${figures.storm.secondsFromStopToAllBack} / ${figures.storm.secondsFromLastListeningToAllBack} (p50 ${figures.storm.backP50Seconds}, p90 ${figures.storm.backP90Seconds}; ${figures.storm.dials} dials)`],
     ['load average start → end', `${figures.loadavgStart.join(' ')} → ${figures.loadavgEnd.join(' ')}`],
