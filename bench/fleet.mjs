@@ -474,7 +474,9 @@ figures.ingest = {
   offered,
   offeredPerSecond: Math.round(offered / ingestSeconds),
   ackedPerSecond: Math.round(ackedInRun / ingestSeconds),
-  ackedOverOffered: round(ackedInRun / offered, 3),
+  // Sustained: the windows after the first (the start) acked what arrived (the last events of the run are
+  // acked during the drain, so the whole run's acked ÷ offered reads low in a short run).
+  ackedOverOffered: round(avg(steady, 'ackedPerSecond') / N.rate, 3),
   replicaCpuMsPer1000Events: r1((totals.replicaCpuMs / ackedInWindows) * 1000),
   postgresCpuMsPer1000Events: r1((totals.postgresCpuMs / ackedInWindows) * 1000),
   commitsPer1000Events: r1((commitsInRun / ackedInRun) * 1000),
@@ -538,8 +540,9 @@ await sql.end({ timeout: 1 });
 await pg.drop();
 
 const goals = [
-  { figure: `${N.runners} runners back after a restart of ${N.replicas} replicas (s from the stop)`, value: figures.storm.secondsFromStopToAllBack, goal: '< 30', met: figures.storm.secondsFromStopToAllBack < 30 },
-  { figure: 'replica RSS per connected runner (KB)', value: figures.memory.kbPerRunner, goal: '< 100', met: figures.memory.kbPerRunner < 100 },
+  // Issue #41's goals are for 1,000 runners: a brief run (bench:all) shows its figures without judging them.
+  { figure: `${N.runners} runners back after a restart of ${N.replicas} replicas (s from the stop)`, value: figures.storm.secondsFromStopToAllBack, goal: '< 30 (1,000)', met: N.runners >= 1000 ? figures.storm.secondsFromStopToAllBack < 30 : null },
+  { figure: 'replica RSS per connected runner (KB)', value: figures.memory.kbPerRunner, goal: '< 100 (1,000)', met: N.runners >= 1000 ? figures.memory.kbPerRunner < 100 : null },
   { figure: `ingest at ${N.rate}/s: acked ÷ offered; lag growing`, value: `${figures.ingest.ackedOverOffered}; ${figures.ingest.lagGrowing ? 'yes' : 'no'}`, goal: '≈ 1; no', met: figures.ingest.ackedOverOffered >= 0.98 && !figures.ingest.lagGrowing },
   { figure: `command round trip p99 under that load (ms)`, value: figures.commandsLoaded.p99, goal: '< 200', met: figures.commandsLoaded.p99 < 200 },
 ];
