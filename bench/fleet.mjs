@@ -330,16 +330,21 @@ const auth = { authorization: `Bearer ${admin.token}`, 'content-type': 'applicat
 function commandLoad() {
   const latencies = [];
   const statuses = {};
+  const hops = [];
   const pending = new Set();
   const one = async () => {
     const runner = runners[Math.floor(Math.random() * runners.length)];
     const { server } = replicas[Math.floor(Math.random() * replicas.length)];
     const t = performance.now();
+    const sentAt = Date.now();
     try {
       const res = await fetch(`${server.url}/api/runners/${runner.runnerId}/commands`, { method: 'POST', headers: auth, body: '{"name":"runner.ping"}' });
-      await res.arrayBuffer();
+      const body = await res.text();
       statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-      if (res.status === 200) latencies.push(performance.now() - t);
+      if (res.status === 200) {
+        latencies.push(performance.now() - t);
+        hops.push({ runnerId: runner.runnerId, sentAt, runnerTime: JSON.parse(body).data.time, doneAt: Date.now() });
+      }
     } catch (e) {
       statuses[e.cause?.code ?? 'error'] = (statuses[e.cause?.code ?? 'error'] ?? 0) + 1;
     }
@@ -360,9 +365,40 @@ function commandLoad() {
       clearInterval(timer);
       await Promise.all(pending);
       latencies.sort((a, b) => a - b);
-      return { count: latencies.length, p50: r1(percentile(latencies, 50)), p99: r1(percentile(latencies, 99)), max: r1(latencies.at(-1)), statuses };
+      return { count: latencies.length, p50: r1(percentile(latencies, 50)), p99: r1(percentile(latencies, 99)), max: r1(latencies.at(-1)), statuses, hops: await hopsOf(hops) };
     },
   };
+}
+
+/**
+ * Where a command's time went, p50/p99 of each hop (one clock: all on this machine): `in` request sent →
+ * its row inserted (HTTP, the token, the runner's presence); `toRunner` → the runner ran it (the frame
+ * sent here or through NOTIFY by the replica holding the socket, and the runner's event loop); `answer` →
+ * the answer stored (the result frame, its update); `out` → the HTTP answer received (the requester woken,
+ * through NOTIFY when another replica stored it, its final update, the response). From runner_commands'
+ * created_at and finished_at and the ping's own time.
+ */
+async function hopsOf(hops) {
+  const rows = await sql`
+    select runner_id, result ->> 'time' as time, extract(epoch from created_at) * 1000 as created, extract(epoch from finished_at) * 1000 as finished
+      from runner_commands where name = 'runner.ping' and status = 'done'`;
+  const byKey = new Map(rows.map((r) => [`${r.runner_id} ${r.time}`, r]));
+  const parts = { in: [], toRunner: [], answer: [], out: [] };
+  for (const h of hops) {
+    const row = byKey.get(`${h.runnerId} ${h.runnerTime}`);
+    if (!row) continue;
+    const ran = Date.parse(h.runnerTime);
+    parts.in.push(Number(row.created) - h.sentAt);
+    parts.toRunner.push(ran - Number(row.created));
+    parts.answer.push(Number(row.finished) - ran);
+    parts.out.push(h.doneAt - Number(row.finished));
+  }
+  const out = {};
+  for (const [k, xs] of Object.entries(parts)) {
+    xs.sort((a, b) => a - b);
+    out[k] = { p50: r1(percentile(xs, 50)), p99: r1(percentile(xs, 99)) };
+  }
+  return out;
 }
 
 if (N.idleSeconds > 0 && N.cps > 0) {
@@ -556,6 +592,7 @@ console.log(
     ['replica RSS before / after (KB)', `${sum(rssBefore)} / ${sum(rssAfter)} → ${figures.memory.kbPerRunner} KB per runner`],
     ['commands, no ingest: p50 / p99 / max (ms)', figures.commandsIdle ? `${figures.commandsIdle.p50} / ${figures.commandsIdle.p99} / ${figures.commandsIdle.max} (${figures.commandsIdle.count})` : '—'],
     ['commands under ingest: p50 / p99 / max (ms)', `${figures.commandsLoaded.p50} / ${figures.commandsLoaded.p99} / ${figures.commandsLoaded.max} (${figures.commandsLoaded.count}, ${JSON.stringify(figures.commandsLoaded.statuses)})`],
+    ...['commandsIdle', 'commandsLoaded'].filter((k) => figures[k]).map((k) => [`  ${k === 'commandsIdle' ? 'no ingest' : 'under ingest'}: p50/p99 by hop (ms)`, Object.entries(figures[k].hops).map(([h, v]) => `${h} ${v.p50}/${v.p99}`).join(', ')]),
     ['ingest offered / acked (events/s)', `${i.offeredPerSecond} / ${i.ackedPerSecond} (${i.stored} of ${i.offered} stored, drained in ${i.drainSeconds} s)`],
     ['lag p99 first / last third (ms)', `${i.lagP99FirstThirdMs} / ${i.lagP99LastThirdMs}`],
     ['backlog first / last third (events)', `${i.backlogFirstThird} / ${i.backlogLastThird}${i.lagGrowing ? ' — GROWING' : ''}`],
