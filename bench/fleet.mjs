@@ -25,12 +25,13 @@
 //
 //   npm run bench:fleet -- [--runners 1000] [--replicas 3] [--rate 5000] [--seconds 60] [--window 5]
 //        [--commands-per-second 20] [--idle-seconds 10] [--event-bytes 500] [--restart term|kill]
-//        [--pool-max 10] [--storm-timeout 120]
+//        [--pool-max 10] [--storm-timeout 120] [--profile]
 // Bounded and self-stopping (a hard limit from the options); loopback only; the replicas and the database
 // are removed at the end. Needs about --runners + 256 open files in this process and in each replica:
 // when the soft limit (ulimit -n) is lower and the hard one allows, it runs itself again with it raised.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
@@ -43,7 +44,7 @@ import { runnerPing } from '../runner/commands/ping.ts';
 import { VERSION } from '../protocol/version.ts';
 import { freshPostgres } from '../test/helpers/db.ts';
 import { pairRunner } from '../test/helpers/wsclient.ts';
-import { benchEvents, cpuMs, freePort, installGuards, machine, onCleanup, percentile, requireBuild, round, startSvc, table, wholeOption } from './lib.mjs';
+import { benchEvents, cpuMs, cpuProfileTop, freePort, installGuards, machine, onCleanup, percentile, requireBuild, round, startSvc, table, tempDir, wholeOption } from './lib.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -58,6 +59,7 @@ const { values: opt } = parseArgs({
     restart: { type: 'string', default: 'term' },
     'pool-max': { type: 'string', default: '10' },
     'storm-timeout': { type: 'string', default: '120' },
+    profile: { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -131,8 +133,13 @@ const replicaEnv = (i) => ({
 });
 /** replicas[i]: { server, up } — `up` is the balancer's health check: listening. */
 const replicas = Array.from({ length: N.replicas }, () => ({ server: null, up: false, sockets: 0 }));
+// --profile: replica 1's first process runs with --cpu-prof (written when the storm stops it): its self time
+// by function, from pairing to the end of the ingest.
+const profileDir = opt.profile ? tempDir('svc-fleet-prof-') : null;
 async function startReplica(i, admin = false) {
-  const server = await startSvc({ admin, dbEnv, env: replicaEnv(i), timeoutMs: 120_000 });
+  // (node refuses --cpu-prof in NODE_OPTIONS: a shell puts it after node, before the server's arguments)
+  const wrap = profileDir && i === 0 && !replicas[0].server ? ['sh', '-c', `exec "$0" --cpu-prof --cpu-prof-dir=${profileDir} "$@"`] : undefined;
+  const server = await startSvc({ admin, dbEnv, env: replicaEnv(i), wrap, timeoutMs: 120_000 });
   replicas[i].server = server;
   replicas[i].up = true;
   return server;
@@ -541,6 +548,11 @@ for (const r of replicas) r.up = false;
 await Promise.all(replicas.map((r) => r.server.stop(opt.restart === 'kill' ? 'SIGKILL' : 'SIGTERM')));
 const stoppedSeconds = (performance.now() - tStop) / 1000;
 await Promise.all(replicas.map((r) => r.server.cleanup()));
+if (profileDir) {
+  const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+  figures.profile = file ? await cpuProfileTop(join(profileDir, file), 25) : { error: 'no profile written' };
+  for (const t of figures.profile.top ?? []) log(`  ${String(t.percent).padStart(5)} %  ${t.fn}  ${t.where}`);
+}
 const listening = [];
 await Promise.all(replicas.map((_, i) => startReplica(i).then(() => listening.push(performance.now()))));
 const lastListening = Math.max(...listening);
