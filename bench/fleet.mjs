@@ -196,6 +196,7 @@ class SimRunner {
     this.inFlight = null; // one batch per source (spool.ts): [event, arrivedAtMs][]
     this.budget = tokenBucket(EVENTS_FRAMES_PER_SECOND, EVENTS_FRAMES_BURST);
     this.waiting = false;
+    this.retrying = null;
     this.ready = false;
     this.readyAt = 0;
     this.conn = new Connection({
@@ -250,6 +251,17 @@ class SimRunner {
       this.pump();
     } else if (f.type === 'error') {
       stats.errors[f.code] = (stats.errors[f.code] ?? 0) + 1;
+      // runner/sender.ts: after a server error (or dropped frames) the batch in flight is sent again 5 s later.
+      const batch = this.inFlight;
+      if (batch && !this.retrying) {
+        this.retrying = setTimeout(() => {
+          this.retrying = null;
+          if (this.inFlight !== batch) return;
+          this.queue.unshift(...batch);
+          this.inFlight = null;
+          this.pump();
+        }, 5000);
+      }
     }
   }
 
