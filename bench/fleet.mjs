@@ -516,6 +516,8 @@ const ackedInRun = stats.acked;
 const ackedInWindows = sum(windows.map((w) => w.ackedPerSecond * N.window)); // about: the windows' events
 const commitsInRun = (await commits()) - totals.commits0;
 figures.commandsLoaded = await load.stop();
+// The same-run baseline: the round trip without ingest.
+if (figures.commandsIdle) figures.commandP99LoadedOverIdle = round(figures.commandsLoaded.p99 / figures.commandsIdle.p99, 2);
 log(`  commands under load: ${JSON.stringify(figures.commandsLoaded)}`);
 log('draining the backlog…');
 await until(() => runners.every((r) => r.backlog === 0), 120_000, 'drain');
