@@ -44,6 +44,7 @@ const RUNS = [
   ['codehost', ['--cycles', '5'], 90],
   ['web', [], 60],
   ['metrics', ['--runners', '20', '--projects', '10', '--requests', '2000', '--scrapes', '50'], 120],
+  ['fleet', ['--runners', '200', '--rate', '1000', '--seconds', '10', '--window', '2', '--idle-seconds', '3', '--commands-per-second', '10'], 180],
 ];
 
 /** Goals of issues #13 and #17, by benchmark and figure path (the first that matches). */
@@ -99,7 +100,7 @@ function run(name, args, limitS) {
   });
 }
 
-const SKIP_KEYS = new Set(['machine', 'settings', 'rounds', 'runs', 'problems', 'svcLog', 'profiles', 'command', 'drains', 'outcomes', 'postgres', 'bundle', 'idle', 'latency']);
+const SKIP_KEYS = new Set(['goals', 'machine', 'settings', 'rounds', 'runs', 'problems', 'svcLog', 'profiles', 'command', 'drains', 'outcomes', 'postgres', 'bundle', 'idle', 'latency']);
 const RATIO_KEY = /^ratio|Ratio|Over[A-Z]|^x ?bare/; // not 'integrations'
 
 /** Every ratio in a benchmark's JSON: [path, median, min, max]. */
@@ -127,6 +128,11 @@ function coldRows(json) {
   const floor = json.newDatabaseFloor;
   if (floor) rows.push({ figure: `postgres new ÷ (bare node + DDL alone = ${fmt(floor.ms, 0)} ms)`, value: fmt(floor.postgresNewRatio, 2), goal: '', met: null });
   return rows;
+}
+
+/** Goals a benchmark judged itself, in its own units (`goals` in its JSON: bench/fleet.mjs). */
+function goalRows(json) {
+  return (json.goals ?? []).map((g) => ({ figure: g.figure, value: String(g.value), goal: g.goal, met: g.met }));
 }
 
 /** The runner's event → stored latency is judged in milliseconds (bench/runner.mjs part (d)). */
@@ -167,6 +173,7 @@ async function main() {
       return { figure: path, value: lo === undefined || lo === hi ? fmt(v, 3) : `${fmt(v, 3)} (${fmt(lo, 3)}–${fmt(hi, 3)})`, goal: goal?.[2] ?? '', met: goal ? goal[3](v) : null };
     });
     if (name === 'runner') figures.push(...latencyRows(r.json));
+    figures.push(...goalRows(r.json));
     if (!figures.length) rows.push({ bench: name, figure: '(no ratio in its JSON: see its own output)', value: '', goal: '', met: null });
     for (const f of figures) rows.push({ bench: name, ...f });
     log(`${name}: ${fmt(r.seconds, 0)} s`);

@@ -20,7 +20,6 @@
 //                                                    [--many-events 50000] [--rounds 3]
 // The two ingest figures are measured in --rounds rounds, the hub and its baseline in turns; medians.
 // Loopback only; bounded counts; every process and database it makes is removed at the end.
-import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { execSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -28,7 +27,7 @@ import postgres from 'postgres';
 import WebSocket from 'ws';
 import { freshPostgres } from '../test/helpers/db.ts';
 import { startServer } from '../test/helpers/server.ts';
-import { cpuMs, median, round } from './lib.mjs';
+import { benchEvents, cpuMs, median, round } from './lib.mjs';
 import { connect, pairRunner } from '../test/helpers/wsclient.ts';
 
 const { values: opt } = parseArgs({
@@ -101,8 +100,7 @@ try {
   // 2. ingest: --rounds rounds, the hub and the direct INSERT in turns (which goes first alternates), fresh ids
   // each round; the figures are the medians of the rounds (the machine is noisy: docs/performance.md).
   log('ingest…');
-  const blob = randomBytes(700).toString('base64').slice(0, 900);
-  const ev = (id) => ({ id, source: 'bench', kind: 'bench.event', ts: new Date().toISOString(), payload: { id, blob } });
+  const ev = benchEvents(900);
   const batchOf = (n, id) => Array.from({ length: n }, (_, k) => ev(id(k)));
   const toRows = (events) => events.map((e) => ({ event_id: e.id, source: e.source, kind: e.kind, ts: e.ts, payload: e.payload }));
   /** The rows as the hub stores them: in runner_events, under the runner that sent them. */

@@ -196,6 +196,17 @@ export function problemLines(log) {
   return log.split('\n').filter((l) => /^\S+ (WARN|ERROR) /.test(l) || /\b(Error|Exception|uncaught|unhandled)\b/i.test(l));
 }
 
+// ---- runner events ---------------------------------------------------------------------------------
+
+/**
+ * A maker of runner events as protocol/frames.ts `runnerEvent` has them, each with a payload of about
+ * `bytes` bytes of base64 (bench/hub.mjs and bench/fleet.mjs send them): `(id, ts?) => event`.
+ */
+export function benchEvents(bytes = 900, source = 'bench') {
+  const blob = createHash('sha512').update(String(bytes)).digest('base64').repeat(Math.ceil(bytes / 88)).slice(0, bytes);
+  return (id, ts = new Date().toISOString()) => ({ id, source, kind: 'bench.event', ts, payload: { id, blob } });
+}
+
 // ---- statistics -----------------------------------------------------------------------------------
 
 /**

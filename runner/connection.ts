@@ -69,7 +69,7 @@ export interface SocketLike {
   terminate(): void;
 }
 export type Dial = (url: string, headers: Record<string, string>) => SocketLike;
-const dialWs: Dial = (url, headers) => new WebSocket(url, { headers, handshakeTimeout: 20_000, maxPayload: 4 * 1024 * 1024 });
+export const dialWs: Dial = (url, headers) => new WebSocket(url, { headers, handshakeTimeout: 20_000, maxPayload: 4 * 1024 * 1024 });
 
 export interface ConnectionOptions {
   server: string;

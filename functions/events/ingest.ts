@@ -4,7 +4,8 @@
 //   1. the events of each sink's kinds are picked out (sinks.ts lists the sinks, sink.ts the rule);
 //   2. one transaction stores the rows in `runner_events` — idempotently, on (runner, event id), so a
 //      re-sent event is stored once — and runs the 'transaction' sinks (outbox, notifications) on it;
-//      a batch none of them wants is stored by its single insert, which is its own transaction;
+//      a batch none of them wants is stored by its single insert, which is its own transaction — one
+//      shared with the other runners' batches waiting meanwhile (ingest-group.ts: group commit);
 //   3. after commit, the 'after-commit' sinks run one after another (skill runs, cost, fleet notices).
 // A failure anywhere leaves the batch unacked: the runner keeps it spooled and sends it again, whole, and
 // every sink sees it again (each is idempotent). A process that dies before the commit stored nothing;
@@ -12,6 +13,7 @@
 import type { RunnerEvent } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable, Sql } from '../lib/db/index.ts';
+import { storeGrouped } from './ingest-group.ts';
 import { kindMatcher } from './sink.ts';
 import type { Batch, Sink } from './sink.ts';
 import { SINKS } from './sinks.ts';
@@ -67,10 +69,13 @@ export async function ingestEvents(db: Db, runnerId: string, events: RunnerEvent
   if (frameText === undefined || BIG_EXPONENT.test(frameText)) {
     await store(sql.json(events));
   } else {
-    await store(sql`(${sql.jsonText(frameText)} -> 'events')`).catch((err: unknown) => {
-      if ((err as { code?: unknown }).code !== '22003') throw err;
-      return store(sql.json(events));
-    });
+    const alone = () =>
+      store(sql`(${sql.jsonText(frameText)} -> 'events')`).catch((err: unknown) => {
+        if ((err as { code?: unknown }).code !== '22003') throw err;
+        return store(sql.json(events));
+      });
+    // Rows alone in their transaction are stored with other runners' frames waiting meanwhile (ingest-group.ts).
+    await (inTransaction.length === 0 ? storeGrouped(db, runnerId, frameText, alone) : alone());
   }
   for (const { sink, batch } of work) if (sink.phase === 'after-commit') await sink.handle(db, batch);
 }
