@@ -6,7 +6,7 @@ import { basename, dirname, join, sep } from 'node:path';
 import type { ProjectEntry } from '../config.ts';
 import { stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
-import { fileContext } from './claude.ts';
+import { fileContext } from '../runtimes/claude/transcript.ts';
 
 export const under = (path: string, dir: string) => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 

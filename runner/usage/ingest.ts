@@ -26,7 +26,7 @@ import { errorText, log } from '../log.ts';
 import type { Env } from '../paths.ts';
 import type { NewEvent } from '../spool.ts';
 import { attribute, Attributor, claudeDirMatches, headCwd } from './attribution.ts';
-import { newCodexFileState, setCodexReplay } from './codex.ts';
+import { newCodexFileState, setCodexReplay } from '../runtimes/codex/transcript.ts';
 import { LineCounter } from './counting.ts';
 import type { Tracked } from './counting.ts';
 import { readLines } from './lines.ts';

@@ -19,9 +19,9 @@
 import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BUILD_VERSION } from '../../protocol/version.ts';
-import { fileContext, parseClaudeLine } from './claude.ts';
-import { codexFileSession, parseCodexLine, THREAD_SPAWN_WINDOW } from './codex.ts';
-import type { CodexFileState } from './codex.ts';
+import { fileContext, parseClaudeLine } from '../runtimes/claude/transcript.ts';
+import { codexFileSession, parseCodexLine, THREAD_SPAWN_WINDOW } from '../runtimes/codex/transcript.ts';
+import type { CodexFileState } from '../runtimes/codex/transcript.ts';
 import { newlineBefore, readLinesSync } from './lines.ts';
 import { decodeEntry, encodeEntry } from './parse.ts';
 import type { EncodedEntry, ParseJob, ParsedFile } from './parse.ts';
