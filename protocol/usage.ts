@@ -20,7 +20,7 @@
 // never appear here.
 import * as z from 'zod';
 
-export const RUNTIMES = ['claude', 'codex'] as const;
+export const RUNTIMES = ['claude', 'codex', 'gemini'] as const;
 export type Runtime = (typeof RUNTIMES)[number];
 
 export const SESSION_META = 'session.meta';

@@ -125,7 +125,7 @@ export function agentsCheck(c: RunnerConfig | null, env: Env): Check {
     parts.push(path ? `${runtime}: ${path} (no profile)` : `${runtime}: not found`);
   }
   const detail = [...missing, ...parts].join(', ');
-  if (found === 0) return check('warn', 'agents', `${RUNTIME_NAMES.length === 2 ? `neither ${RUNTIME_NAMES.join(' nor ')}` : `none of ${RUNTIME_NAMES.join(', ')}`} found (${detail}): agents cannot be launched`);
+  if (found === 0) return check('warn', 'agents', `none of ${RUNTIME_NAMES.join(', ')} found (${detail}): agents cannot be launched`);
   return check(missing.length ? 'warn' : 'ok', 'agents', detail);
 }
 

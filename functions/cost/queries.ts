@@ -3,6 +3,7 @@
 // price; agent sessions with their requests; the activity feed. Prices are prices.ts's, budgets budget.ts's.
 // Everything is limited to the projects the caller may see (instance admins: all, including rows no
 // project was attributed to).
+import type { Runtime } from '../../protocol/usage.ts';
 import type { Totals } from '../../protocol/api/cost.ts';
 import type { Principal } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
@@ -125,7 +126,7 @@ export const unknownModelRows = (q: Queryable, principal: Principal) =>
 export interface SessionRow {
   id: string;
   runner_id: string;
-  runtime: 'claude' | 'codex';
+  runtime: Runtime;
   session_id: string;
   project_id: string | null;
   project_name: string | null;

@@ -53,7 +53,7 @@ interface IndexDoc {
 type Lines = Pick<FileRec, 'entries' | 'events' | 'codex'>;
 
 /** A counted request as the daily and monthly reports need it: ms, runtime (0 claude, 1 codex), report model, price model, speed, tokens. */
-export type ResultRow = [number, 0 | 1, string, string, 'standard' | 'fast' | null, number, number, number, number, number];
+export type ResultRow = [number, number, string, string, 'standard' | 'fast' | null, number, number, number, number, number];
 
 /** What a scan did (printed as one JSON line on stderr with SVC_USAGE_STATS=1: tests and benchmarks). */
 export interface IndexStats {
