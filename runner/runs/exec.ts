@@ -39,10 +39,13 @@ export function finalState(exit: Pick<ExitFile, 'reason' | 'code' | 'signal' | '
       return { state: 'failed', error: exit.error ?? 'the agent could not be started' };
     case 'exited':
       if (exit.code === 0 && !s.error) return { state: 'succeeded' };
-      // The stream's own error first; else what the runtime documents the code to mean (Gemini CLI's 41, 53, …).
-      if (s.error) return { state: 'failed', error: s.error };
+    {
+      // The stream's own error, with what the runtime documents the exit code to mean (Gemini CLI's 41, 53, …).
+      const meaning = exit.code !== null && exit.code !== 0 && runtime ? RUNTIMES[runtime].exitMeaning?.(exit.code) : null;
+      if (s.error) return { state: 'failed', error: meaning ? `${s.error} (${meaning})` : s.error };
       if (exit.code === null) return { state: 'failed', error: `the agent was ended by ${exit.signal}` };
-      return { state: 'failed', error: (runtime && RUNTIMES[runtime].exitMeaning?.(exit.code)) || `the agent exited with code ${exit.code}` };
+      return { state: 'failed', error: meaning ?? `the agent exited with code ${exit.code}` };
+    }
   }
 }
 

@@ -75,7 +75,7 @@ async function telemetry() {
   const exporter = new OTLPLogExporter({ url: `${endpoint.replace(/\/$/, '')}/v1/logs` });
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'gemini-cli', 'service.version': process.version, 'session.id': sessionId, ...extra }),
-    processors: [new SimpleLogRecordProcessor(exporter)],
+    processors: [new SimpleLogRecordProcessor({ exporter })],
   });
   const logger = provider.getLogger('gemini-cli');
   const common = { 'session.id': sessionId, 'installation.id': 'inst-1', interactive: !headless, 'user.email': 'someone@example.test', auth_type: 'gemini-api-key', 'event.timestamp': at };
