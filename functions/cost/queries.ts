@@ -106,7 +106,9 @@ export async function costReport(q: Queryable, principal: Principal, query: Cost
       ? sql`, (select name from projects p where p.id = r.project_id) as label`
       : query.groupBy === 'session'
         ? sql`, min(s.session_id) as label, min(s.runtime) as runtime`
-        : sql``;
+        : query.groupBy === 'model'
+          ? sql`, min(r.runtime) as runtime`
+          : sql``;
   const order = query.groupBy === 'day' ? sql`order by key` : sql`order by coalesce(sum(r.cost_usd), 0) desc, key nulls last`;
   const rows = await q.query<Record<string, unknown>>(sql`
     select ${key} as key ${extra}, ${TOTALS} ${from} group by 1 ${order}`);

@@ -5,6 +5,7 @@
 // of runner/usage with this folder's transcript.ts; telemetry: otlp.ts.
 import { join } from 'node:path';
 import { homeDir } from '../../paths.ts';
+import { RUNTIME_LABELS } from '../../../protocol/runtimes.ts';
 import type { RuntimeDef } from '../types.ts';
 import { claudeOtlp } from './otlp.ts';
 import { claudeLine } from './stream.ts';
@@ -14,7 +15,7 @@ const PERMISSION_MODE = { default: 'default', accept_edits: 'acceptEdits', yolo:
 
 export const claude: RuntimeDef<'claude'> = {
   name: 'claude',
-  label: 'Claude Code',
+  label: RUNTIME_LABELS.claude,
   binary: 'claude',
   provider: 'anthropic',
   defaultModels: ['claude-sonnet-4-5', 'claude-opus-4-5', 'claude-haiku-4-5'],

@@ -4,6 +4,7 @@
 // runner/usage with this folder's transcript.ts; telemetry (experimental): otlp.ts.
 import { join } from 'node:path';
 import { homeDir } from '../../paths.ts';
+import { RUNTIME_LABELS } from '../../../protocol/runtimes.ts';
 import type { RuntimeDef } from '../types.ts';
 import { codexOtlp } from './otlp.ts';
 import { codexLine } from './stream.ts';
@@ -12,7 +13,7 @@ const SANDBOX = { default: [], accept_edits: ['--sandbox', 'workspace-write'], y
 
 export const codex: RuntimeDef<'codex'> = {
   name: 'codex',
-  label: 'Codex',
+  label: RUNTIME_LABELS.codex,
   binary: 'codex',
   provider: 'openai',
   defaultModels: ['gpt-5-codex', 'gpt-5.1-codex', 'gpt-5'],

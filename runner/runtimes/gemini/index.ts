@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { homeDir } from '../../paths.ts';
 import type { Env } from '../../paths.ts';
+import { RUNTIME_LABELS } from '../../../protocol/runtimes.ts';
 import type { RuntimeDef } from '../types.ts';
 import { geminiOtlp } from './otlp.ts';
 import { geminiExit, geminiLine } from './stream.ts';
@@ -21,7 +22,7 @@ const APPROVAL = { default: 'default', accept_edits: 'auto_edit', yolo: 'yolo', 
 
 export const gemini: RuntimeDef<'gemini'> = {
   name: 'gemini',
-  label: 'Gemini CLI',
+  label: RUNTIME_LABELS.gemini,
   binary: 'gemini',
   provider: 'google',
   defaultModels: ['gemini-2.5-pro', 'gemini-2.5-flash', 'gemini-2.5-flash-lite'],
