@@ -48,7 +48,8 @@ export interface RecordReader {
 }
 
 export interface RecordRead {
-  requests: { request: LlmRequest; cwd: string | null; ms: number; reportModel: string; session: string }[];
+  /** `mtimeMs`: when its store last changed (a file's mtime, a row's update time): sessions.ingestSince compares it, as for transcripts. */
+  requests: { request: LlmRequest; cwd: string | null; ms: number; reportModel: string; session: string; mtimeMs?: number }[];
   /** Lines or rows that could not be read. */
   corrupt: number;
   /** A fingerprint of what was read (sizes, mtimes) so callers can skip an unchanged store. */

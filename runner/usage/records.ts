@@ -31,11 +31,14 @@ export class RecordIngest {
       if (this.stamps.get(def.name) === read.stamp) continue;
       this.stamps.set(def.name, read.stamp);
       for (const r of read.requests) {
-        if (sinceMs !== null && r.ms < sinceMs) continue;
+        if (sinceMs !== null && (r.mtimeMs ?? r.ms) < sinceMs) continue; // as for transcripts: by when the store last changed
         const content = JSON.stringify(r.request);
         if (this.sent.get(r.request.key) === content) continue;
         this.sent.set(r.request.key, content);
-        if (r.request.sessionId) this.tracker.touch(def.name, r.request.sessionId, r.cwd ?? r.session, r.ms, r.request.model, r.cwd, null);
+        if (r.request.sessionId) {
+          this.tracker.touch(def.name, r.request.sessionId, r.cwd ?? r.session, r.ms, r.request.model, r.cwd, null);
+          this.events.dirtyMeta.add(`${def.name}\u0000${r.request.sessionId}`);
+        }
         this.events.request(r.request, r.cwd, null, r.request.sessionId ?? r.session, def.name);
         n++;
       }

@@ -233,7 +233,7 @@ export async function readGemini(roots: readonly string[]): Promise<RecordRead> 
           cacheWrite1hTokens: 0,
           speed: 'standard',
         };
-        out.push({ request, cwd, ms: m.ms, reportModel: m.model, session: m.sessionId });
+        out.push({ request, cwd, ms: m.ms, reportModel: m.model, session: m.sessionId, mtimeMs: f.mtimeMs });
       }
     }
   }
