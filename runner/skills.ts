@@ -1,6 +1,7 @@
 // Installed skills (docs/skill-runs.md, "Catalog"): a skill is a directory with a SKILL.md in a
 // runtime's skills directory — Claude Code `$CLAUDE_CONFIG_DIR/skills` (default ~/.claude/skills),
-// Codex `$CODEX_HOME/skills` (default ~/.codex/skills). A profile whose env sets that variable has a
+// Codex `$CODEX_HOME/skills` (default ~/.codex/skills), Gemini CLI `$GEMINI_CLI_HOME/.gemini/skills`
+// (default ~/.gemini/skills): each runtime's `home` (runner/runtimes/). A profile whose env sets that variable has a
 // config dir of its own. skill.install writes the files from git objects into a temp directory beside
 // the target and renames it into place; `skills.json` in the state dir records each install's source,
 // commit, tree and content hash, which skill.list compares with what is on disk.
@@ -23,7 +24,7 @@ const DEFAULT_DIR = (r: RuntimeName) => RUNTIMES[r].home.defaultDir;
 /** A runtime's skills directory for the runner's environment, or a profile's (its env on top). */
 export function skillsDir(runtime: RuntimeName, env: Env, profile?: Profile): string {
   const v = profile?.env[CONFIG_VAR(runtime)] ?? env[CONFIG_VAR(runtime)];
-  return join(v && v.startsWith('/') ? v : join(homeDir(env), DEFAULT_DIR(runtime)), 'skills');
+  return join(v && v.startsWith('/') ? join(v, RUNTIMES[runtime].home.underEnv ?? '') : join(homeDir(env), DEFAULT_DIR(runtime)), 'skills');
 }
 
 /** Where a run's skill may be found: the profile's skills dir, the runner's, and the project's own. */

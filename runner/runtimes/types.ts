@@ -68,8 +68,11 @@ export interface RuntimeDef<N extends Runtime = Runtime> {
   defaultModels: readonly string[];
   /** Authenticated when one of these env vars is set (profile env over process env) or a credential file exists. */
   auth: { apiKeyEnv: readonly string[]; credentialFiles(env: Env): string[]; extra?(env: Env): boolean };
-  /** Its config home (skills live in `<home>/skills`): the env var that moves it and the default under $HOME. */
-  home: { envVar: string; defaultDir: string };
+  /**
+   * Its config home (skills live in `<home>/skills`; a project's in `<root>/<defaultDir>/skills`): the env var
+   * that moves it (`underEnv`: the home is that dir below the variable's value) and the default under $HOME.
+   */
+  home: { envVar: string; defaultDir: string; underEnv?: string };
   /** Environment and args that point its telemetry at the runner's receiver (empty when it has none). */
   telemetry(ctx: TelemetryContext): { env: Record<string, string>; args: string[] };
   /** A skill run's argv after `binary, ...profile.args, ...telemetry args`, prompt included. */

@@ -34,4 +34,12 @@ test('headless argv: Claude Code and Codex as before; Gemini -p last with its ap
   assert.equal(RUNTIMES.gemini.headlessArgs({ output: 'report', profileArgs: [] }, 'P'), ['--output-format', 'stream-json', '--approval-mode', 'default', '-p', 'P']);
 });
 
+test("skills dirs: Claude's and Codex's as before, Gemini's below GEMINI_CLI_HOME/.gemini", async () => {
+  const { skillsDir } = await import('../../runner/skills.ts');
+  assert.is(skillsDir('claude', { HOME: '/h', CLAUDE_CONFIG_DIR: '/c' }), '/c/skills');
+  assert.is(skillsDir('codex', { HOME: '/h' }), '/h/.codex/skills');
+  assert.is(skillsDir('gemini', { HOME: '/h' }), '/h/.gemini/skills');
+  assert.is(skillsDir('gemini', { HOME: '/h', GEMINI_CLI_HOME: '/g' }), '/g/.gemini/skills');
+});
+
 test.run();

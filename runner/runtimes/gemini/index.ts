@@ -31,7 +31,8 @@ export const gemini: RuntimeDef<'gemini'> = {
     credentialFiles: (env) => [join(geminiHome(env), 'oauth_creds.json')],
     extra: (env) => Boolean(env.GOOGLE_CLOUD_PROJECT && env.GOOGLE_APPLICATION_CREDENTIALS && existsSync(env.GOOGLE_APPLICATION_CREDENTIALS)),
   },
-  home: { envVar: 'GEMINI_CLI_HOME', defaultDir: '.gemini' },
+  // Agent Skills: ~/.gemini/skills and <project>/.gemini/skills (docs/cli/skills.md; experimental.skills on).
+  home: { envVar: 'GEMINI_CLI_HOME', defaultDir: '.gemini', underEnv: '.gemini' },
   // Environment overrides its settings.json (docs/cli/telemetry.md). OTLP/HTTP: the exporters append
   // v1/logs, v1/metrics, v1/traces to the endpoint; prompts are not logged.
   telemetry: ({ endpoint, attrs }) => ({
