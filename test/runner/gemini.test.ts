@@ -11,7 +11,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { LlmRequest } from '../../protocol/usage.ts';
 import type { RunnerConfig } from '../../runner/config.ts';
-import { agentArgv as slotArgv } from '../../runner/launch.ts';
+import { agentArgv as slotArgv, launchAgent } from '../../runner/launch.ts';
+import { capturePane, killSession } from '../../runner/tmux.ts';
 import { OtlpReceiver } from '../../runner/otlp.ts';
 import { buildRunFile } from '../../runner/runs/prepare.ts';
 import { finalState } from '../../runner/runs/exec.ts';
@@ -116,6 +117,30 @@ test('a slot: model, resume and approval mode as gemini takes them, the first pr
   assert.equal(slotArgv(chosen, config, meta, 'go'), ['/usr/bin/gemini', '--skip-trust', '-i', 'go']);
   assert.equal(slotArgv(chosen, config, meta, 'go', { model: 'gemini-2.5-flash', resume: true, permissionMode: 'accept_edits' }), ['/usr/bin/gemini', '--skip-trust', '-m', 'gemini-2.5-flash', '--resume', 'latest', '--approval-mode', 'auto_edit', '-i', 'go']);
   assert.equal(slotArgv(chosen, config, meta, 'go', { resume: '5c0e9a52-8f1e-4d7b-9a61-2b4f0f3c7d11' }).slice(2, 4), ['--resume', '5c0e9a52-8f1e-4d7b-9a61-2b4f0f3c7d11']);
+});
+
+test('a slot in real tmux: the fake gemini runs interactively with its telemetry env, writes its chat, and its session is counted', async () => {
+  const root = join(sb.dir, 'slot-proj');
+  mkdirSync(root, { recursive: true });
+  const env = { ...sb.env, SVC_TMUX_SOCKET: `svc-gem-${process.pid}`, FAKE_AGENT_DIR: join(sb.dir, 'agent') };
+  const port = await freePort(); // nothing listens: the export fails quietly, as a CLI's does
+  const config = { otlp: { enabled: true, http: port, grpc: null, codexExperimental: false }, profiles: [] } as unknown as RunnerConfig;
+  const chosen = { profile: { id: 'gem', runtime: 'gemini' as const, env: { GEMINI_API_KEY: 'AIza-secret', FAKE_AGENT_DIR: join(sb.dir, 'agent') }, args: [] }, binaryPath: join(sb.bin, 'gemini') };
+  const session = 'svc-gem-slot';
+  try {
+    await launchAgent({ session, cwd: root, chosen, config, meta: { projectId: 'p1', root, role: 'worker', slot: 's1', issue: 7 }, prompt: 'Use the svc-worker skill.', env });
+    await waitUntil(async () => /Gemini CLI \(fake\)/.test((await capturePane(env, session)) ?? ''), 10_000, 'the fake gemini in the pane');
+    const chat = await readGemini([join(sb.home, '.gemini', 'tmp')]);
+    assert.ok(chat.requests.some((r) => r.cwd === root), "the slot's chat file, attached to its worktree");
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const rec = readdirSync(join(sb.dir, 'agent')).map((f) => JSON.parse(readFileSync(join(sb.dir, 'agent', f), 'utf8'))).find((x) => x.cwd === root);
+    assert.ok(rec, 'the fake recorded its start');
+    assert.equal(rec.argv, ['-i', 'Use the svc-worker skill.']);
+    assert.equal([rec.env.GEMINI_TELEMETRY_ENABLED, rec.env.GEMINI_TELEMETRY_OTLP_PROTOCOL, rec.env.GEMINI_TELEMETRY_OTLP_ENDPOINT, rec.env.SVC_SLOT], ['true', 'http', `http://127.0.0.1:${port}`, 's1']);
+    assert.match(rec.env.OTEL_RESOURCE_ATTRIBUTES, /svc\.slot=s1,svc\.issue=7/);
+  } finally {
+    await killSession(env, session);
+  }
 });
 
 test.run();
