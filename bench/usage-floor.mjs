@@ -6,7 +6,7 @@
 //   node bench/usage-floor.mjs read    only that: the I/O and line splitting, nothing parsed
 //   node bench/usage-floor.mjs parse   also JSON.parse of every line that can carry usage (ccusage's
 //                                      `"usage":{` pre-filter for Claude, `"token_count"` for Codex),
-//                                      decoded as latin1 the way runner/usage/claude.ts does it
+//                                      decoded as latin1 the way runner/runtimes/claude/transcript.ts does it
 //
 // `parse` is the least any exact scan in JavaScript does: a line that counts must be valid JSON (ccusage
 // rejects one that is not), and JSON.parse is V8's fastest way to find out. No dedup, no prices, no rows: it

@@ -53,6 +53,17 @@ const openaiLong = (above: number, input: number, cached: number, output: number
 });
 
 /**
+ * Google (Gemini API, standard tier): cache reads at a tenth of input, no cache write; thinking tokens are
+ * output. The Pro models have a long-context price: a request whose prompt (uncached + cached + tool) is over
+ * 200,000 tokens is priced at 2× input and cached input and 1.5× output for every term (Google's rule; ccusage
+ * applies it per request the same way: measured with scripts/probe-ccusage-prices.mjs --gemini).
+ */
+const google = (model: string, input: number, cached: number, output: number, long = false): ModelPrice => ({
+  model, input, output, cacheWrite5m: 0, cacheWrite1h: 0, cacheRead: cached,
+  ...(long ? { longContext: { above: 200_000, input: input * 2, output: output * 1.5, cacheWrite5m: 0, cacheWrite1h: 0, cacheRead: cached * 2 } } : {}),
+});
+
+/**
  * The seed: the prices ccusage 20.0.20 uses with `--offline` (its embedded LiteLLM snapshot, built-in table and
  * fast-multiplier overrides), measured with scripts/probe-ccusage-prices.mjs, so that `svc-runner usage` and
  * ccusage agree (docs/cost.md). Models ccusage prices oddly by fuzzy matching (o3, o4-mini) or not at all
@@ -87,6 +98,17 @@ export const DEFAULT_PRICES: ModelPrice[] = [
   openai('gpt-5.3-codex', 1.75, 0.175, 14, { fastMultiplier: 2 }),
   openai('gpt-5.4', 2.5, 0.25, 15, { longContext: openaiLong(272_000, 2.5, 0.25, 15), fastMultiplier: 2 }),
   openai('gpt-5.5', 5, 0.5, 30, { longContext: openaiLong(272_000, 5, 0.5, 30), fastMultiplier: 2.5 }),
+  // Gemini CLI's models (gemini-cli packages/core/src/config/models.ts). Source: ccusage 20.0.20 --offline
+  // (LiteLLM's snapshot), which matches https://ai.google.dev/gemini-api/docs/pricing for the 2.5 models
+  // (reference agent-formats-more.md §6; the 3.x previews are LiteLLM's figures only).
+  google('gemini-2.5-pro', 1.25, 0.125, 10, true),
+  google('gemini-2.5-flash', 0.3, 0.03, 2.5),
+  google('gemini-2.5-flash-lite', 0.1, 0.01, 0.4),
+  google('gemini-3-pro-preview', 2, 0.2, 12, true),
+  google('gemini-3.1-pro-preview', 2, 0.2, 12, true),
+  google('gemini-3-flash-preview', 0.5, 0.05, 3),
+  google('gemini-3.5-flash', 1.5, 0.15, 9),
+  google('gemini-3.1-flash-lite', 0.25, 0.025, 1.5),
 ];
 
 /** A model id without a provider prefix (`anthropic/`, `bedrock/…/`) or a `-YYYYMMDD` date suffix. */

@@ -19,9 +19,12 @@
 // a count without the split is 5 m). Prompts, responses, tool input or output, e-mail and account ids
 // never appear here.
 import * as z from 'zod';
+import { RUNTIMES } from './runtimes.ts';
+import type { Runtime } from './runtimes.ts';
 
-export const RUNTIMES = ['claude', 'codex'] as const;
-export type Runtime = (typeof RUNTIMES)[number];
+export { RUNTIMES };
+export type { Runtime };
+
 
 export const SESSION_META = 'session.meta';
 export const LLM_REQUEST = 'llm.request';

@@ -8,10 +8,12 @@ import * as z from 'zod';
 import { ConfigError } from './cli-options.ts';
 import { COMMAND_NAMES } from '../protocol/command-names.ts';
 import { skillSource } from '../protocol/skill-source.ts';
+import { RUNTIMES } from '../protocol/usage.ts';
+import type { Runtime } from '../protocol/usage.ts';
 
-/** Agent runtimes a profile may launch (DESIGN §5): Claude Code and OpenAI Codex CLI. */
-export const RUNTIME_NAMES = ['claude', 'codex'] as const;
-export type RuntimeName = (typeof RUNTIME_NAMES)[number];
+/** Agent runtimes a profile may launch (DESIGN §5; runner/runtimes/index.ts). */
+export const RUNTIME_NAMES = RUNTIMES;
+export type RuntimeName = Runtime;
 
 const int = (min: number, max: number, dflt: number) => z.number().int().min(min).max(max).default(dflt);
 

@@ -13,7 +13,8 @@ import type { LoadedConfig, RunnerConfig } from './config.ts';
 import { lockHolder, lockOwner } from './lock.ts';
 import { configPath, lockPath, spoolDir, stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
-import { findExecutable, isAuthenticated, RUNTIMES } from './profiles.ts';
+import { findExecutable, isAuthenticated } from './profiles.ts';
+import { RUNTIMES } from './runtimes/index.ts';
 import { reach, tokenAccepted } from './status.ts';
 
 type Out = { write: (s: string) => unknown };
@@ -124,7 +125,7 @@ export function agentsCheck(c: RunnerConfig | null, env: Env): Check {
     parts.push(path ? `${runtime}: ${path} (no profile)` : `${runtime}: not found`);
   }
   const detail = [...missing, ...parts].join(', ');
-  if (found === 0) return check('warn', 'agents', `neither claude nor codex found (${detail}): agents cannot be launched`);
+  if (found === 0) return check('warn', 'agents', `none of ${RUNTIME_NAMES.join(', ')} found (${detail}): agents cannot be launched`);
   return check(missing.length ? 'warn' : 'ok', 'agents', detail);
 }
 

@@ -12,7 +12,9 @@ import { CommandError } from './errors.ts';
 import { git } from './commands/git.ts';
 import { stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
-import { RUNTIMES, findExecutable } from './profiles.ts';
+import { findExecutable } from './profiles.ts';
+import { RUNTIMES } from './runtimes/index.ts';
+import type { InteractiveOptions } from './runtimes/types.ts';
 import { clearRecordedEnd, exitFile, exitRecordingArgv, hasSession, newSession, requireTmux } from './tmux.ts';
 
 export const PROMPTS = {
@@ -57,26 +59,7 @@ export function telemetry(profile: Profile, config: RunnerConfig, meta: Meta): {
   const port = config.otlp?.http ?? 4318;
   const endpoint = `http://127.0.0.1:${port}`;
   const attrs = [`svc.project=${meta.projectId}`, ...(meta.slot ? [`svc.slot=${meta.slot}`] : []), ...(meta.issue ? [`svc.issue=${meta.issue}`] : [])].join(',');
-  if (profile.runtime === 'claude') {
-    return {
-      env: {
-        CLAUDE_CODE_ENABLE_TELEMETRY: '1',
-        OTEL_METRICS_EXPORTER: 'otlp',
-        OTEL_LOGS_EXPORTER: 'otlp',
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-        OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
-        OTEL_RESOURCE_ATTRIBUTES: attrs,
-      },
-      args: [],
-    };
-  }
-  // Codex reads telemetry from its config ([otel] in config.toml); `-c key=value` overrides it for
-  // this session only. Only when the receiver maps Codex records (otlp.codexExperimental).
-  if (!config.otlp?.codexExperimental) return { env: {}, args: [] };
-  return {
-    env: { OTEL_RESOURCE_ATTRIBUTES: attrs },
-    args: ['-c', `otel.exporter={otlp-http={endpoint="${endpoint}/v1/logs",protocol="binary"}}`, '-c', 'otel.log_user_prompt=false'],
-  };
+  return RUNTIMES[profile.runtime].telemetry({ endpoint, attrs, codexExperimental: config.otlp?.codexExperimental === true });
 }
 
 /** `<state>/bin/svc-runner`: a two-line Node script that loads this very bundle (the bundle itself
@@ -118,9 +101,9 @@ export function sessionEnv(chosen: Chosen, config: RunnerConfig, meta: Meta, env
   };
 }
 
-/** The agent's argv: binary, profile args, telemetry args, first prompt (always ≥ 2 elements). */
-export function agentArgv(chosen: Chosen, config: RunnerConfig, meta: Meta, prompt: string): string[] {
-  return [chosen.binaryPath, ...chosen.profile.args, ...telemetry(chosen.profile, config, meta).args, prompt];
+/** The agent's argv: binary, profile args, telemetry args, the runtime's interactive options, first prompt (always ≥ 2 elements). */
+export function agentArgv(chosen: Chosen, config: RunnerConfig, meta: Meta, prompt: string, options: InteractiveOptions = {}): string[] {
+  return [chosen.binaryPath, ...chosen.profile.args, ...telemetry(chosen.profile, config, meta).args, ...RUNTIMES[chosen.profile.runtime].interactiveArgs(options, prompt)];
 }
 
 /** Start the session; refuses when it exists. Checks it is still there a moment later. */

@@ -11,6 +11,7 @@
 // Commands that start or stop sessions tell the watcher (expectSession), so nothing is reported twice.
 import type { ProjectEntry } from './config.ts';
 import { errorText, log } from './log.ts';
+import { RUNTIMES } from './runtimes/index.ts';
 import { readPane } from './pane-text.ts';
 import type { PaneReading } from './pane-text.ts';
 import type { Env } from './paths.ts';
@@ -196,7 +197,7 @@ export class PaneWatcher {
     const quotaKey = r.quota?.key ?? null;
     if (quotaKey !== t.quotaKey) {
       if (r.quota) {
-        const provider = r.quota.provider ?? (t.runtime === 'codex' ? 'openai' : t.runtime === 'claude' ? 'anthropic' : null);
+        const provider = r.quota.provider ?? (t.runtime && t.runtime in RUNTIMES ? RUNTIMES[t.runtime as keyof typeof RUNTIMES].provider : null);
         this.report({ ...base, type: 'pane.quota_hit', data: { ...who, ...(provider ? { provider } : {}), ...(r.quota.resetsAt ? { resetsAt: r.quota.resetsAt } : {}) } });
       } else this.report({ ...base, type: 'pane.cleared', data: { ...who, was: 'quota' } });
       t.quotaKey = quotaKey;

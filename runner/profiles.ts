@@ -1,38 +1,16 @@
 // Runtime profiles (spec: Runtime profile; DESIGN §5): detection of the agent runtimes on this machine
-// and whether each is authenticated. All facts about the runtimes live in RUNTIMES below:
-//   claude (Claude Code): binary `claude`; authenticated when ANTHROPIC_API_KEY is set (profile env or
-//     process env) or its credentials file exists: `$CLAUDE_CONFIG_DIR/.credentials.json`, default
-//     `~/.claude/.credentials.json` (on macOS Claude Code may keep the login in the Keychain instead;
-//     then only the API key counts).
-//   codex (OpenAI Codex CLI): binary `codex`; authenticated when OPENAI_API_KEY is set or
-//     `$CODEX_HOME/auth.json` exists (CODEX_HOME from the profile env, then the process env, default
-//     `~/.codex`).
+// and whether each is authenticated. The facts (binary, API key variables, credential files) are each
+// runtime's own: runner/runtimes/<name>/index.ts.
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { RUNTIME_NAMES } from './config.ts';
+import { RUNTIMES } from './runtimes/index.ts';
 import type { Profile, RuntimeName } from './config.ts';
 import { homeDir } from './paths.ts';
 import type { Env } from './paths.ts';
 
-interface RuntimeFacts {
-  binary: string;
-  apiKeyEnv: string;
-  credentialFiles: (env: Env) => string[];
-}
-
-export const RUNTIMES: Record<RuntimeName, RuntimeFacts> = {
-  claude: {
-    binary: 'claude',
-    apiKeyEnv: 'ANTHROPIC_API_KEY',
-    credentialFiles: (env) => [join(env.CLAUDE_CONFIG_DIR || join(homeDir(env), '.claude'), '.credentials.json')],
-  },
-  codex: {
-    binary: 'codex',
-    apiKeyEnv: 'OPENAI_API_KEY',
-    credentialFiles: (env) => [join(env.CODEX_HOME || join(homeDir(env), '.codex'), 'auth.json')],
-  },
-};
+export { RUNTIMES };
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -60,10 +38,10 @@ export function findExecutable(name: string, env: Env = process.env): string | n
 const profileEnv = (profile: Pick<Profile, 'env'>, env: Env): Env => ({ ...env, ...profile.env });
 
 export function isAuthenticated(runtime: RuntimeName, profile: Pick<Profile, 'env'>, env: Env = process.env): boolean {
-  const facts = RUNTIMES[runtime];
+  const { auth } = RUNTIMES[runtime];
   const merged = profileEnv(profile, env);
-  if (merged[facts.apiKeyEnv]) return true;
-  return facts.credentialFiles(merged).some((f) => existsSync(f));
+  if (auth.apiKeyEnv.some((k) => merged[k])) return true;
+  return auth.credentialFiles(merged).some((f) => existsSync(f)) || (auth.extra?.(merged) ?? false);
 }
 
 /** First line of `<binary> --version`, or null (5 s limit; never through a shell). */

@@ -1,6 +1,7 @@
 // Installed skills (docs/skill-runs.md, "Catalog"): a skill is a directory with a SKILL.md in a
 // runtime's skills directory — Claude Code `$CLAUDE_CONFIG_DIR/skills` (default ~/.claude/skills),
-// Codex `$CODEX_HOME/skills` (default ~/.codex/skills). A profile whose env sets that variable has a
+// Codex `$CODEX_HOME/skills` (default ~/.codex/skills), Gemini CLI `$GEMINI_CLI_HOME/.gemini/skills`
+// (default ~/.gemini/skills): each runtime's `home` (runner/runtimes/). A profile whose env sets that variable has a
 // config dir of its own. skill.install writes the files from git objects into a temp directory beside
 // the target and renames it into place; `skills.json` in the state dir records each install's source,
 // commit, tree and content hash, which skill.list compares with what is on disk.
@@ -12,29 +13,30 @@ import type { SkillSource } from '../protocol/commands.ts';
 import { contentHash, frontMatter, inspectSource } from './catalog.ts';
 import { CommandError } from './errors.ts';
 import type { Profile, RunnerConfig, RuntimeName } from './config.ts';
-import { writeFileAtomic } from './config.ts';
+import { RUNTIME_NAMES, writeFileAtomic } from './config.ts';
+import { RUNTIMES } from './runtimes/index.ts';
 import { homeDir, stateDir } from './paths.ts';
 import type { Env } from './paths.ts';
 
-const CONFIG_VAR: Record<RuntimeName, string> = { claude: 'CLAUDE_CONFIG_DIR', codex: 'CODEX_HOME' };
-const DEFAULT_DIR: Record<RuntimeName, string> = { claude: '.claude', codex: '.codex' };
+const CONFIG_VAR = (r: RuntimeName) => RUNTIMES[r].home.envVar;
+const DEFAULT_DIR = (r: RuntimeName) => RUNTIMES[r].home.defaultDir;
 
 /** A runtime's skills directory for the runner's environment, or a profile's (its env on top). */
 export function skillsDir(runtime: RuntimeName, env: Env, profile?: Profile): string {
-  const v = profile?.env[CONFIG_VAR[runtime]] ?? env[CONFIG_VAR[runtime]];
-  return join(v && v.startsWith('/') ? v : join(homeDir(env), DEFAULT_DIR[runtime]), 'skills');
+  const v = profile?.env[CONFIG_VAR(runtime)] ?? env[CONFIG_VAR(runtime)];
+  return join(v && v.startsWith('/') ? join(v, RUNTIMES[runtime].home.underEnv ?? '') : join(homeDir(env), DEFAULT_DIR(runtime)), 'skills');
 }
 
 /** Where a run's skill may be found: the profile's skills dir, the runner's, and the project's own. */
 export function findSkill(name: string, profile: Profile, env: Env, root: string): string | null {
-  const dirs = [skillsDir(profile.runtime, env, profile), skillsDir(profile.runtime, env), join(root, DEFAULT_DIR[profile.runtime], 'skills')];
+  const dirs = [skillsDir(profile.runtime, env, profile), skillsDir(profile.runtime, env), join(root, DEFAULT_DIR(profile.runtime), 'skills')];
   for (const d of dirs) if (existsSync(join(d, name, 'SKILL.md'))) return join(d, name);
   return null;
 }
 
 const recordSchema = z.object({
   name: z.string(),
-  runtime: z.enum(['claude', 'codex']),
+  runtime: z.enum(RUNTIME_NAMES),
   dir: z.string(),
   profileId: z.string().optional(),
   source: z.object({ repo: z.string(), ref: z.string().optional(), path: z.string() }),
@@ -146,7 +148,7 @@ function diskHash(dir: string): string | null {
 /** Installed skills of every runtime's skills dir and every profile's own. */
 export function listSkills(config: RunnerConfig, env: Env) {
   const places = new Map<string, { runtime: RuntimeName; profiles: string[] }>();
-  for (const runtime of ['claude', 'codex'] as const) places.set(skillsDir(runtime, env), { runtime, profiles: [] });
+  for (const runtime of RUNTIME_NAMES) places.set(skillsDir(runtime, env), { runtime, profiles: [] });
   for (const p of config.profiles) {
     const d = skillsDir(p.runtime, env, p);
     const at = places.get(d) ?? { runtime: p.runtime, profiles: [] };

@@ -3,6 +3,7 @@
 // price; agent sessions with their requests; the activity feed. Prices are prices.ts's, budgets budget.ts's.
 // Everything is limited to the projects the caller may see (instance admins: all, including rows no
 // project was attributed to).
+import type { Runtime } from '../../protocol/usage.ts';
 import type { Totals } from '../../protocol/api/cost.ts';
 import type { Principal } from '../lib/context.ts';
 import { sql } from '../lib/db/index.ts';
@@ -105,7 +106,9 @@ export async function costReport(q: Queryable, principal: Principal, query: Cost
       ? sql`, (select name from projects p where p.id = r.project_id) as label`
       : query.groupBy === 'session'
         ? sql`, min(s.session_id) as label, min(s.runtime) as runtime`
-        : sql``;
+        : query.groupBy === 'model'
+          ? sql`, min(r.runtime) as runtime`
+          : sql``;
   const order = query.groupBy === 'day' ? sql`order by key` : sql`order by coalesce(sum(r.cost_usd), 0) desc, key nulls last`;
   const rows = await q.query<Record<string, unknown>>(sql`
     select ${key} as key ${extra}, ${TOTALS} ${from} group by 1 ${order}`);
@@ -125,7 +128,7 @@ export const unknownModelRows = (q: Queryable, principal: Principal) =>
 export interface SessionRow {
   id: string;
   runner_id: string;
-  runtime: 'claude' | 'codex';
+  runtime: Runtime;
   session_id: string;
   project_id: string | null;
   project_name: string | null;

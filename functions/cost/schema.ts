@@ -2,6 +2,7 @@
 // time ranges and budget bodies, validated at the boundary; every refusal is a 400 naming its field.
 import { ACTIVITY_KINDS, kindsOf } from '../../protocol/activity.ts';
 import * as z from 'zod';
+import { RUNTIMES } from '../../protocol/usage.ts';
 
 const price = z.number().finite().min(0).max(1_000_000);
 export const priceBody = z.strictObject({
@@ -62,14 +63,14 @@ export const GROUPS = ['day', 'project', 'model', 'session', 'issue', 'pull_requ
 export const costQuery = z.strictObject({
   groupBy: z.enum(GROUPS).default('day'),
   projectId: projectId.optional(),
-  runtime: z.enum(['claude', 'codex']).optional(),
+  runtime: z.enum(RUNTIMES).optional(),
   ...range,
 });
 export type CostQuery = z.output<typeof costQuery>;
 
 export const sessionsQuery = z.strictObject({
   projectId: id.optional(),
-  runtime: z.enum(['claude', 'codex']).optional(),
+  runtime: z.enum(RUNTIMES).optional(),
   model: z.string().min(1).max(256).optional().describe('Sessions that used this model'),
   ...range,
   limit: z.coerce.number().int().min(1).max(200).default(50),

@@ -3,13 +3,14 @@
 // and activity.ts read (type imports only).
 import * as z from 'zod';
 import { ACTIVITY_KINDS } from '../activity.ts';
+import { RUNTIMES } from '../usage.ts';
 import { nextPage } from './common.ts';
 import { requestSpan, tokenCounts, totalsAnswer } from './cost.ts';
 
 /** An agent session with the totals of its LLM requests. */
 export const sessionAnswer = totalsAnswer.extend({
   id: z.string(),
-  runtime: z.enum(['claude', 'codex']),
+  runtime: z.enum(RUNTIMES),
   sessionId: z.string(),
   runnerId: z.string(),
   projectId: z.string().nullable(),

@@ -13,8 +13,9 @@ import type { WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { FILES, isFinal, readRun, readState, writeJson, writeState } from './files.ts';
 import type { ExitFile, RunFile, RunState } from './files.ts';
+import { RUNTIMES } from '../runtimes/index.ts';
 import { emptySummary, readStreamLine } from './stream.ts';
-import type { StreamSummary } from './stream.ts';
+import type { Runtime, StreamSummary } from './stream.ts';
 
 /** SIGTERM → SIGKILL grace when exec-run stops the agent. */
 export const STOP_GRACE_MS = 5000;
@@ -26,7 +27,7 @@ export function secondMs(env: Record<string, string | undefined>): number {
 }
 
 /** The run's final state from how it ended and what the agent said (pure). */
-export function finalState(exit: Pick<ExitFile, 'reason' | 'code' | 'signal' | 'error'>, s: Pick<StreamSummary, 'error'>, timeoutSec: number): { state: RunState; error?: string } {
+export function finalState(exit: Pick<ExitFile, 'reason' | 'code' | 'signal' | 'error'>, s: Pick<StreamSummary, 'error'>, timeoutSec: number, runtime?: Runtime): { state: RunState; error?: string } {
   switch (exit.reason) {
     case 'cancelled':
       return { state: 'cancelled' };
@@ -38,7 +39,13 @@ export function finalState(exit: Pick<ExitFile, 'reason' | 'code' | 'signal' | '
       return { state: 'failed', error: exit.error ?? 'the agent could not be started' };
     case 'exited':
       if (exit.code === 0 && !s.error) return { state: 'succeeded' };
-      return { state: 'failed', error: s.error ?? (exit.code !== null ? `the agent exited with code ${exit.code}` : `the agent was ended by ${exit.signal}`) };
+    {
+      // The stream's own error, with what the runtime documents the exit code to mean (Gemini CLI's 41, 53, …).
+      const meaning = exit.code !== null && exit.code !== 0 && runtime ? RUNTIMES[runtime].exitMeaning?.(exit.code) : null;
+      if (s.error) return { state: 'failed', error: meaning ? `${s.error} (${meaning})` : s.error };
+      if (exit.code === null) return { state: 'failed', error: `the agent was ended by ${exit.signal}` };
+      return { state: 'failed', error: meaning ?? `the agent exited with code ${exit.code}` };
+    }
   }
 }
 
@@ -57,7 +64,7 @@ export async function execRun(dir: string, env: Record<string, string | undefine
   const end = (exit: Omit<ExitFile, 'startedAt' | 'endedAt' | 'durationMs'>, summary: StreamSummary) => {
     const endedAt = new Date().toISOString();
     writeJson(join(dir, FILES.exit), { ...exit, startedAt, endedAt, durationMs: Date.parse(endedAt) - Date.parse(startedAt) });
-    const final = finalState(exit, summary, run.timeoutSec);
+    const final = finalState(exit, summary, run.timeoutSec, run.runtime);
     writeState(dir, { runId: run.runId, state: final.state, ...(final.error ? { error: final.error } : {}), pid: process.pid, startedAt, endedAt });
     return 0;
   };

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
+import { RUNTIMES } from '../../protocol/usage.ts';
 import { FINAL_STATES, RUN_STATES } from '../../protocol/runs.ts';
 import type { RunState } from '../../protocol/runs.ts';
 import { writeFileAtomic } from '../config.ts';
@@ -45,7 +46,7 @@ export const runFile = z.strictObject({
   args: z.array(z.string()),
   output: z.enum(OUTPUTS),
   profileId: z.string(),
-  runtime: z.enum(['claude', 'codex']),
+  runtime: z.enum(RUNTIMES),
   model: z.string().optional(),
   /** What exec-run spawns: argv[0] is the agent binary's absolute path. Never a shell string. */
   argv: z.array(z.string()).min(1),

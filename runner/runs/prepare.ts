@@ -7,6 +7,7 @@ import type { RunnerConfig } from '../config.ts';
 import type { Chosen } from '../launch.ts';
 import { runnerShimDir, telemetry } from '../launch.ts';
 import type { Env } from '../paths.ts';
+import { RUNTIMES } from '../runtimes/index.ts';
 import type { RunFile } from './files.ts';
 import { runBranch, runWorktreePath } from './worktree.ts';
 
@@ -31,38 +32,11 @@ export function skillPrompt(r: Pick<RunRequest, 'skill' | 'args' | 'output'>, br
   return `Use the ${r.skill} skill.${args}${tail}`;
 }
 
-const PERMISSION_FLAGS = ['--permission-mode', '--dangerously-skip-permissions', '--allowedTools', '--allowed-tools'];
-
-/** The agent's argv for a headless run. */
+/** The agent's argv for a headless run: binary, profile args, telemetry args, then the runtime's own. */
 export function agentArgv(chosen: Chosen, config: RunnerConfig, r: RunRequest, prompt: string): string[] {
   const { profile, binaryPath } = chosen;
   const tele = telemetry(profile, config, { projectId: r.projectId, root: r.root, role: 'worker' }).args;
-  if (profile.runtime === 'claude') {
-    // Edits must be allowed for a pull request; a profile that sets its own permission flags decides.
-    const edits = r.output === 'pull_request' && !profile.args.some((a) => PERMISSION_FLAGS.some((f) => a === f || a.startsWith(`${f}=`)));
-    return [
-      binaryPath,
-      ...profile.args,
-      ...tele,
-      '-p',
-      '--output-format',
-      'stream-json',
-      '--verbose',
-      ...(r.model ? ['--model', r.model] : []),
-      ...(edits ? ['--permission-mode', 'acceptEdits'] : []),
-      prompt,
-    ];
-  }
-  return [
-    binaryPath,
-    ...profile.args,
-    ...tele,
-    'exec',
-    '--json',
-    ...(r.model ? ['--model', r.model] : []),
-    ...(r.output === 'pull_request' ? ['--sandbox', 'workspace-write'] : []),
-    prompt,
-  ];
+  return [binaryPath, ...profile.args, ...tele, ...RUNTIMES[profile.runtime].headlessArgs({ model: r.model, output: r.output, profileArgs: profile.args }, prompt)];
 }
 
 /** The agent's environment on top of exec-run's own. */

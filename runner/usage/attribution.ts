@@ -1,12 +1,13 @@
 // Which project, slot, issue and skill run a transcript's request or session belongs to (docs/cost.md
 // "Attribution"): from its working directory and branch against the watch list's roots, else the skill
 // run whose stream.jsonl names its session id.
+import type { Runtime } from '../../protocol/usage.ts';
 import { closeSync, openSync, readdirSync, readSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, sep } from 'node:path';
 import type { ProjectEntry } from '../config.ts';
 import { stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
-import { fileContext } from './claude.ts';
+import { fileContext } from '../runtimes/claude/transcript.ts';
 
 export const under = (path: string, dir: string) => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 
@@ -107,7 +108,7 @@ export class Attributor {
     });
   }
 
-  of(runtime: 'claude' | 'codex', sessionId: string, cwd: string | null | undefined, branch: string | null | undefined): Attribution {
+  of(runtime: Runtime, sessionId: string, cwd: string | null | undefined, branch: string | null | undefined): Attribution {
     const a = attribute(cwd ?? null, branch ?? null, this.projectRoots());
     a.run ??= this.runOf(runtime, sessionId);
     return a;

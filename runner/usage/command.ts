@@ -6,6 +6,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
+import { RUNTIMES } from '../../protocol/usage.ts';
+import type { Runtime } from '../../protocol/usage.ts';
 import { UsageError } from '../cli-options.ts';
 import { configPath, stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
@@ -105,10 +107,10 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
     }
     tz = args.tz;
   }
-  let runtimes = new Set<'claude' | 'codex'>(['claude', 'codex']);
+  let runtimes = new Set<Runtime>(RUNTIMES);
   if (args.runtime !== undefined) {
-    if (args.runtime !== 'claude' && args.runtime !== 'codex') throw new UsageError('usage: --runtime is claude or codex');
-    runtimes = new Set([args.runtime]);
+    if (!RUNTIMES.includes(args.runtime)) throw new UsageError(`usage: --runtime is ${RUNTIMES.slice(0, -1).join(', ')} or ${RUNTIMES.at(-1)}`);
+    runtimes = new Set([args.runtime as Runtime]);
   }
   // runner.json's profiles may name more transcript dirs; without the file there are none, and the config's
   // schemas (zod) are not even loaded: they were a third of `usage`'s start-up (docs/performance.md).

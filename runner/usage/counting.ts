@@ -6,10 +6,10 @@
 // before anything is sent.
 import type { ModelPrice } from '../../protocol/prices.ts';
 import { log } from '../log.ts';
-import { ClaudeDedup, fileContext, parseClaudeLine } from './claude.ts';
-import type { ClaudeEntry } from './claude.ts';
-import { codexEventKey, codexFileSession, parseCodexLine } from './codex.ts';
-import type { CodexFileState } from './codex.ts';
+import { ClaudeDedup, fileContext, parseClaudeLine } from '../runtimes/claude/transcript.ts';
+import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
+import { codexEventKey, codexFileSession, parseCodexLine } from '../runtimes/codex/transcript.ts';
+import type { CodexFileState } from '../runtimes/codex/transcript.ts';
 import type { UsageEvents } from './events.ts';
 import type { FileRec } from './offsets.ts';
 import { claudeRequest, codexRequest } from './scan.ts';

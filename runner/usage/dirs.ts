@@ -6,12 +6,16 @@ import { join, relative } from 'node:path';
 import type { Profile } from '../config.ts';
 import { homeDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
+import type { Runtime } from '../../protocol/usage.ts';
+import { RUNTIME_LIST } from '../runtimes/index.ts';
 
 export interface UsageDirs {
   /** Claude config dirs (each has projects/). */
   claude: string[];
   /** Codex homes (each may have sessions/ and archived_sessions/). */
   codex: string[];
+  /** The stores of the runtimes with a RecordReader (runner/runtimes/types.ts), by runtime. */
+  records?: Partial<Record<Runtime, string[]>>;
 }
 
 const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -63,7 +67,12 @@ export function usageDirs(env: Env, profiles: readonly Profile[] = []): UsageDir
     if (prof.runtime === 'claude' && prof.env.CLAUDE_CONFIG_DIR) claude.push(...list(prof.env.CLAUDE_CONFIG_DIR).map(claudeDir));
     if (prof.runtime === 'codex' && prof.env.CODEX_HOME) codex.push(...list(prof.env.CODEX_HOME).map((p) => expand(p, env)));
   }
-  return { claude: uniqueDirs(claude.filter((d) => isDir(join(d, 'projects')))), codex: uniqueDirs(codex.filter(isDir)) };
+  const records: Partial<Record<Runtime, string[]>> = {};
+  for (const def of RUNTIME_LIST) {
+    if (def.usage.kind !== 'records') continue;
+    records[def.name] = def.usage.reader.roots(env, profiles.filter((p) => p.runtime === def.name).map((p) => ({ ...env, ...p.env })));
+  }
+  return { claude: uniqueDirs(claude.filter((d) => isDir(join(d, 'projects')))), codex: uniqueDirs(codex.filter(isDir)), records };
 }
 
 function walk(dir: string, out: string[]): void {

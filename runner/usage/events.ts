@@ -4,7 +4,7 @@
 // stored once and a changed payload is a new event the server applies over the old one. A session's
 // metadata goes out at once the first time, then at most every META_THROTTLE_MS while it grows.
 import { createHash } from 'node:crypto';
-import type { LlmRequest, SessionMeta } from '../../protocol/usage.ts';
+import type { LlmRequest, Runtime, SessionMeta } from '../../protocol/usage.ts';
 import type * as usage from '../../protocol/usage.ts';
 import type { NewEvent } from '../spool.ts';
 import type { Attributor } from './attribution.ts';
@@ -57,7 +57,7 @@ export class UsageEvents {
     for (const key of this.tracker.sessions.keys()) if (this.metaSent[key] !== sha(JSON.stringify(this.metaPayload(key).payload)).slice(0, 16)) this.dirtyMeta.add(key);
   }
 
-  request(r: LlmRequest, cwd: string | null | undefined, branch: string | null | undefined, sessionId: string, runtime: 'claude' | 'codex'): void {
+  request(r: LlmRequest, cwd: string | null | undefined, branch: string | null | undefined, sessionId: string, runtime: Runtime): void {
     const a = this.attributor.of(runtime, sessionId, cwd, branch);
     const payload: LlmRequest = { ...r, ...(a.project ? { project: a.project } : {}), ...(a.slot ? { slot: a.slot } : {}), ...(a.issue ? { issue: a.issue } : {}), ...(a.run ? { run: a.run } : {}) };
     const text = JSON.stringify(payload);

@@ -26,8 +26,9 @@ import { errorText, log } from '../log.ts';
 import type { Env } from '../paths.ts';
 import type { NewEvent } from '../spool.ts';
 import { attribute, Attributor, claudeDirMatches, headCwd } from './attribution.ts';
-import { newCodexFileState, setCodexReplay } from './codex.ts';
+import { newCodexFileState, setCodexReplay } from '../runtimes/codex/transcript.ts';
 import { LineCounter } from './counting.ts';
+import { RecordIngest } from './records.ts';
 import type { Tracked } from './counting.ts';
 import { readLines } from './lines.ts';
 import { offsetsPath, offsetStillValid, readOffsets, replayLines, writeOffsets } from './offsets.ts';
@@ -74,6 +75,7 @@ export class Ingest {
   private readonly sinceMs: number | null;
   /** The llm.request and session.meta events made from what was read. */
   private readonly events: UsageEvents;
+  private readonly records: RecordIngest;
   /** The transcript trees under @parcel/watcher (mode 'watcher'). */
   private readonly watch: TranscriptWatch | null;
   private dirs: UsageDirs = { claude: [], codex: [] };
@@ -96,6 +98,7 @@ export class Ingest {
     const parcel = o.config.sessions.enabled ? loadParcelWatcher(o.env) : null;
     this.watch = parcel ? new TranscriptWatch(parcel, (paths) => void this.enqueue(() => this.pass(paths))) : null;
     this.events = new UsageEvents(o.config.runnerId, new Attributor(o.env, o.projects), this.tracker);
+    this.records = new RecordIngest(this.tracker, this.events);
     this.mode = !o.config.sessions.enabled ? 'off' : parcel ? 'watcher' : 'poll';
     // Test switches: shorter poll and hold.
     this.pollMs = Number(o.env.SVC_INGEST_POLL_MS) > 0 ? Number(o.env.SVC_INGEST_POLL_MS) : parcel ? WATCHER_RESCAN_MS : POLL_MS;
@@ -238,6 +241,7 @@ export class Ingest {
       // Files deleted since: forget them (their requests stay counted).
       for (const path of [...this.files.keys()]) if (!present.has(path) && !existsSync(path)) this.changed = this.files.delete(path);
     }
+    if (paths === null && !only) read += await this.records.pass(this.dirs, this.sinceMs, () => this.events.waiting && this.spoolOut());
     this.releaseHeld(false);
     this.flushMeta(false);
     this.spoolOut();

@@ -2,10 +2,10 @@
 // of a one-shot scan (`svc-runner usage`) can run on two threads (worker.ts) while what spans files — the
 // Claude dedup, the Codex cross-file key, the sessions — is applied afterwards in ccusage's file order
 // (scan.ts scanAll). This module imports nothing heavy: the worker bundle is built from it.
-import { fileContext, parseClaudeLine } from './claude.ts';
-import type { ClaudeEntry, FileContext } from './claude.ts';
-import { CodexReplayDetector, codexFileSession, newCodexFileState, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from './codex.ts';
-import type { CodexEvent, CodexFileState } from './codex.ts';
+import { fileContext, parseClaudeLine } from '../runtimes/claude/transcript.ts';
+import type { ClaudeEntry, FileContext } from '../runtimes/claude/transcript.ts';
+import { CodexReplayDetector, codexFileSession, newCodexFileState, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from '../runtimes/codex/transcript.ts';
+import type { CodexEvent, CodexFileState } from '../runtimes/codex/transcript.ts';
 import { readHeadSync, readLinesSync } from './lines.ts';
 
 export interface ParseJob {

@@ -19,9 +19,9 @@
 import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BUILD_VERSION } from '../../protocol/version.ts';
-import { fileContext, parseClaudeLine } from './claude.ts';
-import { codexFileSession, parseCodexLine, THREAD_SPAWN_WINDOW } from './codex.ts';
-import type { CodexFileState } from './codex.ts';
+import { fileContext, parseClaudeLine } from '../runtimes/claude/transcript.ts';
+import { codexFileSession, parseCodexLine, THREAD_SPAWN_WINDOW } from '../runtimes/codex/transcript.ts';
+import type { CodexFileState } from '../runtimes/codex/transcript.ts';
 import { newlineBefore, readLinesSync } from './lines.ts';
 import { decodeEntry, encodeEntry } from './parse.ts';
 import type { EncodedEntry, ParseJob, ParsedFile } from './parse.ts';
@@ -53,7 +53,7 @@ interface IndexDoc {
 type Lines = Pick<FileRec, 'entries' | 'events' | 'codex'>;
 
 /** A counted request as the daily and monthly reports need it: ms, runtime (0 claude, 1 codex), report model, price model, speed, tokens. */
-export type ResultRow = [number, 0 | 1, string, string, 'standard' | 'fast' | null, number, number, number, number, number];
+export type ResultRow = [number, number, string, string, 'standard' | 'fast' | null, number, number, number, number, number];
 
 /** What a scan did (printed as one JSON line on stderr with SVC_USAGE_STATS=1: tests and benchmarks). */
 export interface IndexStats {

@@ -7,11 +7,13 @@ import { Worker } from 'node:worker_threads';
 import { join, relative } from 'node:path';
 import { costUsd } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
-import type { LlmRequest, SessionMeta } from '../../protocol/usage.ts';
-import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from './claude.ts';
-import type { ClaudeEntry } from './claude.ts';
-import { CodexReplayDetector, codexEventKey, codexFileSession, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from './codex.ts';
-import type { CodexEvent, CodexFileState } from './codex.ts';
+import { RUNTIMES } from '../../protocol/usage.ts';
+import type { LlmRequest, Runtime, SessionMeta } from '../../protocol/usage.ts';
+import { RUNTIME_LIST } from '../runtimes/index.ts';
+import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from '../runtimes/claude/transcript.ts';
+import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
+import { CodexReplayDetector, codexEventKey, codexFileSession, parseCodexLine, setCodexReplay, THREAD_SPAWN_WINDOW } from '../runtimes/codex/transcript.ts';
+import type { CodexEvent, CodexFileState } from '../runtimes/codex/transcript.ts';
 import { claudeFiles, codexFiles, codexHomeOf, fastCodexHomes } from './dirs.ts';
 import type { UsageDirs } from './dirs.ts';
 import { readHeadSync, readLines, readLinesSync } from './lines.ts';
@@ -35,7 +37,7 @@ export class SessionTracker {
   readonly sessions = new Map<string, SessionMeta & { project: string }>();
   /** firstAt and lastAt in ms, so a touch inside the known span makes no date string. */
   private readonly span = new Map<string, { first: number; last: number }>();
-  touch(runtime: 'claude' | 'codex', sessionId: string, project: string, ms: number, model: string | null, cwd: string | null, branch: string | null): void {
+  touch(runtime: Runtime, sessionId: string, project: string, ms: number, model: string | null, cwd: string | null, branch: string | null): void {
     const key = `${runtime}\u0000${sessionId}`;
     let s = this.sessions.get(key);
     let span = this.span.get(key);
@@ -246,10 +248,24 @@ export interface ScanOptions {
  * Reads every transcript of the runtimes asked for, from the start (synchronously: a one-shot command).
  * The session rules read no subagent progress lines and deduplicate without weighing cost.
  */
-export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], runtimes: ReadonlySet<'claude' | 'codex'>, opts: ScanOptions = {}): Promise<ScanResult> {
+export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], runtimes: ReadonlySet<Runtime>, opts: ScanOptions = {}): Promise<ScanResult> {
   const rules = opts.rules ?? 'daily';
   const tracker = new SessionTracker();
   const requests: ScannedRequest[] = [];
+  // Runtimes with a RecordReader are read whole first: their stamps join the index's keys below.
+  const records: ScannedRequest[] = [];
+  const stamps: string[] = [];
+  let recordCorrupt = 0;
+  for (const def of RUNTIME_LIST) {
+    if (def.usage.kind !== 'records' || !runtimes.has(def.name)) continue;
+    const read = await def.usage.reader.read(dirs.records?.[def.name] ?? []);
+    stamps.push(`${def.name}:${read.stamp}`);
+    recordCorrupt += read.corrupt;
+    for (const r of read.requests) {
+      records.push({ request: r.request, reportModel: r.reportModel, fallbackModel: false, session: r.session, ms: r.ms });
+      if (opts.sessions !== false && r.request.sessionId) tracker.touch(def.name, r.request.sessionId, r.cwd ?? r.session, r.ms, r.request.model, r.cwd, null);
+    }
+  }
   const jobs: ParseJob[] = [
     ...(runtimes.has('claude') ? claudeFiles(dirs.claude).map((file) => ({ runtime: 'claude' as const, file })) : []),
     ...(runtimes.has('codex') ? codexFiles(dirs.codex).map((file) => ({ runtime: 'codex' as const, file })) : []),
@@ -257,18 +273,18 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   // The daily and monthly reports (no sessions) can take the stored deduplicated requests when no file changed.
   // Both stored forms also depend on which Codex homes ask for the fast tier (their config.toml, not a transcript).
   const fast = fastCodexHomes(dirs.codex);
-  const context = JSON.stringify([...fast].sort());
+  const context = JSON.stringify([...[...fast].sort(), ...stamps]);
   const resultKey = rules === 'daily' && opts.sessions === false ? `${[...runtimes].sort().join(',')} ${context}` : null;
   const index = opts.index ? new UsageIndex(opts.index.path, opts.index.rescan === true) : null;
   const outputKey = opts.index?.outputKey === undefined ? undefined : `${opts.index.outputKey} ${context}`;
   const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey, outputKey ?? null) : { parsed: await parseFiles(jobs, opts.workerBytes) };
-  if ('output' in opened) return { requests: [], sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats, output: opened.output };
+  if ('output' in opened) return { requests: [], sessions: [], files: jobs.length, corrupt: opened.corrupt + recordCorrupt, index: index!.stats, output: opened.output };
   if ('rows' in opened) {
     const saveOutput = outputKey !== undefined ? (text: string) => index!.saveOutput(outputKey, text, opened.corrupt) : undefined;
-    return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt, index: index!.stats, saveOutput };
+    return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt + recordCorrupt, index: index!.stats, saveOutput };
   }
   const parsed = opened.parsed;
-  let corrupt = 0;
+  let corrupt = recordCorrupt;
   const dedup = new ClaudeDedup(prices, rules);
   const seen = new Set<string>();
   for (let i = 0; i < jobs.length; i++) {
@@ -293,7 +309,7 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms });
     if (opts.sessions !== false) tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
   }
-  const all = [...claude, ...requests];
+  const all = [...claude, ...requests, ...records];
   index?.save(resultKey, () => all.map(toRow), corrupt);
   const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt) : undefined;
   return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats, saveOutput };
@@ -301,13 +317,13 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
 
 const toRow = (s: ScannedRequest): ResultRow => {
   const r = s.request;
-  return [s.ms, r.runtime === 'claude' ? 0 : 1, s.reportModel, r.model, r.speed ?? null, r.inputTokens, r.outputTokens, r.cacheWrite5mTokens, r.cacheWrite1hTokens, r.cacheReadTokens];
+  return [s.ms, RUNTIMES.indexOf(r.runtime), s.reportModel, r.model, r.speed ?? null, r.inputTokens, r.outputTokens, r.cacheWrite5mTokens, r.cacheWrite1hTokens, r.cacheReadTokens];
 };
 
 /** A stored row as the daily and monthly reports read it: the fields they and requestCost use (not the ids, not the time as text). */
 function fromRow(row: ResultRow): ScannedRequest {
   const [ms, rt, reportModel, model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens] = row;
-  const request = { runtime: rt === 0 ? 'claude' : 'codex', model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens } as LlmRequest;
+  const request = { runtime: RUNTIMES[rt] ?? 'claude', model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens } as LlmRequest;
   return { request, reportModel, fallbackModel: false, session: '', ms };
 }
 

@@ -405,7 +405,7 @@ test('bad input is refused, naming the field', async () => {
   assert.ok(price.body.error.fields.fastMultiplier);
   // A payload that does not parse is stored as an event, acked, and makes no session.
   const sid = `s-${uid()}`;
-  await send(wsA, [ev('session.meta', { runtime: 'gemini', sessionId: sid, source: 'transcript', firstAt: iso(0), lastAt: iso(0) })]);
+  await send(wsA, [ev('session.meta', { runtime: 'no-such-runtime', sessionId: sid, source: 'transcript', firstAt: iso(0), lastAt: iso(0) })]);
   assert.not.ok(await sessionOf(sid));
 });
 

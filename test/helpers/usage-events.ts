@@ -25,11 +25,11 @@ export const tok = (i: number, o: number, w5 = 0, w1 = 0, r = 0): Tokens => ({ i
 /** Now plus an offset, as an ISO time. */
 export const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
 
-export const meta = (runtime: 'claude' | 'codex', sessionId: string, extra: Record<string, unknown> = {}) =>
+export const meta = (runtime: string, sessionId: string, extra: Record<string, unknown> = {}) =>
   ev('session.meta', { runtime, sessionId, source: 'transcript', models: [], firstAt: iso(-3600_000), lastAt: iso(-60_000), ...extra });
 
 /** A transcript line's request (the key as the runner makes it). */
-export function transcriptReq(runtime: 'claude' | 'codex', sessionId: string, model: string, requestId: string | null, t: Tokens, extra: Record<string, unknown> = {}): Ev {
+export function transcriptReq(runtime: string, sessionId: string, model: string, requestId: string | null, t: Tokens, extra: Record<string, unknown> = {}): Ev {
   const messageId = `msg_${uid()}`;
   return ev('llm.request', {
     key: requestId ? `${runtime}:${messageId}:${requestId}` : `${runtime}:line:${sessionId}:${uid()}`,

@@ -20,7 +20,7 @@ test('bad flags: exit 2 with a message naming the flag', async () => {
     [['usage', 'daily', '--since', '2026-13-01'], '--since'],
     [['usage', 'daily', '--until', 'yesterday'], '--until'],
     [['usage', 'daily', '--tz', 'Mars/Base'], '--tz'],
-    [['usage', 'daily', '--runtime', 'gemini'], '--runtime'],
+    [['usage', 'daily', '--runtime', 'no-such-runtime'], '--runtime'],
     [['usage', 'daily', '--colour'], '--colour'],
     [['usage'], 'usage'],
   ] as const) {

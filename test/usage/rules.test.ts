@@ -7,14 +7,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_PRICES, costUsd, findPrice } from '../../protocol/prices.ts';
 import { llmRequestPayload } from '../../protocol/usage.ts';
-import { ClaudeDedup, fileContext, hasRejectedNull, parseClaudeLine, parseTimestamp } from '../../runner/usage/claude.ts';
-import type { ClaudeEntry } from '../../runner/usage/claude.ts';
+import { ClaudeDedup, fileContext, hasRejectedNull, parseClaudeLine, parseTimestamp } from '../../runner/runtimes/claude/transcript.ts';
+import type { ClaudeEntry } from '../../runner/runtimes/claude/transcript.ts';
 import type { Profile } from '../../runner/config.ts';
-import { newCodexFileState, parseCodexLine } from '../../runner/usage/codex.ts';
+import { newCodexFileState, parseCodexLine } from '../../runner/runtimes/codex/transcript.ts';
 import { dayIn } from '../../runner/usage/command.ts';
 import { codexFiles, configRequestsFast, usageDirs } from '../../runner/usage/dirs.ts';
 import { claudeRequest, codexRequest, detectCodexReplaySync, readClaudeFile, readCodexFile } from '../../runner/usage/scan.ts';
-import type { CodexEvent } from '../../runner/usage/codex.ts';
+import type { CodexEvent } from '../../runner/runtimes/codex/transcript.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-usage-rules-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -11,7 +11,7 @@ import { usd } from '../../web-static/components.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { iso, meta, otelReq, send, tok, transcriptReq, uid } from '../helpers/usage-events.ts';
+import { ev, iso, meta, otelReq, send, tok, transcriptReq, uid } from '../helpers/usage-events.ts';
 import { callAs } from '../helpers/users.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 import type { Client } from '../helpers/wsclient.ts';
@@ -194,6 +194,31 @@ test("a session's requests: model, tokens by kind, cost, reported cost, duration
   assert.equal([...errorsOf(page), ...errorsOf(fresh)], []);
   await page.context().close();
   await fresh.context().close();
+});
+
+test('a Gemini CLI session: chat message and OTel record one request at the Gemini price, shown and filtered as Gemini CLI', async () => {
+  const gem = `sess-gemini-${uid()}`;
+  const rid = `gemini:${gem}:abc123`;
+  const t = tok(3801 + 7, 23 + 919, 0, 0, 11526);
+  await send(runner, [
+    meta('gemini', gem, { project: p1, models: ['gemini-2.5-pro'], firstAt: iso(-600_000), lastAt: iso(-300_000) }),
+    transcriptReq('gemini', gem, 'gemini-2.5-pro', rid, t, { key: `gemini:${gem}:msg-1`, messageId: 'msg-1', reasoningTokens: 919 }),
+    ev('llm.request', { key: `gemini:otlp:${gem}:1`, runtime: 'gemini', source: 'otlp', sessionId: gem, requestId: rid, model: 'gemini-2.5-pro', at: iso(-119_000), ...t, durationMs: 1234 }),
+  ]);
+  const s = (await callAs(server, '/api/sessions?runtime=gemini')).body.sessions as Record<string, any>[];
+  assert.equal(s.map((x) => x.sessionId), [gem]);
+  const detail = (await callAs(server, `/api/sessions/${s[0]!.id}`)).body;
+  assert.is(detail.requests.length, 1, 'the chat message and its api_response record are one request');
+  assert.ok(Math.abs(detail.costUsd - price('gemini-2.5-pro', t)) < 1e-9, 'priced at the seeded Gemini price');
+  const page = await open('/#/sessions');
+  await page.waitForSelector(`tr[data-session="${gem}"]`);
+  assert.match(await rowText(page, gem), /Gemini CLI · gemini-2\.5-pro/);
+  await page.selectOption('select[name=runtime]', 'gemini');
+  await page.click('form.filters button');
+  await page.waitForFunction(() => document.querySelectorAll('table.sessions tbody tr').length === 1);
+  assert.equal(await listed(page), [gem]);
+  assert.equal(errorsOf(page), []);
+  await page.context().close();
 });
 
 test.run();

@@ -16,6 +16,7 @@ import { HowSessionsArrive, TZ, costText } from './sessions.ts';
 import type { Project } from './sessions.ts';
 import type { CostAnswer, CostGroup as Group, Totals } from '../../protocol/api/cost.ts';
 import type { ProjectList } from '../../protocol/api/projects.ts';
+import { runtimeLabel } from '../../protocol/runtimes.ts';
 import type { MeAnswer } from '../../protocol/api/auth.ts';
 
 interface Range {
@@ -69,7 +70,9 @@ function name(groupBy: string, g: Group) {
     case 'project':
       return g.label ?? g.key;
     case 'session':
-      return html`<a href=${hashOf('sessions', { session: g.key })}><code>${g.label ?? g.key}</code></a> <span class="muted">${g.runtime}</span>`;
+      return html`<a href=${hashOf('sessions', { session: g.key })}><code>${g.label ?? g.key}</code></a> <span class="muted">${runtimeLabel(g.runtime)}</span>`;
+    case 'model':
+      return html`${g.key} <span class="muted">${runtimeLabel(g.runtime)}</span>`;
     case 'issue':
       return `#${g.key}`;
     case 'pull_request':

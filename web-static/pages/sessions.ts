@@ -12,6 +12,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, when } from '../api.ts';
 import { count, hashOf, hashQuery, usd } from '../components.ts';
 import type { Totals } from '../../protocol/api/cost.ts';
+import { RUNTIME_LABELS, RUNTIMES, runtimeLabel } from '../../protocol/runtimes.ts';
 import type { SessionAnswer, SessionDetail, SessionList } from '../../protocol/api/sessions.ts';
 import type { ListedProject, ProjectList } from '../../protocol/api/projects.ts';
 
@@ -63,7 +64,7 @@ function Filters({ projects, q }: { projects: Project[]; q: URLSearchParams }) {
       ${projects.map((p) => html`<option value=${p.id}>${p.name}</option>`)}
     </select></label>
     <label>Runtime<select name="runtime" value=${q.get('runtime') ?? ''}>
-      <option value="">Any</option><option value="claude">Claude Code</option><option value="codex">Codex</option>
+      <option value="">Any</option>${RUNTIMES.map((r) => html`<option value=${r}>${RUNTIME_LABELS[r]}</option>`)}
     </select></label>
     <label>Model<input name="model" defaultValue=${q.get('model') ?? ''} placeholder="e.g. claude-sonnet-4-5" maxlength="256" /></label>
     <label>From<input type="date" name="from" defaultValue=${q.get('from') ?? ''} /></label>
@@ -100,7 +101,7 @@ function List({ projects, q, filtered }: { projects: Project[]; q: URLSearchPara
       <tbody>
         ${page.sessions.map(
           (s) => html`<tr data-session=${s.sessionId} data-id=${s.id}>
-            <td><a href=${link(s)}><code>${s.sessionId}</code></a><div class="muted">${s.runtime} · ${s.models.join(', ') || 'no model yet'}</div></td>
+            <td><a href=${link(s)}><code>${s.sessionId}</code></a><div class="muted">${runtimeLabel(s.runtime)} · ${s.models.join(', ') || 'no model yet'}</div></td>
             <td>${s.projectName ?? html`<span class="muted">none</span>`}${s.issue && html`<div class="muted">issue ${s.issue}</div>`}</td>
             <td>${when(s.firstAt)}</td>
             <td>${when(s.lastAt)}</td>
@@ -134,7 +135,7 @@ function Detail({ id, back }: { id: string; back: string }) {
   return html`${header}<section class="card session-detail" aria-label=${`Session ${s.sessionId}`} data-id=${s.id}>
     <h3><code>${s.sessionId}</code></h3>
     <dl>
-      <dt>Runtime</dt><dd>${s.runtime}</dd>
+      <dt>Runtime</dt><dd>${runtimeLabel(s.runtime)}</dd>
       <dt>Project</dt><dd>${s.projectName ?? html`<span class="muted">none (visible to instance admins only)</span>`}</dd>
       <dt>Runner</dt><dd><code>${s.runnerId}</code></dd>
       ${s.slot && html`<dt>Slot</dt><dd>${s.slot}</dd>`}

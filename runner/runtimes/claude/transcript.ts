@@ -1,8 +1,8 @@
 // Claude Code transcripts (../shared/reference/agent-formats.md §1; docs/cost.md): which lines count and how
 // duplicates are dropped, exactly as ccusage 20.0.20's daily loader does it, so `svc-runner usage` and
 // ccusage report the same tokens for the same files.
-import { findPrice, costUsd } from '../../protocol/prices.ts';
-import type { ModelPrice } from '../../protocol/prices.ts';
+import { findPrice, costUsd } from '../../../protocol/prices.ts';
+import type { ModelPrice } from '../../../protocol/prices.ts';
 
 /** One counted transcript line: an assistant message's usage (or a subagent's, from a progress line). */
 export interface ClaudeEntry {
