@@ -44,6 +44,7 @@ const RUNS = [
   ['codehost', ['--cycles', '5'], 90],
   ['web', [], 60],
   ['metrics', ['--runners', '20', '--projects', '10', '--requests', '2000', '--scrapes', '50'], 120],
+  ['trigger-agent', ['--rates', '1,10', '--calls', '10', '--warmup', '2'], 240],
 ];
 
 /** Goals of issues #13 and #17, by benchmark and figure path (the first that matches). */
@@ -139,6 +140,16 @@ function latencyRows(json) {
   }));
 }
 
+/** A trigger call → the agent running is judged in milliseconds too (bench/trigger-agent.mjs, issue #41). */
+function triggerAgentRows(json) {
+  return (json.results ?? []).map((r) => ({
+    figure: `trigger call → agent running at ${r.rate}/s: p99 ms (p50; × baseline p50)`,
+    value: `${fmt(r.total.p99, 0)} (${fmt(r.total.p50, 0)}; ${fmt(r.p50OverBare, 2)}×)`,
+    goal: `< ${json.goalP99Ms} ms (#41)`,
+    met: r.total.p99 < json.goalP99Ms,
+  }));
+}
+
 async function main() {
   const m = machine();
   const started = performance.now();
@@ -167,6 +178,7 @@ async function main() {
       return { figure: path, value: lo === undefined || lo === hi ? fmt(v, 3) : `${fmt(v, 3)} (${fmt(lo, 3)}–${fmt(hi, 3)})`, goal: goal?.[2] ?? '', met: goal ? goal[3](v) : null };
     });
     if (name === 'runner') figures.push(...latencyRows(r.json));
+    if (name === 'trigger-agent') figures.splice(0, figures.length, ...triggerAgentRows(r.json));
     if (!figures.length) rows.push({ bench: name, figure: '(no ratio in its JSON: see its own output)', value: '', goal: '', met: null });
     for (const f of figures) rows.push({ bench: name, ...f });
     log(`${name}: ${fmt(r.seconds, 0)} s`);

@@ -27,6 +27,10 @@
 //   agent start exec-run up → the agent process running its first line (the fake agent's started.log:
 //               its own Date.now() once Node has loaded it; `running` is written by exec-run just
 //               after the spawn, between the two)
+// Baseline, same run, same rates and counts: what the hops cannot go under — `git worktree add` of the
+// same repository and `tmux new-session` (the same tmux server) running the same fake agent directly,
+// from the start of the git command to the agent's first line; its worktree removed when it ended, as a
+// finished run's is. The ratios are svc ÷ this.
 // --profile also runs the server and the runner daemon under `node --cpu-prof` and lists their top
 // self-time functions.
 //
@@ -35,9 +39,9 @@
 // Loopback only; bounded (a hard time limit); every process, tmux server, temp dir and database it
 // makes is removed at the end, also on error or Ctrl-C. Output: progress on stderr, tables on stdout,
 // then one JSON line.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -122,6 +126,30 @@ async function cleanUp() {
   for (const fn of cleanups.splice(0)) await Promise.resolve().then(fn).catch((e) => log(`clean-up: ${e?.message ?? e}`));
 }
 
+const run = (cmd, args, options) =>
+  new Promise((resolve, reject) => execFile(cmd, args, options, (err, stdout, stderr) => (err ? reject(new Error(`${cmd} ${args[0]}: ${stderr || err.message}`)) : resolve(stdout))));
+
+/** The baseline's one sample: worktree, session, the agent's first line (ms); then its clean-up. */
+async function bareSample(i, o) {
+  const id = `bare-${i}-${randomBytes(3).toString('hex')}`;
+  const wt = join(o.repo, '..', `.wt-bare-${id}`);
+  const t0 = wall();
+  await run('git', ['worktree', 'add', '-q', '-b', `bare/${id}`, '--', wt, 'HEAD'], { cwd: o.repo, env: o.env });
+  await run('tmux', ['-L', o.socket, 'new-session', '-d', '-s', id, '-e', `SVC_RUN_ID=${id}`, '-e', `PATH=${o.env.PATH}`, '-e', `FAKE_AGENT_DIR=${o.agentDir}`, '-c', wt, '--', join(o.bin, 'claude'), '-p', '--output-format', 'stream-json', '--verbose', 'Use the quick skill. End with your report as your final message.'], { cwd: wt, env: o.env });
+  const log = join(o.agentDir, 'started.log');
+  const at = await until('the baseline agent', () => {
+    const line = existsSync(log) && readFileSync(log, 'utf8').split('\n').find((l) => l.startsWith(`${id} `));
+    return line ? Number(line.split(' ')[1]) : null;
+  }, 60_000);
+  o.cleanups.push(
+    (async () => {
+      await until('the baseline session to end', async () => (await run('tmux', ['-L', o.socket, 'has-session', '-t', `=${id}`], { env: o.env }).then(() => false, () => true)), 60_000);
+      await run('git', ['worktree', 'remove', '--force', '--', wt], { cwd: o.repo, env: o.env });
+    })(),
+  );
+  return at - t0;
+}
+
 const stats = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return { p50: round(percentile(s, 50), 1), p99: round(percentile(s, 99), 1), max: round(s.at(-1), 1) };
@@ -159,7 +187,10 @@ async function main() {
     GIT_COMMITTER_NAME: 'b',
     GIT_COMMITTER_EMAIL: 'b@example.com',
   };
-  later(() => void spawnSync('tmux', ['-L', socket, 'kill-server']));
+  later(() => {
+    spawnSync('tmux', ['-L', socket, 'kill-server']);
+    rmSync(join(process.env.TMUX_TMPDIR || '/tmp', `tmux-${process.getuid()}`, socket), { force: true });
+  });
   let t = wall();
   makeRepo(repo, FILES, env);
   log(`a repository of ${FILES} files made in ${fmt((wall() - t) / 1000, 1)} s`);
@@ -231,6 +262,21 @@ async function main() {
     await sleep(500); // the last runs' clean-up (worktree removed) before the next rate
   }
 
+  const bare = {};
+  const bareOpts = { repo, env, socket, agentDir, bin, cleanups: [] };
+  for (const rate of RATES) {
+    log(`baseline: ${CALLS} worktree + tmux + agent at ${rate}/s`);
+    const t0 = wall();
+    const pending = [];
+    for (let i = 0; i < CALLS; i++) {
+      const at = t0 + (i * 1000) / rate;
+      if (at > wall()) await sleep(at - wall());
+      pending.push(bareSample(`${rate}-${i}`, bareOpts));
+    }
+    bare[rate] = stats(await Promise.all(pending));
+    await Promise.all(bareOpts.cleanups.splice(0));
+  }
+
   // The hops: server rows and log lines, runner log lines, the run directories, the agent's log.
   const rows = await sqlc`
     select d.delivery_id, d.id, d.run_id, c.request_id, c.created_at as command_at
@@ -286,11 +332,11 @@ async function main() {
   const results = RATES.map((rate) => {
     const mine = calls.filter((c) => c.phase === `${rate}/s`);
     const hop = Object.fromEntries([...HOPS, 'commandServer', 'total'].map((h) => [h, stats(mine.map((c) => c.hops[h]))]));
-    return { rate, calls: mine.length, ...hop };
+    return { rate, calls: mine.length, ...hop, bare: bare[rate], p50OverBare: round(hop.total.p50 / bare[rate].p50, 2), p99OverBare: round(hop.total.p99 / bare[rate].p99, 2) };
   });
-  const head = ['calls/s', 'total p50', 'total p99', ...HOPS.map((h) => `${h} p50/p99`)];
+  const head = ['calls/s', 'total p50', 'total p99', 'baseline p50/p99', '× baseline p50/p99', ...HOPS.map((h) => `${h} p50/p99`)];
   console.log(`\nOne trigger call → the agent running in its run's tmux session (ms; ${opts.output} runs, a repository of ${FILES} files; goal p99 < ${GOAL_P99_MS} ms)`);
-  console.log(table([head, ...results.map((r) => [String(r.rate), fmt(r.total.p50, 0), fmt(r.total.p99, 0), ...HOPS.map((h) => `${fmt(r[h].p50, 0)} / ${fmt(r[h].p99, 0)}`)])]));
+  console.log(table([head, ...results.map((r) => [String(r.rate), fmt(r.total.p50, 0), fmt(r.total.p99, 0), `${fmt(r.bare.p50, 0)} / ${fmt(r.bare.p99, 0)}`, `${fmt(r.p50OverBare, 2)} / ${fmt(r.p99OverBare, 2)}`, ...HOPS.map((h) => `${fmt(r[h].p50, 0)} / ${fmt(r[h].p99, 0)}`)])]));
   console.log(`(command: of which the server part — claimed → runner_commands row — p50 ${results.map((r) => `${fmt(r.commandServer.p50, 0)} ms at ${r.rate}/s`).join(', ')})`);
   if (profiles) {
     for (const [who, p] of Object.entries(profiles)) {
