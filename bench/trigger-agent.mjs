@@ -28,7 +28,7 @@
 //               its own Date.now() once Node has loaded it; `running` is written by exec-run just
 //               after the spawn, between the two)
 // Baseline, same run, same rates and counts: what the hops cannot go under — `git worktree add` of the
-// same repository and `tmux new-session` (the same tmux server) running the same fake agent directly,
+// same repository (pull_request runs only) and `tmux new-session` (the same tmux server) running the same fake agent directly,
 // from the start of the git command to the agent's first line; its worktree removed when it ended, as a
 // finished run's is. The ratios are svc ÷ this.
 // --profile also runs the server and the runner daemon under `node --cpu-prof` and lists their top
@@ -132,9 +132,9 @@ const run = (cmd, args, options) =>
 /** The baseline's one sample: worktree, session, the agent's first line (ms); then its clean-up. */
 async function bareSample(i, o) {
   const id = `bare-${i}-${randomBytes(3).toString('hex')}`;
-  const wt = join(o.repo, '..', `.wt-bare-${id}`);
+  const wt = o.worktree ? join(o.repo, '..', `.wt-bare-${id}`) : o.repo; // a report run works in the root
   const t0 = wall();
-  await run('git', ['worktree', 'add', '-q', '-b', `bare/${id}`, '--', wt, 'HEAD'], { cwd: o.repo, env: o.env });
+  if (o.worktree) await run('git', ['worktree', 'add', '-q', '-b', `bare/${id}`, '--', wt, 'HEAD'], { cwd: o.repo, env: o.env });
   await run('tmux', ['-L', o.socket, 'new-session', '-d', '-s', id, '-e', `SVC_RUN_ID=${id}`, '-e', `PATH=${o.env.PATH}`, '-e', `FAKE_AGENT_DIR=${o.agentDir}`, '-c', wt, '--', join(o.bin, 'claude'), '-p', '--output-format', 'stream-json', '--verbose', 'Use the quick skill. End with your report as your final message.'], { cwd: wt, env: o.env });
   const log = join(o.agentDir, 'started.log');
   const at = await until('the baseline agent', () => {
@@ -144,7 +144,7 @@ async function bareSample(i, o) {
   o.cleanups.push(
     (async () => {
       await until('the baseline session to end', async () => (await run('tmux', ['-L', o.socket, 'has-session', '-t', `=${id}`], { env: o.env }).then(() => false, () => true)), 60_000);
-      await run('git', ['worktree', 'remove', '--force', '--', wt], { cwd: o.repo, env: o.env });
+      if (o.worktree) await run('git', ['worktree', 'remove', '--force', '--', wt], { cwd: o.repo, env: o.env });
     })(),
   );
   return at - t0;
@@ -263,7 +263,7 @@ async function main() {
   }
 
   const bare = {};
-  const bareOpts = { repo, env, socket, agentDir, bin, cleanups: [] };
+  const bareOpts = { repo, env, socket, agentDir, bin, cleanups: [], worktree: opts.output === 'pull_request' };
   for (const rate of RATES) {
     log(`baseline: ${CALLS} worktree + tmux + agent at ${rate}/s`);
     const t0 = wall();
