@@ -44,7 +44,7 @@ const RUNS = [
   ['codehost', ['--cycles', '5'], 90],
   ['web', [], 60],
   ['metrics', ['--runners', '20', '--projects', '10', '--requests', '2000', '--scrapes', '50'], 120],
-  ['trigger-agent', ['--rates', '1,10', '--calls', '10', '--warmup', '2'], 240],
+  ['trigger-agent', ['--rates', '1,10', '--calls', '5', '--warmup', '1'], 420],
 ];
 
 /** Goals of issues #13 and #17, by benchmark and figure path (the first that matches). */
