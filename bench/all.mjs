@@ -45,6 +45,7 @@ const RUNS = [
   ['web', [], 60],
   ['metrics', ['--runners', '20', '--projects', '10', '--requests', '2000', '--scrapes', '50'], 120],
   ['fleet', ['--runners', '200', '--rate', '1000', '--seconds', '10', '--window', '2', '--idle-seconds', '3', '--commands-per-second', '10'], 180],
+  ['trigger-agent', ['--rates', '1,10', '--calls', '5', '--warmup', '1'], 420],
 ];
 
 /** Goals of issues #13 and #17, by benchmark and figure path (the first that matches). */
@@ -145,6 +146,16 @@ function latencyRows(json) {
   }));
 }
 
+/** A trigger call → the agent running is judged in milliseconds too (bench/trigger-agent.mjs, issue #41). */
+function triggerAgentRows(json) {
+  return (json.results ?? []).map((r) => ({
+    figure: `trigger call → agent running at ${r.rate}/s: p99 ms (p50; × baseline p50)`,
+    value: `${fmt(r.total.p99, 0)} (${fmt(r.total.p50, 0)}; ${fmt(r.p50OverBare, 2)}×)`,
+    goal: `< ${json.goalP99Ms} ms (#41)`,
+    met: r.total.p99 < json.goalP99Ms,
+  }));
+}
+
 async function main() {
   const m = machine();
   const started = performance.now();
@@ -174,6 +185,7 @@ async function main() {
     });
     if (name === 'runner') figures.push(...latencyRows(r.json));
     figures.push(...goalRows(r.json));
+    if (name === 'trigger-agent') figures.splice(0, figures.length, ...triggerAgentRows(r.json));
     if (!figures.length) rows.push({ bench: name, figure: '(no ratio in its JSON: see its own output)', value: '', goal: '', met: null });
     for (const f of figures) rows.push({ bench: name, ...f });
     log(`${name}: ${fmt(r.seconds, 0)} s`);

@@ -305,6 +305,7 @@ class Daemon {
   private readonly answered = new Map<string, { at: number; frame: Promise<RunnerFrame> }>();
 
   private async onCommand(requestId: string, name: string, args: unknown): Promise<void> {
+    log.debug('command received', { requestId, name }); // a timing point (bench/trigger-agent.mjs); SVC_LOG=debug only
     const seen = this.answered.get(requestId);
     if (seen) {
       log.info(`command ${name} sent again: answering as before`, { requestId });

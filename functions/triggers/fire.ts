@@ -198,6 +198,8 @@ export class TriggerFirer {
     while (!this.loop.stopped && this.inFlight.size < this.concurrency) {
       const claimed = await this.claim(this.concurrency - this.inFlight.size);
       if (claimed === null) break;
+      // A timing point of bench/trigger-agent.mjs (the claim hop); LOG_LEVEL=debug only.
+      if (claimed.length) this.opts.log.debug('trigger deliveries claimed', { deliveries: claimed.map((c) => c.id).join(',') });
       for (const c of claimed) {
         const p: Promise<void> = this.send(c)
           .catch((err) => this.opts.log.error('trigger firing failed', { deliveryId: c.id, error: err instanceof Error ? err.message : String(err) }))

@@ -7,9 +7,8 @@
 // stay queued, a run whose tmux session is alive is followed again, and one whose session is gone
 // without an exit record is marked failed — no run stays `running` forever. A run also cannot outlive
 // its timeout: exec-run enforces it, and the daemon kills a session still there well after it.
-import { existsSync, mkdirSync, readdirSync, statSync, watch } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
-import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunnerConfig } from '../config.ts';
 import { CommandError } from '../errors.ts';
@@ -25,7 +24,7 @@ import type { Publish } from './finish.ts';
 import { buildRunFile, execRunArgv, sessionEnv } from './prepare.ts';
 import type { RunRequest } from './prepare.ts';
 import { MAX_PROGRESS_LINES, PROGRESS_BATCH, progressEvent, stateEvent } from './events.ts';
-import { readStreamLine, emptySummary } from './stream.ts';
+import { readNewLines } from './stream.ts';
 import type { Chosen } from '../launch.ts';
 import { createRunWorktree } from './worktree.ts';
 import { killAgentGroup, knownRun, pidAlive, runAnswer } from './answer.ts';
@@ -52,6 +51,9 @@ export class SkillRuns {
   private readonly runs = new Map<string, Tracked>();
   /** skill.run with a server-chosen runId still being accepted: a resend waits for the same answer. */
   private readonly accepting = new Map<string, Promise<Submitted>>();
+  /** Runs whose worktree and session are being made (launch), and runs whose result is being made (finish). */
+  private readonly launching = new Map<string, Promise<void>>();
+  private readonly finishing = new Map<string, Promise<void>>();
   private lastRunning = 0;
   private chain: Promise<unknown> = Promise.resolve();
   private timer?: NodeJS.Timeout;
@@ -200,23 +202,31 @@ export class SkillRuns {
   }
 
   private async fill(): Promise<void> {
-    for (let next = this.queued()[0]; next && this.active() < this.config.skills.maxConcurrentRuns && !this.stopped; next = this.queued()[0]) await this.launch(next);
+    for (let next = this.queued()[0]; next && this.active() < this.config.skills.maxConcurrentRuns && !this.stopped; next = this.queued()[0]) this.launch(next);
   }
 
-  private async launch(t: Tracked): Promise<void> {
+  /** The run takes its slot (`starting`) in queue order; its worktree and session are made off the serial chain, so
+   *  one run's git work never holds up another's start or finish (docs/performance.md, "A trigger call to a working agent"). */
+  private launch(t: Tracked): void {
+    const runId = t.run.runId;
     this.emit([stateEvent(t.run, this.setState(t, { state: 'starting' }))]);
-    try {
+    log.debug('skill run starting', { runId }); // timing points of bench/trigger-agent.mjs (SVC_LOG=debug)
+    const made = (async () => {
       if (t.run.worktree && !t.run.worktree.base) {
         const base = await createRunWorktree(t.run.root, t.run.worktree.path, t.run.worktree.branch);
         t.run = { ...t.run, worktree: { ...t.run.worktree, base } };
         writeJson(join(t.dir, FILES.run), t.run);
+        log.debug('skill run worktree made', { runId });
       }
       this.watchDir(t);
       await this.newRunSession(t);
-    } catch (e) {
-      log.warn('a skill run could not start', { runId: t.run.runId, error: errorText(e) });
-      await this.finish(t, this.setState(t, { state: 'failed', error: `the run could not start: ${errorText(e)}` }));
-    }
+    })().catch(async (e) => {
+      log.warn('a skill run could not start', { runId, error: errorText(e) });
+      await this.serial(async () => {
+        if (this.runs.get(runId) === t) await this.finish(t, this.setState(t, { state: 'failed', error: `the run could not start: ${errorText(e)}` }));
+      });
+    });
+    this.launching.set(runId, made.finally(() => this.launching.delete(runId)));
   }
 
   /** tmux exits when its last session ends; a new-session that reaches it just then fails: try again. */
@@ -272,6 +282,7 @@ export class SkillRuns {
   }
 
   private async checkAlive(t: Tracked, sessions: Set<string>): Promise<void> {
+    if (this.launching.has(t.run.runId)) return; // its session is not made yet
     const now = Date.now();
     const name = sessionName.run(t.run.runId);
     if (sessions.has(name)) {
@@ -299,26 +310,8 @@ export class SkillRuns {
 
   /** New whole lines of stream.jsonl → progress events (at most MAX_PROGRESS_LINES per run). */
   private readProgress(t: Tracked): void {
-    const file = join(t.dir, FILES.stream);
-    let size: number;
-    try {
-      size = statSync(file).size;
-    } catch {
-      return;
-    }
-    if (size <= t.offset) return;
-    const fd = openSync(file, 'r');
-    const buf = Buffer.alloc(Math.min(size - t.offset, 4 * 1024 * 1024));
-    try {
-      t.offset += readSync(fd, buf, 0, buf.length, t.offset);
-    } finally {
-      closeSync(fd);
-    }
-    const lines = (t.partial + buf.toString('utf8')).split('\n');
-    t.partial = lines.pop() ?? '';
     const out: { seq: number; text: string }[] = [];
-    const scratch = emptySummary();
-    for (const line of lines) for (const text of readStreamLine(t.run.runtime, line, scratch)) if (++t.seq <= MAX_PROGRESS_LINES) out.push({ seq: t.seq, text });
+    for (const text of readNewLines(join(t.dir, FILES.stream), t, t.run.runtime)) if (++t.seq <= MAX_PROGRESS_LINES) out.push({ seq: t.seq, text });
     for (let i = 0; i < out.length; i += PROGRESS_BATCH) this.emit([progressEvent(t.run, out.slice(i, i + PROGRESS_BATCH))]);
   }
 
@@ -328,8 +321,13 @@ export class SkillRuns {
     this.readProgress(t);
     t.watcher?.close();
     this.runs.delete(t.run.runId);
-    await finishRun(t.dir, t.run, s, (events) => this.emit(events), this.publish);
-    this.kick();
+    // Its result (a pull request's patch: git over the whole worktree) is made off the serial chain: the
+    // next run starts meanwhile. Not reported until it is done, so a restart then sends it (recover).
+    const runId = t.run.runId;
+    const done = finishRun(t.dir, t.run, s, (events) => this.emit(events), this.publish)
+      .catch((e) => log.error('skill run: its result could not be made', { runId, error: errorText(e) }))
+      .finally(() => (this.finishing.delete(runId), this.kick()));
+    this.finishing.set(runId, done);
   }
 
   // ---- cancel ----
@@ -353,6 +351,7 @@ export class SkillRuns {
         await new Promise((r) => setTimeout(r, 25));
         this.kick();
       }
+      await this.launching.get(runId); // a session made after this point would find the run final and exit
       await this.serial(async () => {
         if (this.runs.get(runId) !== t) return;
         await killSession(this.env, sessionName.run(runId)).catch(() => {});
@@ -360,6 +359,7 @@ export class SkillRuns {
         await this.finish(t, this.setState(t, { ...t.state, state: 'cancelled', endedAt: new Date().toISOString() }));
       });
     }
+    await this.finishing.get(runId);
     const state = readState(dir)?.state ?? 'cancelled';
     return { runId, state, cancelled: state === 'cancelled' };
   }

@@ -20,8 +20,20 @@ async function must(cwd: string, args: string[], what: string): Promise<string> 
   return r.stdout.trim();
 }
 
+/** Runs start side by side (runs/manager.ts launch), but one `git worktree add` at a time per repository:
+ *  checkouts of a large tree at once only share the disk, and each took longer than all in a row. */
+const adding = new Map<string, Promise<unknown>>();
+
 /** Create the run's worktree and branch from the root's HEAD; answers the base commit. */
-export async function createRunWorktree(root: string, path: string, branch: string): Promise<string> {
+export function createRunWorktree(root: string, path: string, branch: string): Promise<string> {
+  const made = (adding.get(root) ?? Promise.resolve()).then(() => addWorktree(root, path, branch));
+  const tail = made.catch(() => {});
+  adding.set(root, tail);
+  void tail.then(() => adding.get(root) === tail && adding.delete(root));
+  return made;
+}
+
+async function addWorktree(root: string, path: string, branch: string): Promise<string> {
   const c = await confine(path, [root]);
   if (!c.ok || !c.worktree) throw new CommandError('path_not_allowed', `the worktree ${path} is not a .wt-<repo>-* sibling of the project root`);
   if (existsSync(path)) throw new CommandError('worktree_exists', `${path} exists already`);

@@ -2,6 +2,7 @@
 // with the real runner bundle, real tmux (a socket of the test's own), real git and headless fakes of
 // `claude -p --output-format stream-json` and `codex exec --json`.
 // needs: tmux
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, symlinkSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -172,6 +173,22 @@ test('pull request: a fresh worktree .wt-<repo>-run-<id> on branch svc/run-<id>;
   assert.is(f.git(f.root, 'status', '--porcelain'), '', 'the main checkout is untouched');
   assert.is(readFileSync(join(f.root, 'README.md'), 'utf8'), '# repo\n');
   assert.not.ok(existsSync(join(f.root, 'PWNED5')));
+});
+
+test('runs start side by side: a pull request run whose checkout outlasts the lost-run grace (3 s) neither holds up a run sent after it nor is judged lost', async () => {
+  // `git worktree add` takes 8 s (a large tree on a busy disk); every other git command is the real one.
+  const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+  f.sb.fakeBin('git', `case "$*" in *"worktree add"*) sleep 8;; esac\nexec '${realGit}' "$@"`);
+  const conn = await f.start({ profiles: PROFILES(f.agentDir) }, RUN_ENV);
+  const slow = conn.command('skill.run', { projectId: 'p1', skill: 'echo', output: 'pull_request' }, 30_000);
+  await waitUntil(() => f.events('skill_run.state').some((e) => e.payload.state === 'starting'), 15_000, 'the pull request run starting');
+  const slowId = f.events('skill_run.state').find((e) => e.payload.state === 'starting')!.payload.runId;
+  const quick = (await conn.command('skill.run', { projectId: 'p1', skill: 'echo' })).data;
+  assert.is(quick.state, 'running', 'answered once its agent started');
+  assert.not.ok(f.states(slowId).includes('running'), 'while the first run was still making its worktree');
+  assert.is((await slow).data.runId, slowId);
+  await f.waitState(slowId, 'succeeded', 60_000);
+  assert.equal(f.states(slowId).filter((s) => s === 'failed'), []);
 });
 
 test('pull request: a patch over 128 KiB is sent cut at a line, saying so, with its full size; a run that changes nothing leaves no branch', async () => {
