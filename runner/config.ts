@@ -8,6 +8,7 @@ import * as z from 'zod';
 import { ConfigError } from './cli-options.ts';
 import { COMMAND_NAMES } from '../protocol/command-names.ts';
 import { skillSource } from '../protocol/skill-source.ts';
+import { gitlabHost } from '../protocol/frames.ts';
 
 /** Agent runtimes a profile may launch (DESIGN §5): Claude Code and OpenAI Codex CLI. */
 export const RUNTIME_NAMES = ['claude', 'codex'] as const;
@@ -29,6 +30,8 @@ export const projectEntry = z.strictObject({
   root: z.string().min(1).max(4096),
   /** owner/name on the code host (sent by servers that know this runner reads it). */
   repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }).optional(),
+  /** A GitLab project (protocol/frames.ts gitlabHost): polled through the GitLab adapter instead of `repo`. */
+  host: gitlabHost.optional(),
   /** A project this runner serves only as a pool member (protocol/frames.ts watchedProject): skill runs there, nothing else. */
   pool: z.literal(true).optional(),
 });

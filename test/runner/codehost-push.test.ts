@@ -12,6 +12,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { GitHubClient } from '../../runner/codehost/client.ts';
 import { openRunPull } from '../../runner/codehost/publish.ts';
+import { githubAdapter } from '../../runner/codehost/github-adapter.ts';
 import { Tokens } from '../../runner/codehost/token.ts';
 import type { Profile } from '../../runner/config.ts';
 import { githubFake } from '../fakes/github.ts';
@@ -64,7 +65,7 @@ const header = (token: string) => `Authorization: Basic ${Buffer.from(`x-access-
 test("the server's token for the repository pushes through http.extraHeader in the environment, and opens the pull request", async () => {
   const { tokens, client, input } = setup();
   tokens.setServer([{ repo: REPO, token: fake.token, expiresAt: new Date(Date.now() + 3_600_000).toISOString() }], true);
-  const link = await openRunPull(client, tokens, fake.url, input);
+  const link = await openRunPull(githubAdapter(client, fake.url), tokens, input);
   assert.equal(link.openError, undefined, link.openError);
   assert.ok(link.number);
   const argv = readFileSync(join(dir, 'argv'), 'utf8');
@@ -82,7 +83,7 @@ test("the server's token for the repository pushes through http.extraHeader in t
 test("without a usable server token (expired) the runner's own token is used", async () => {
   const { tokens, client, input } = setup();
   tokens.setServer([{ repo: REPO, token: fake.token, expiresAt: new Date(Date.now() + 10_000).toISOString() }], true);
-  const link = await openRunPull(client, tokens, fake.url, input);
+  const link = await openRunPull(githubAdapter(client, fake.url), tokens, input);
   assert.ok(readFileSync(join(dir, 'env'), 'utf8').includes(`GIT_CONFIG_VALUE_0=${header(OWN)}`));
   assert.match(link.openError ?? '', /HTTP 401/, 'the fake refuses the own token');
 });
@@ -90,7 +91,7 @@ test("without a usable server token (expired) the runner's own token is used", a
 test("a refused push's error text holds neither the token nor its header", async () => {
   const { tokens, client, input } = setup({ FAIL_PUSH: '1' });
   tokens.setServer([{ repo: REPO, token: fake.token, expiresAt: new Date(Date.now() + 3_600_000).toISOString() }], true);
-  const link = await openRunPull(client, tokens, fake.url, input);
+  const link = await openRunPull(githubAdapter(client, fake.url), tokens, input);
   assert.match(link.openError ?? '', /^git push was refused: .*403/);
   assert.match(link.openError!, /\[redacted\]/, 'what git said is there, the secret replaced');
   assert.not.ok(link.openError!.includes(fake.token));
