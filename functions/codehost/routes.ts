@@ -19,6 +19,7 @@ import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
 import { apiUrlFor, appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
 import type { AppRow } from './apps.ts';
+import { routes as gitlabRoutes } from './gitlab-config.ts';
 import { routes as hookRoutes } from './hook.ts';
 import { readQueue } from './queue.ts';
 import { deleteApp, insertApp, listApps, listDeliveries, projectRunner, setWebhookSecret, updateApp } from './queries.ts';
@@ -148,4 +149,5 @@ export const routes: Route[] = [
     },
   }),
   ...hookRoutes,
+  ...gitlabRoutes,
 ];

@@ -150,6 +150,10 @@ export async function gitlabFake(o: { prefix?: string } = {}): Promise<GitLabFak
       if (auth !== token && !fake.readOnly.has(auth ?? '')) return answer(401, { message: '401 Unauthorized' });
       const write = req.method !== 'GET';
       if (write && fake.readOnly.has(auth ?? '')) return answer(403, { error: 'insufficient_scope', error_description: 'The request requires higher privileges than provided by the access token.', scope: 'api' });
+      if (req.method === 'GET' && url.pathname === `${prefix}/api/v4/personal_access_tokens/self`) {
+        const scopes = auth === token ? ['api', 'write_repository'] : ['read_api'];
+        return answer(200, { id: 1, name: 'svc', revoked: false, created_at: '2026-01-01T00:00:00Z', scopes, user_id: 9, last_used_at: null, active: true, expires_at: null });
+      }
       // The project segment is one URL-encoded path (`group%2Fsub%2Fapp`), never raw slashes.
       const m = /^\/projects\/([^/]+)(\/.*)?$/.exec(url.pathname.slice(prefix.length + '/api/v4'.length));
       if (!m) return unexpected();
