@@ -273,6 +273,7 @@ function probes(): Record<string, Probe> {
     'GET /api/github-apps/{appId}/deliveries': { path: `/api/github-apps/${githubApp}/deliveries`, expect: 403 },
     'GET /api/github-apps/{appId}/check': { path: `/api/github-apps/${githubApp}/check`, expect: 403 },
     'POST /hooks/github/{appPublicId}': { as: 'anonymous', path: `/hooks/github/${githubAppPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
+    'POST /hooks/gitlab/{appPublicId}': { as: 'anonymous', path: '/hooks/gitlab/AAAAAAAAAAAAAAAAAAAAAAAA', json: {}, expect: 404, check: (a) => assert.is(a.body, null, 'no detail') },
     'POST /hooks/{publicId}': { as: 'anonymous', path: `/hooks/${triggerBPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
   };
 }

@@ -10,6 +10,9 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { openPglite } from '../../functions/lib/db/pglite.ts';
+import { openPostgres } from '../../functions/lib/db/postgres.ts';
+import { sql } from '../../functions/lib/db/port.ts';
 import { gitlabFake } from '../fakes/gitlab.ts';
 import type { GitLabFake } from '../fakes/gitlab.ts';
 import { serverDbEnv } from '../helpers/db.ts';
@@ -26,6 +29,7 @@ let server: RunningServer;
 let sb: Sandbox;
 let daemon: Daemon;
 let projectId: string;
+let hook: { url: string; secret: string };
 
 const command = async (name: string, args: Record<string, unknown> = {}) => {
   const res = await server.api(`/api/projects/${projectId}/commands`, { method: 'POST', json: { name, args } });
@@ -53,6 +57,8 @@ test.before(async () => {
   projectId = body.id ?? body.project?.id;
   const put = await server.api(`/api/projects/${projectId}/codehost`, { method: 'PUT', json: { kind: 'gitlab', baseUrl: gl.url, projectPath: PATH, token: gl.token } });
   assert.is(put.status, 200, await put.clone().text());
+  const answer = await put.json();
+  hook = { url: answer.webhookUrl, secret: answer.webhookSecret };
   daemon = startDaemon(sb, { SVC_PR_POLL_MS: '300', SVC_QUEUE_POLL_MS: '300' });
 });
 test.after(async () => {
@@ -89,7 +95,32 @@ test('issue.create and pr.inspect reach GitLab with the stored token', async () 
   assert.equal(gl.unexpected, []);
 });
 
+// The body of GitLab's documented "Merge request events" example, trimmed to the fields svc reads.
+const mrHook = (iid: number) => ({ object_kind: 'merge_request', event_type: 'merge_request', project: { id: 1, path_with_namespace: PATH }, object_attributes: { iid, action: 'open', state: 'opened', source_branch: 'svc/run-x', target_branch: 'main' } });
+const send = (token: string, uuid: string, body: unknown = mrHook(1), event = 'Merge Request Hook') =>
+  fetch(hook.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gitlab-token': token, 'x-gitlab-event': event, 'x-gitlab-event-uuid': uuid }, body: JSON.stringify(body) });
+
+test('the webhook: a wrong X-Gitlab-Token is 401 (recorded), a delivery 202 once and 200 duplicate again, over 256 KB 413, an unknown id 404', async () => {
+  const wrong = await send('not-the-secret', 'u-1');
+  assert.is(wrong.status, 401);
+  assert.is(await wrong.text(), '');
+  const polledBefore = gl.requests.length;
+  const first = await send(hook.secret, 'u-1');
+  assert.is(first.status, 202, await first.clone().text());
+  assert.equal(await first.json(), { deliveryId: 'u-1', status: 'accepted', projects: 1 });
+  const again = await send(hook.secret, 'u-1');
+  assert.equal([again.status, (await again.json()).status], [200, 'duplicate']);
+  await waitUntil(() => gl.requests.length > polledBefore, 20_000, 'the runner polled after the hook');
+  const big = await send(hook.secret, 'u-2', { pad: 'x'.repeat(300 * 1024) });
+  assert.is(big.status, 413);
+  const unknown = await fetch(hook.url.replace(/[^/]+$/, 'A'.repeat(24)), { method: 'POST', headers: { 'x-gitlab-token': hook.secret }, body: '{}' });
+  assert.is(unknown.status, 404);
+  const other = await send(hook.secret, 'u-3', { object_kind: 'wiki_page' }, 'Wiki Page Hook');
+  assert.equal(await other.json(), { deliveryId: 'u-3', status: 'accepted', projects: 0 });
+});
+
 test('the token is in no runner file, no audit record, no log', async () => {
+  await daemon.kill(); // its state files are written atomically (temp + rename): read them at rest
   const files: string[] = [];
   const walk = (d: string) => {
     for (const n of readdirSync(d)) {
@@ -104,6 +135,16 @@ test('the token is in no runner file, no audit record, no log', async () => {
   assert.not.ok(audit.includes(gl.token));
   assert.not.ok(server.output().includes(gl.token));
   assert.not.ok(daemon.output().includes(gl.token));
+  await server.stop('SIGTERM');
+  const db = dbEnv.env.DATABASE_URL ? await openPostgres(dbEnv.env.DATABASE_URL, 1) : await openPglite(dbEnv.env.PGLITE_DATA_DIR);
+  try {
+    const rows = await db.query<{ delivery_id: string | null; event: string; outcome: string }>(sql`select delivery_id, event, outcome from codehost_deliveries where project_id = ${projectId} order by created_at, delivery_id`);
+    assert.equal(rows.map((r) => [r.delivery_id, r.outcome]).sort(), [[null, 'unauthorized'], ['u-1', 'polled'], ['u-3', 'ignored']].sort() as any);
+    const commands = await db.query(sql`select args, result from runner_commands`);
+    assert.not.ok(JSON.stringify(commands).includes(gl.token), 'runner_commands');
+  } finally {
+    await db.close();
+  }
 });
 
 test.run();
