@@ -55,6 +55,9 @@ test('PUT with a write token: webhook URL and secret (this answer only), check o
   assert.is(g.body.webhookUrl, r.body.webhookUrl);
   assert.is(g.body.webhookSecret, undefined);
   assert.not.ok(JSON.stringify(g.body).includes(gl.token));
+  const mode = await call(`/api/projects/${projectId}/codehost-mode`);
+  assert.equal([mode.body.mode, mode.body.warning], ['gitlab', null]);
+  assert.match(mode.body.reason, /GitLab token stored on the server for acme\/platform\/app/);
   const audit = await call('/api/audit?action=project.codehost_set');
   assert.not.ok(JSON.stringify(audit.body).includes(gl.token), 'no token in the audit record');
 });
@@ -68,9 +71,15 @@ test('a read-only token: the check says which scopes are missing; a wrong token:
   assert.match(r.body.check.error, /lacks the scopes api and write_repository/);
   const w = await put({ kind: 'gitlab', baseUrl: gl.url, projectPath: PATH, token: 'glpat-wrong-00000000' });
   assert.match(w.body.check.error, /HTTP 401.*401 Unauthorized/);
+  const mode = await call(`/api/projects/${projectId}/codehost-mode`);
+  assert.equal([mode.body.mode, mode.body.repo], ['gitlab', PATH]);
+  assert.match(mode.body.warning, /the GitLab token does not work: GitLab answered HTTP 401/, 'the Projects page shows GitLab\'s refusal');
   const none = await put({ kind: 'gitlab', baseUrl: gl.url, projectPath: PATH });
   assert.equal([none.body.credential, none.body.check.ok], ['runner', false]);
   assert.match(none.body.check.error, /GITLAB_TOKEN/);
+  const runnerMode = await call(`/api/projects/${projectId}/codehost-mode`);
+  assert.equal(runnerMode.body.mode, 'runner');
+  assert.match(runnerMode.body.reason, /runner token: GITLAB_TOKEN/);
 });
 
 test('bad fields are named', async () => {
