@@ -5,7 +5,8 @@
 // write_repository are needed to open merge requests and push). GitLab's own error text is shown when
 // it refuses; the token never is. Every failure ends in {ok: false, error}.
 import { checkTarget, compileAllowlist } from '../webhooks/guard.ts';
-import type { Resolver } from '../webhooks/guard.ts';
+import type { Allowlist, Resolver } from '../webhooks/guard.ts';
+import { requestJson } from '../webhooks/request.ts';
 import { loadAllowlist } from '../webhooks/webhooks.ts';
 import type { Queryable } from '../lib/db/index.ts';
 
@@ -28,25 +29,23 @@ const say = (body: unknown) => {
   return (typeof m === 'string' ? m : m ? JSON.stringify(m) : '').slice(0, 300);
 };
 
-async function get(url: string, token: string): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'application/json', 'user-agent': 'svc' }, redirect: 'manual', signal: AbortSignal.timeout(10_000) });
-  const text = await res.text();
-  let body: unknown = null;
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  return { status: res.status, body };
+/** One GET through the guard, sent to the checked address (webhooks/request.ts: pinned, no redirects). */
+async function get(url: string, token: string, allowlist: Allowlist): Promise<{ status: number; body: unknown }> {
+  const a = await requestJson({ url: new URL(url), method: 'GET', headers: { authorization: `Bearer ${token}`, accept: 'application/json', 'user-agent': 'svc' }, allowlist });
+  if (!a.ok) throw new Error(`${a.error}: ${a.detail}`);
+  return { status: a.status, body: a.json };
 }
 
 export async function checkGitlab(q: Queryable, baseUrl: string, projectPath: string, token: string | null): Promise<GitlabCheck> {
-  const refused = await guardRefusal(q, baseUrl);
-  if (refused) return { ok: false, error: `the base URL is refused by the outbound address guard: ${refused}` };
+  const allowlist = compileAllowlist(await loadAllowlist(q));
+  const refused = await checkTarget(new URL(baseUrl), allowlist);
+  if (!refused.ok) return { ok: false, error: `the base URL is refused by the outbound address guard: ${refused.detail}` };
   if (!token) return { ok: false, error: 'no token stored: the runners use their own GITLAB_TOKEN, which the server cannot check' };
   const api = `${baseUrl.replace(/\/+$/, '')}/api/v4`;
   try {
-    const project = await get(`${api}/projects/${encodeURIComponent(projectPath)}`, token);
+    const project = await get(`${api}/projects/${encodeURIComponent(projectPath)}`, token, allowlist);
     if (project.status !== 200) return { ok: false, error: `GitLab answered HTTP ${project.status} for ${projectPath}${say(project.body) ? `: ${say(project.body)}` : ''}` };
-    const self = await get(`${api}/personal_access_tokens/self`, token);
+    const self = await get(`${api}/personal_access_tokens/self`, token, allowlist);
     const scopes = (self.body as { scopes?: unknown } | null)?.scopes;
     if (self.status === 200 && Array.isArray(scopes)) {
       const missing = NEEDED_SCOPES.filter((s) => !scopes.includes(s));
@@ -54,7 +53,6 @@ export async function checkGitlab(q: Queryable, baseUrl: string, projectPath: st
     }
     return { ok: true };
   } catch (e) {
-    const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
-    return { ok: false, error: `GitLab at ${baseUrl} did not answer (${cause})` };
+    return { ok: false, error: `GitLab at ${baseUrl} did not answer (${(e as Error).message.slice(0, 300)})` };
   }
 }
