@@ -42,8 +42,20 @@ export type RunnerEvent = z.infer<typeof runnerEvent>;
 export const REPO = /^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/;
 /** `pool: true` marks a project this runner serves only as a pool member (skill runs of a `pool` target; no
  *  orchestrator, slots, terminal or code-host polling there): sent only to runners that announce POOL_CAPABILITY. */
-export const watchedProject = z.strictObject({ id: z.string(), root: z.string(), repo: z.string().regex(REPO).optional(), pool: z.literal(true).optional() });
+/** A GitLab project's full path (nested groups: `group/sub/app`). */
+export const GITLAB_PATH = /^[A-Za-z0-9_.-]{1,255}(\/[A-Za-z0-9_.-]{1,255}){1,20}$/;
+/** A project whose code host is GitLab (issue 42; docs/gitlab.md): its instance and project path, sent
+ *  instead of `repo` and only to runners that announce CODEHOST_GITLAB_CAPABILITY. */
+export const gitlabHost = z.strictObject({
+  kind: z.literal('gitlab'),
+  baseUrl: z.string().max(2048).regex(/^https?:\/\/[^\s/?#@]+(\/[^\s?#]*)?$/),
+  path: z.string().max(1024).regex(GITLAB_PATH),
+});
+export type GitlabHost = z.infer<typeof gitlabHost>;
+export const watchedProject = z.strictObject({ id: z.string(), root: z.string(), repo: z.string().regex(REPO).optional(), host: gitlabHost.optional(), pool: z.literal(true).optional() });
 export const CODEHOST_CAPABILITY = 'codehost';
+/** The runner reads `host` (GitLab) in its watch list and takes GitLab tokens (a project path as `repo`). */
+export const CODEHOST_GITLAB_CAPABILITY = 'codehost.gitlab';
 /**
  * GitHub App mode (docs/github-app.md, "App mode on the runners"): the runner takes the server's
  * short-lived installation tokens from the `codehost` field of `command` and `projects` frames, keeps
@@ -52,7 +64,7 @@ export const CODEHOST_CAPABILITY = 'codehost';
  */
 export const CODEHOST_TOKENS_CAPABILITY = 'codehost.tokens';
 /** One repository's installation token as the server hands it to a runner: never in args, rows or logs. */
-export const codehostToken = z.strictObject({ repo: z.string().regex(REPO), token: z.string().regex(/^[\x21-\x7e]{8,1024}$/), expiresAt: z.iso.datetime({ offset: true }) });
+export const codehostToken = z.strictObject({ kind: z.literal('gitlab').optional(), repo: z.string().max(1024).regex(GITLAB_PATH), token: z.string().regex(/^[\x21-\x7e]{8,1024}$/), expiresAt: z.iso.datetime({ offset: true }) });
 export type CodehostToken = z.infer<typeof codehostToken>;
 export const MAX_CODEHOST_TOKENS = 200;
 const codehostTokens = z.array(codehostToken).max(MAX_CODEHOST_TOKENS).optional();

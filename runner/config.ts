@@ -10,6 +10,7 @@ import { COMMAND_NAMES } from '../protocol/command-names.ts';
 import { skillSource } from '../protocol/skill-source.ts';
 import { RUNTIMES } from '../protocol/usage.ts';
 import type { Runtime } from '../protocol/usage.ts';
+import { gitlabHost } from '../protocol/frames.ts';
 
 /** Agent runtimes a profile may launch (DESIGN §5; runner/runtimes/index.ts). */
 export const RUNTIME_NAMES = RUNTIMES;
@@ -31,6 +32,8 @@ export const projectEntry = z.strictObject({
   root: z.string().min(1).max(4096),
   /** owner/name on the code host (sent by servers that know this runner reads it). */
   repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }).optional(),
+  /** A GitLab project (protocol/frames.ts gitlabHost): polled through the GitLab adapter instead of `repo`. */
+  host: gitlabHost.optional(),
   /** A project this runner serves only as a pool member (protocol/frames.ts watchedProject): skill runs there, nothing else. */
   pool: z.literal(true).optional(),
 });

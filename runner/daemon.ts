@@ -109,9 +109,9 @@ class Daemon {
     this.codehost = new CodeHost({ config, env, projects: () => primaryProjects(this.projects), append: (events) => (this.spool.append(events), this.pump()) });
     this.fleet = new Fleet(this.spool, config, env, () => primaryProjects(this.projects));
     this.runs = new SkillRuns(this.spool, config, env, () => this.pump(), (run, patch, report) =>
-      openRunPull(this.codehost.client, this.codehost.tokens, config.codehost.apiUrl, {
+      openRunPull(this.codehost.adapter(this.projectOf(run.projectId)), this.projectOf(run.projectId).host ? this.codehost.gitlabTokens : this.codehost.tokens, {
         root: run.root,
-        repo: this.projects.find((p) => p.id === run.projectId)?.repo,
+        repo: this.projectOf(run.projectId).host?.path ?? this.projectOf(run.projectId).repo,
         branch: patch.branch,
         runId: run.runId,
         skill: run.skill,
@@ -270,10 +270,10 @@ class Daemon {
         return this.sender.onAck(frame.ids);
       case 'command':
         // App mode: the repository's installation token rides beside the args (memory only, never logged).
-        if (frame.codehost) this.codehost.tokens.setServer(frame.codehost, false);
+        if (frame.codehost) this.codehost.setServerTokens(frame.codehost, false);
         return void this.onCommand(frame.requestId, frame.name, frame.args);
       case 'projects':
-        if (frame.codehost) this.codehost.tokens.setServer(frame.codehost, true);
+        if (frame.codehost) this.codehost.setServerTokens(frame.codehost, true);
         return this.updateProjects(frame.projects);
       case 'error':
         log.warn(`server error frame: ${frame.code}: ${frame.message}`);
@@ -337,6 +337,11 @@ class Daemon {
     let frame: RunnerFrame = result.ok ? { type: 'result', requestId, ok: true, data: result.data } : { type: 'result', requestId, ok: false, error: result.error };
     if (JSON.stringify(frame).length > MAX_FRAME_BYTES) frame = { type: 'result', requestId, ok: false, error: { code: 'failed', message: `${name}: the answer is larger than ${MAX_FRAME_BYTES} bytes` } };
     return frame;
+  }
+
+  /** A run's project entry (an empty one when it left the watch list: no code host then). */
+  private projectOf(id: string): ProjectEntry {
+    return this.projects.find((p) => p.id === id) ?? { id, root: '' };
   }
 
   private updateProjects(projects: ProjectEntry[]): void {

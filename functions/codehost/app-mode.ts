@@ -12,6 +12,7 @@ import { CODEHOST_TOKENS_CAPABILITY, MAX_CODEHOST_TOKENS, REPO } from '../../pro
 import type { CodehostToken } from '../../protocol/frames.ts';
 import { sql } from '../lib/db/index.ts';
 import { installationToken } from './app-token.ts';
+import { gitlabTokens } from './gitlab-tokens.ts';
 import type { AppDeps, AppError } from './app-token.ts';
 import type { AppRow } from './apps.ts';
 
@@ -76,7 +77,7 @@ export class AppTokenSource {
   async forRunner(runnerId: string): Promise<CodehostToken[] | undefined> {
     if (!(await this.takesTokens(runnerId))) return undefined;
     const rows = await this.deps.db.query<{ repo: string }>(sql`select repo from projects where runner_id = ${runnerId} and root_path is not null and repo <> ''`);
-    return this.tokens(rows.map((r) => r.repo));
+    return [...(await this.tokens(rows.map((r) => r.repo))), ...(await gitlabTokens(this.deps.db, this.deps.key, runnerId))];
   }
 
   /**
@@ -88,6 +89,6 @@ export class AppTokenSource {
     const projectId = (args as { projectId?: unknown } | null)?.projectId;
     if (typeof projectId !== 'string') return name === 'collector.poll' ? this.forRunner(runnerId) : undefined;
     const rows = await this.deps.db.query<{ repo: string }>(sql`select repo from projects where id = ${projectId} and runner_id = ${runnerId}`);
-    return this.tokens(rows.map((r) => r.repo));
+    return [...(await this.tokens(rows.map((r) => r.repo))), ...(await gitlabTokens(this.deps.db, this.deps.key, runnerId, projectId))];
   }
 }

@@ -17,6 +17,22 @@ import { projectRoute } from '../lib/project-routes.ts';
 import { checkRepository } from './app-check.ts';
 import { AppTokenSource } from './app-mode.ts';
 import { appRow } from './apps.ts';
+import { checkGitlab } from './gitlab-check.ts';
+import { codehostRow, storedToken } from './gitlab-config.ts';
+
+/** A GitLab project (docs/gitlab.md): the stored token checked now, or the runner's GITLAB_TOKEN. */
+async function gitlabMode(ctx: AppContext, projectId: string): Promise<Pick<CodehostMode, 'repo' | 'mode' | 'reason' | 'warning'> | null> {
+  const row = await codehostRow(ctx.db, projectId);
+  if (!row) return null;
+  const where = `${row.project_path} on ${row.base_url}`;
+  if (!row.token_ciphertext) return { repo: row.project_path, mode: 'runner', reason: `runner token: GITLAB_TOKEN for ${where} (no token stored on the server; the server cannot check the runner's)`, warning: null };
+  const token = storedToken(row, ctx.keys.encryption);
+  if (!token) return { repo: row.project_path, mode: 'none', reason: `the GitLab token stored for ${where} does not decrypt with the current APP_ENCRYPTION_KEY`, warning: 'set the GitLab code host again with its token' };
+  const c = await checkGitlab(ctx.db, row.base_url, row.project_path, token);
+  return c.ok
+    ? { repo: row.project_path, mode: 'gitlab', reason: `GitLab token stored on the server for ${where}: checked, it can read the project and has the api and write_repository scopes`, warning: null }
+    : { repo: row.project_path, mode: 'gitlab', reason: `GitLab token stored on the server for ${where}`, warning: `the GitLab token does not work: ${c.error}` };
+}
 
 type RunnerView = NonNullable<CodehostMode['runner']>;
 
@@ -43,6 +59,8 @@ export async function codehostModeOf(ctx: AppContext, projectId: string, userId:
   const [p] = await ctx.db.query<{ repo: string; runner_id: string | null }>(sql`select repo, runner_id from projects where id = ${projectId}`);
   if (!p) throw notFound('no such project');
   const base = { projectId, app: null, appError: null, runner: null };
+  const gitlab = await gitlabMode(ctx, projectId);
+  if (gitlab) return { ...base, ...gitlab };
   if (!REPO.test(p.repo)) return { ...base, repo: null, mode: 'none', reason: 'no code-host repository (owner/name) is set for this project', warning: 'set the repository (owner/name) to poll its issues and pull requests' };
   const deps = { db: ctx.db, key: ctx.keys.encryption, clock: ctx.clock, log: ctx.log };
   let mode = await new AppTokenSource(deps).forRepo(p.repo);

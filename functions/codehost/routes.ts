@@ -20,6 +20,8 @@ import { publicBase } from '../lib/urls.ts';
 import { requireEncryptionKey } from '../lib/crypto.ts';
 import { apiUrlFor, appRow, encryptPrivateKey, encryptWebhookSecret, newPublicId, newWebhookSecret, publicIdHash, settingsOf, toApp, toDelivery } from './apps.ts';
 import type { AppRow } from './apps.ts';
+import { routes as gitlabRoutes } from './gitlab-config.ts';
+import { routes as gitlabHookRoutes } from './gitlab-hook.ts';
 import { routes as hookRoutes } from './hook.ts';
 import { readQueue } from './queue.ts';
 import { pullRecord } from './record.ts';
@@ -161,4 +163,6 @@ export const routes: Route[] = [
     },
   }),
   ...hookRoutes,
+  ...gitlabRoutes,
+  ...gitlabHookRoutes,
 ];

@@ -5,8 +5,8 @@
 // acts for — only to runners that announced `codehost.tokens` — and AppTokenRefresher sends it again
 // before those tokens run out, so a runner never holds an expired one. A pool member (issue #37) also gets
 // the projects whose pool it is in, with its own root and `pool: true`, once it announced POOL_CAPABILITY.
-import { POOL_CAPABILITY, REPO } from '../../protocol/frames.ts';
-import type { CodehostToken, ServerFrame } from '../../protocol/frames.ts';
+import { CODEHOST_GITLAB_CAPABILITY, POOL_CAPABILITY, REPO } from '../../protocol/frames.ts';
+import type { CodehostToken, GitlabHost, ServerFrame } from '../../protocol/frames.ts';
 import type { AppTokenSource } from '../codehost/app-mode.ts';
 import { REFRESH_BEFORE_MS } from '../codehost/app-token.ts';
 import { sql } from '../lib/db/index.ts';
@@ -14,12 +14,23 @@ import type { Queryable } from '../lib/db/index.ts';
 import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 
-export type WatchedProject = { id: string; root: string; repo?: string; pool?: true };
+export type WatchedProject = { id: string; root: string; repo?: string; host?: GitlabHost; pool?: true };
 
 export async function watchList(q: Queryable, runnerId: string, withRepo = false): Promise<WatchedProject[]> {
-  const rows = await q.query<{ id: string; root: string; repo: string }>(sql`
-    select id, root_path as root, repo from projects where runner_id = ${runnerId} and root_path is not null order by id`);
-  const own: WatchedProject[] = rows.map((r) => (withRepo && REPO.test(r.repo) ? { id: r.id, root: r.root, repo: r.repo } : { id: r.id, root: r.root }));
+  // A GitLab project (issue 42) is sent with `host` instead of `repo`, only to a runner that announced
+  // CODEHOST_GITLAB_CAPABILITY (an older runner's strict schema would refuse the field).
+  const rows = await q.query<{ id: string; root: string; repo: string; base_url: string | null; project_path: string | null }>(sql`
+    select p.id, p.root_path as root, p.repo, c.base_url, c.project_path
+      from projects p join runners r on r.id = p.runner_id
+      left join project_codehosts c on c.project_id = p.id and coalesce(r.capabilities, '[]'::jsonb) @> ${sql.json([CODEHOST_GITLAB_CAPABILITY])}
+     where p.runner_id = ${runnerId} and p.root_path is not null order by p.id`);
+  const own: WatchedProject[] = rows.map((r) =>
+    withRepo && r.base_url && r.project_path
+      ? { id: r.id, root: r.root, host: { kind: 'gitlab' as const, baseUrl: r.base_url, path: r.project_path } }
+      : withRepo && REPO.test(r.repo)
+        ? { id: r.id, root: r.root, repo: r.repo }
+        : { id: r.id, root: r.root },
+  );
   // Pool memberships (issue #37, runs/pool.ts): the project with this runner's own clone, `pool: true` (skill
   // runs only), and only to a runner that announced POOL_CAPABILITY: an older runner's strict schema refuses
   // the field. A project it is the primary of is listed once, as its own.

@@ -9,8 +9,9 @@ const problem = z.object({ code: z.string(), message: z.string(), status: z.numb
 export const codehostMode = z.object({
   projectId: z.string(),
   repo: z.string().nullable(),
-  /** `app`: the App's tokens; `runner`: the runner's own token; `none`: neither works (or no repository). */
-  mode: z.enum(['app', 'runner', 'none']),
+  /** `app`: the App's tokens; `runner`: the runner's own token; `none`: neither works (or no repository);
+   *  `gitlab`: the GitLab token stored for the project (docs/gitlab.md), `reason` saying its check. */
+  mode: z.enum(['app', 'runner', 'none', 'gitlab']),
   /** One line saying which and why. */
   reason: z.string(),
   /** Set when code-host work cannot run (neither token works, no repository). */

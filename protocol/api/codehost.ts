@@ -58,3 +58,17 @@ export type DeliveryList = z.output<typeof deliveryList>;
 export const hookDuplicate = z.object({ deliveryId: z.string(), status: z.literal('duplicate') });
 /** POST /hooks/github/:appPublicId: verified and recorded; collector.poll goes to `projects` projects. */
 export const hookAccepted = z.object({ deliveryId: z.string(), status: z.literal('accepted'), projects: z.number().int() });
+
+/** A project's code host (issue 42; docs/gitlab.md): GitLab at `baseUrl`, the project's full path, and the
+ *  result of checking the credential that will be used (the stored token, else the runner's GITLAB_TOKEN). */
+export const projectCodehostAnswer = z.object({
+  kind: z.literal('gitlab'),
+  baseUrl: z.string(),
+  projectPath: z.string(),
+  webhookUrl: z.string(),
+  /** In the PUT answer only: the secret token to enter in GitLab's webhook settings. */
+  webhookSecret: z.string().optional(),
+  /** Which credential the runners use: the token stored here, or the runner's own (GITLAB_TOKEN). */
+  credential: z.enum(['stored', 'runner']),
+  check: z.object({ ok: z.boolean(), error: z.string().optional(), at: z.string().nullable() }),
+});

@@ -41,6 +41,8 @@ export interface CodeHostStatus {
 
 export interface ClientOptions {
   apiUrl: string;
+  /** GitHub's REST API (default) or GitLab's REST v4 (`<base>/api/v4`): headers, pagination, errors differ. */
+  kind?: 'github' | 'gitlab';
   /** The token for a repository (owner/name, from the request's /repos/ path; undefined for others), or
    *  null when none is configured anywhere (resolved per request; cache it outside). */
   token: (repo?: string) => Promise<string | null>;
@@ -99,25 +101,24 @@ export class GitHubClient {
     return null;
   }
 
-  async request<S extends z.ZodType>(method: 'GET' | 'POST' | 'PATCH', path: string, o: RequestOptions<S>): Promise<Answer<z.output<S>>> {
+  async request<S extends z.ZodType>(method: 'GET' | 'POST' | 'PATCH' | 'PUT', path: string, o: RequestOptions<S>): Promise<Answer<z.output<S>>> {
     const url = path.startsWith('http') ? path : `${this.base}${path}`;
     // A Link URL elsewhere would carry the token off: only the configured API is ever asked.
     if (!url.startsWith(`${this.base}/`)) throw new CodeHostError('garbage', `${method}: the code host pointed outside ${this.base}`);
     const t = this.now();
     if (t < this.blockedUntil) throw new CodeHostError('rate_limited', `the code host's rate limit is spent; requests wait until ${iso(this.blockedUntil)}`);
     if (!o.urgent && t < this.backoffUntil) throw new CodeHostError('backoff', `the code host failed; the next poll waits until ${iso(this.backoffUntil)}`);
-    const repo = repoOf(url.slice(this.base.length));
+    const repo = this.opts.kind === 'gitlab' ? projectOf(url.slice(this.base.length)) : repoOf(url.slice(this.base.length));
     const token = o.token ?? (await this.opts.token(repo));
     if (!token) {
-      this.publish({ state: 'no_token', until: null, lastError: 'no code-host token (profile GH_TOKEN/GITHUB_TOKEN, the environment, or `gh auth token`)' });
-      throw new CodeHostError('no_token', 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in a profile or the environment, or sign in with `gh auth login`');
+      const gitlab = this.opts.kind === 'gitlab';
+      this.publish({ state: 'no_token', until: null, lastError: gitlab ? 'no GitLab token (the server\'s for the project, profile or environment GITLAB_TOKEN)' : 'no code-host token (profile GH_TOKEN/GITHUB_TOKEN, the environment, or `gh auth token`)' });
+      throw new CodeHostError('no_token', gitlab ? 'no GitLab token: store one for the project on the server, or set GITLAB_TOKEN in a profile or the environment' : 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in a profile or the environment, or sign in with `gh auth login`');
     }
-    const headers: Record<string, string> = {
-      accept: 'application/vnd.github+json',
-      authorization: `Bearer ${token}`,
-      'user-agent': `svc-runner/${VERSION}`,
-      'x-github-api-version': '2022-11-28',
-    };
+    const headers: Record<string, string> =
+      this.opts.kind === 'gitlab'
+        ? { accept: 'application/json', authorization: `Bearer ${token}`, 'user-agent': `svc-runner/${VERSION}` }
+        : { accept: 'application/vnd.github+json', authorization: `Bearer ${token}`, 'user-agent': `svc-runner/${VERSION}`, 'x-github-api-version': '2022-11-28' };
     const cached = method === 'GET' ? this.etags.get(url) : undefined;
     if (cached) headers['if-none-match'] = cached.etag;
     if (o.body !== undefined) headers['content-type'] = 'application/json';
@@ -155,7 +156,7 @@ export class GitHubClient {
     }
     if (res.status >= 400 && !o.accept?.includes(res.status)) {
       this.succeed(); // the host works; the request was refused
-      const message = typeof (json as { message?: unknown })?.message === 'string' ? (json as { message: string }).message.slice(0, 300) : '';
+      const message = errorMessage(json);
       throw new CodeHostError('http', `${method} ${path}: HTTP ${res.status}${message ? `: ${message}` : ''}`, res.status);
     }
     if (res.status >= 400) {
@@ -180,7 +181,7 @@ export class GitHubClient {
       const a: Answer<z.output<S>[]> = await this.request('GET', next, { schema: z.array(item), urgent });
       items.push(...a.data);
       notModified &&= a.notModified;
-      next = nextLink(a.headers.get('link'));
+      next = nextLink(a.headers.get('link')) ?? nextPage(next, a.headers.get('x-next-page'));
       pages++;
     }
     return { items, notModified, complete: next === null };
@@ -193,11 +194,12 @@ export class GitHubClient {
   }
 
   private readLimits(h: Headers): void {
-    const remaining = Number(h.get('x-ratelimit-remaining') ?? NaN);
-    const limit = Number(h.get('x-ratelimit-limit') ?? NaN);
+    // GitHub: x-ratelimit-*; GitLab: ratelimit-* (reset in epoch seconds as well).
+    const remaining = Number(h.get('x-ratelimit-remaining') ?? h.get('ratelimit-remaining') ?? NaN);
+    const limit = Number(h.get('x-ratelimit-limit') ?? h.get('ratelimit-limit') ?? NaN);
     if (Number.isFinite(remaining)) this.status.remaining = remaining;
     if (Number.isFinite(limit)) this.status.limit = limit;
-    const reset = Number(h.get('x-ratelimit-reset') ?? NaN);
+    const reset = Number(h.get('x-ratelimit-reset') ?? h.get('ratelimit-reset') ?? NaN);
     // Spent on a success: the next request would be refused, so none is sent before the reset.
     if (remaining === 0 && Number.isFinite(reset) && reset * 1000 > this.now()) this.blockedUntil = Math.max(this.blockedUntil, reset * 1000);
   }
@@ -231,6 +233,43 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function repoOf(path: string): string | undefined {
   const m = /^\/repos\/([^/?#]+)\/([^/?#]+)/.exec(path);
   return m ? `${decodeURIComponent(m[1])}/${decodeURIComponent(m[2])}` : undefined;
+}
+
+/** The project path of a GitLab `/projects/{url-encoded path}/…` request (its token may be the server's for it). */
+export function projectOf(path: string): string | undefined {
+  const m = /^\/projects\/([^/?#]+)/.exec(path);
+  if (!m) return undefined;
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An error answer's text: GitHub's `message`, GitLab's `message` (a string, a list or a field → list map) or `error`. */
+export function errorMessage(json: unknown): string {
+  const j = json as { message?: unknown; error?: unknown } | null;
+  const m = j?.message ?? j?.error;
+  const text =
+    typeof m === 'string'
+      ? m
+      : Array.isArray(m)
+        ? m.map(String).join('; ')
+        : m && typeof m === 'object'
+          ? Object.entries(m)
+              .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : String(v)}`)
+              .join('; ')
+          : '';
+  return text.slice(0, 300);
+}
+
+/** GitLab's offset pagination: the same request with `page=<x-next-page>` (empty on the last page). */
+export function nextPage(current: string, next: string | null): string | null {
+  if (!next || !/^\d{1,6}$/.test(next.trim())) return null;
+  const [path, query = ''] = current.split('?');
+  const q = new URLSearchParams(query);
+  q.set('page', next.trim());
+  return `${path}?${q.toString()}`;
 }
 
 /** The `rel="next"` URL of a Link header. */

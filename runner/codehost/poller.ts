@@ -23,9 +23,11 @@ import type { Env } from '../paths.ts';
 import type { NewEvent } from '../spool.ts';
 import { diffPulls, missing } from './changes.ts';
 import type { OpenPull, ProjectSeen } from './changes.ts';
+import type { HostAdapter } from './adapter.ts';
 import { CodeHostError, GitHubClient } from './client.ts';
 import type { CodeHostStatus } from './client.ts';
-import { checksOf, openIssues, openPulls, pull } from './github.ts';
+import { githubAdapter } from './github-adapter.ts';
+import { gitlabAdapter } from './gitlab.ts';
 import { writeCodeHostState } from './state.ts';
 import { Tokens } from './token.ts';
 
@@ -60,9 +62,16 @@ export interface CodeHostOptions {
   now?: () => number;
 }
 
+/** A watch-list project with a code host: `repo` is owner/name on GitHub or the GitLab project path. */
+export type HostedProject = ProjectEntry & { repo: string };
+
 export class CodeHost {
   readonly client: GitHubClient;
   readonly tokens: Tokens;
+  /** The GitLab tokens: the server's per project path (memory only), else GITLAB_TOKEN. */
+  readonly gitlabTokens: Tokens;
+  readonly github: HostAdapter;
+  private readonly gitlab = new Map<string, HostAdapter>();
   private readonly pullsFile: string;
   private readonly queueFile: string;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -84,6 +93,36 @@ export class CodeHost {
       onStatus: (s) => this.onStatus(s),
       onUnauthorized: (repo, token) => this.tokens.refused(repo, token),
     });
+    this.github = githubAdapter(this.client, o.config.codehost.apiUrl);
+    this.gitlabTokens = new Tokens(o.env, 'https://gitlab.com', () => o.config.profiles, 'gitlab');
+  }
+
+  /** The server's tokens from a frame, for both kinds of host (each keeps its own). */
+  setServerTokens(tokens: Parameters<Tokens['setServer']>[0], replace: boolean): void {
+    this.tokens.setServer(tokens, replace);
+    this.gitlabTokens.setServer(tokens, replace);
+  }
+
+  /** The adapter a project's code host is reached through: GitLab's for its instance, else GitHub's. */
+  adapter(p: ProjectEntry): HostAdapter {
+    if (!p.host) return this.github;
+    const base = p.host.baseUrl.replace(/\/+$/, '');
+    let a = this.gitlab.get(base);
+    if (!a) {
+      const client = new GitHubClient({
+        kind: 'gitlab',
+        apiUrl: `${base}/api/v4`,
+        token: (path) => this.gitlabTokens.forRepo(path),
+        fetch: this.o.fetch,
+        now: this.o.now,
+        backoffBaseMs: override(this.o.env.SVC_CODEHOST_BACKOFF_MS) ?? 2000,
+        onStatus: (s) => this.onStatus(s, base),
+        onUnauthorized: (path, token) => this.gitlabTokens.refused(path, token),
+      });
+      a = gitlabAdapter(client, base);
+      this.gitlab.set(base, a);
+    }
+    return a;
   }
 
   get queueMs(): number {
@@ -126,24 +165,29 @@ export class CodeHost {
   private every(ms: number, poll: () => Promise<unknown>): void {
     const tick = async () => {
       if (this.stopped) return;
-      if (!this.client.waiting()) await poll().catch(() => {}); // failures are logged per project
+      await poll().catch(() => {}); // failures are logged per project; waiting hosts are skipped
       if (!this.stopped) this.timers.add(setTimeout(tick, ms));
     };
     this.timers.add(setTimeout(tick, Math.min(ms, 1000)));
   }
 
-  private withRepo(projectId?: string): (ProjectEntry & { repo: string })[] {
-    return this.o.projects().filter((p): p is ProjectEntry & { repo: string } => Boolean(p.repo) && (projectId === undefined || p.id === projectId));
+  /** The projects with a code host (GitLab's path as `repo`); a timed poll leaves out those whose host waits (rate limit, backoff). */
+  withRepo(projectId?: string, urgent = true): HostedProject[] {
+    return this.o
+      .projects()
+      .filter((p) => Boolean(p.host ?? p.repo) && (projectId === undefined || p.id === projectId))
+      .map((p) => ({ ...p, repo: p.host?.path ?? p.repo! }))
+      .filter((p) => urgent || !this.adapter(p).client.waiting());
   }
 
   /** Poll the queue of one project or all. A timed poll joins one already running for the same project;
    *  an urgent one (a command) waits for it and then polls, so it sees what changed before it was asked. */
   pollQueue(projectId?: string, urgent = false) {
-    return Promise.all(this.withRepo(projectId).map((p) => this.once(`queue:${p.id}`, () => this.queueOf(p, urgent), urgent)));
+    return Promise.all(this.withRepo(projectId, urgent).map((p) => this.once(`queue:${p.id}`, () => this.queueOf(p, urgent), urgent)));
   }
 
   pollPulls(projectId?: string, urgent = false) {
-    return Promise.all(this.withRepo(projectId).map((p) => this.once(`pulls:${p.id}`, () => this.pullsOf(p, urgent), urgent)));
+    return Promise.all(this.withRepo(projectId, urgent).map((p) => this.once(`pulls:${p.id}`, () => this.pullsOf(p, urgent), urgent)));
   }
 
   private async once<T>(key: string, work: () => Promise<T>, fresh: boolean): Promise<T> {
@@ -158,10 +202,9 @@ export class CodeHost {
     return p;
   }
 
-  private async queueOf(p: ProjectEntry & { repo: string }, urgent: boolean) {
+  private async queueOf(p: HostedProject, urgent: boolean) {
     try {
-      const r = await openIssues(this.client, p.repo, { urgent });
-      const issues = r.items.map((i) => ({ number: i.number, title: i.title, url: i.html_url, labels: i.labels.map((l) => (typeof l === 'string' ? l : l.name)) }));
+      const issues = (await this.adapter(p).openIssues(p.repo, { urgent })).items;
       const all = readJson<Record<string, QueueEntry>>(this.queueFile, {});
       const before = all[p.id]?.repo === p.repo ? all[p.id] : undefined;
       const hash = createHash('sha256').update(JSON.stringify(issues)).digest('hex').slice(0, 16);
@@ -181,19 +224,19 @@ export class CodeHost {
     }
   }
 
-  private async pullsOf(p: ProjectEntry & { repo: string }, urgent: boolean) {
+  private async pullsOf(p: HostedProject, urgent: boolean) {
     try {
-      const list = await openPulls(this.client, p.repo, { urgent });
-      const open: OpenPull[] = [];
-      for (const pr of list.items) open.push({ number: pr.number, title: pr.title, branch: pr.head.ref, url: pr.html_url, sha: pr.head.sha, checks: await checksOf(this.client, p.repo, pr.head.sha, { urgent }) });
+      const host = this.adapter(p);
+      const list = await host.openPulls(p.repo, { urgent });
+      const open: OpenPull[] = list.items;
       const all = readJson<Record<string, ProjectSeen>>(this.pullsFile, {});
       const gone = [];
       // An open list cut short (more than 1,000 open pull requests) cannot tell what closed.
       for (const n of list.complete ? missing(all[p.id], p.repo, open) : []) {
-        const g = await pull(this.client, p.repo, n, { urgent });
+        const g = await host.pull(p.repo, n, { urgent });
         if (g?.state === 'open') continue; // opened in between the two requests: seen next time
         const seen = all[p.id].prs[n];
-        gone.push({ number: n, merged: Boolean(g?.merged || g?.merged_at), title: g?.title ?? seen.title, url: g?.html_url ?? seen.url });
+        gone.push({ number: n, merged: g?.state === 'merged', title: g?.title ?? seen.title, url: g?.url ?? seen.url });
       }
       const { next, events } = diffPulls(p.id, p.repo, all[p.id], open, gone);
       if (events.length) this.o.append(events.map((e) => ({ ...fleetSpoolEvent(e.event), id: e.id })));
@@ -224,12 +267,13 @@ export class CodeHost {
     log.warn(`code host: polling the ${what} of project ${p.id} failed`, { code, error: errorText(e) });
   }
 
-  private onStatus(s: CodeHostStatus): void {
+  private onStatus(s: CodeHostStatus, gitlab?: string): void {
+    const who = gitlab ? `code host (GitLab ${gitlab})` : 'code host';
     if (s.state === 'ok') this.lastLogged.clear();
-    if (s.state === 'rate_limited') log.warn(`code host: rate limit spent; no requests until ${s.until}`);
-    else if (s.state === 'backoff') log.warn(`code host: failing (${s.lastError}); polls wait until ${s.until}`);
-    else if (s.state === 'no_token') log.warn(`code host: ${s.lastError}`);
-    else log.info(`code host: ${s.state}`);
+    if (s.state === 'rate_limited') log.warn(`${who}: rate limit spent; no requests until ${s.until}`);
+    else if (s.state === 'backoff') log.warn(`${who}: failing (${s.lastError}); polls wait until ${s.until}`);
+    else if (s.state === 'no_token') log.warn(`${who}: ${s.lastError}`);
+    else log.info(`${who}: ${s.state}`);
     this.save();
   }
 

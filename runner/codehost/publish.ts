@@ -14,10 +14,11 @@
 // `openError` in the run's record; the branch and the patch stay, and the run still succeeded.
 import { execFile } from 'node:child_process';
 import type { Profile } from '../config.ts';
+import type { HostAdapter } from './adapter.ts';
 import { CodeHostError } from './client.ts';
-import type { GitHubClient } from './client.ts';
-import { createPull, defaultBranch, pullFromBranch } from './github.ts';
 import type { Tokens } from './token.ts';
+
+export { gitHost } from './github-adapter.ts';
 
 export interface PullLink {
   url?: string;
@@ -35,7 +36,7 @@ export interface PublishInput {
   report: string | null;
 }
 
-const SCOPE_HINT = 'give the token write access (fine-grained: Contents and Pull requests read and write; classic: the repo scope)';
+const SCOPE_HINT = 'give the token write access (GitHub fine-grained: Contents and Pull requests read and write; classic: the repo scope; GitLab: scopes api and write_repository, role Developer or more)';
 
 /** The pull request's title and body from the run's report. */
 export function titleAndBody(report: string | null, skill: string, runId: string): { title: string; body: string } {
@@ -48,11 +49,6 @@ export function titleAndBody(report: string | null, skill: string, runId: string
   return { title, body: `${(report ?? '').slice(0, 60_000)}${footer}`.trim() };
 }
 
-/** The host a token may be sent to for git over https: github.com for api.github.com, else the API's host. */
-export function gitHost(apiUrl: string): string {
-  const host = new URL(apiUrl).hostname;
-  return host === 'api.github.com' ? 'github.com' : host;
-}
 
 function run(cwd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -63,7 +59,7 @@ function run(cwd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ cod
   });
 }
 
-async function push(input: PublishInput, token: string, apiUrl: string): Promise<string | null> {
+async function push(input: PublishInput, token: string, git: HostAdapter['git']): Promise<string | null> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...(input.profile?.env ?? {}), GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
   for (const k of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_CONFIG_COUNT']) delete env[k];
   const url = (await run(input.root, ['remote', 'get-url', 'origin'], env)).stdout.trim();
@@ -73,11 +69,11 @@ async function push(input: PublishInput, token: string, apiUrl: string): Promise
     const u = new URL(url);
     host = u.protocol === 'https:' ? u.hostname : null;
   } catch {}
-  if (host && host === gitHost(apiUrl)) {
+  if (host && host === git.host) {
     Object.assign(env, {
       GIT_CONFIG_COUNT: '1',
       GIT_CONFIG_KEY_0: 'http.extraHeader',
-      GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+      GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${git.user}:${token}`).toString('base64')}`,
     });
   }
   const r = await run(input.root, ['push', '--porcelain', 'origin', `refs/heads/${input.branch}:refs/heads/${input.branch}`], env);
@@ -87,18 +83,21 @@ async function push(input: PublishInput, token: string, apiUrl: string): Promise
   return /403|denied|not allowed|permission/i.test(why) ? `git push was refused: ${why}; ${SCOPE_HINT}` : `git push failed: ${why}`;
 }
 
-export async function openRunPull(client: GitHubClient, tokens: Tokens, apiUrl: string, input: PublishInput): Promise<PullLink> {
+export async function openRunPull(host: HostAdapter, tokens: Tokens, input: PublishInput): Promise<PullLink> {
   if (!input.repo) return { openError: 'the project has no code-host repository on this runner (the server sends it with the watch list); the branch stays local' };
   const token = await tokens.forRepo(input.repo, input.profile?.id);
-  if (!token) return { openError: 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in the profile or the environment, or sign in with `gh auth login`; the branch stays local' };
-  const pushed = await push(input, token, apiUrl);
+  if (!token) {
+    const how = host.kind === 'gitlab' ? 'store a GitLab token for the project on the server, or set GITLAB_TOKEN in the profile or the environment' : 'set GH_TOKEN or GITHUB_TOKEN in the profile or the environment, or sign in with `gh auth login`';
+    return { openError: `no code-host token: ${how}; the branch stays local` };
+  }
+  const pushed = await push(input, token, host.git);
   if (pushed) return { openError: pushed };
   try {
-    const existing = await pullFromBranch(client, input.repo, input.branch, token);
-    if (existing) return { url: existing.html_url, number: existing.number };
+    const existing = await host.pullFromBranch(input.repo, input.branch, { token });
+    if (existing) return existing;
     const { title, body } = titleAndBody(input.report, input.skill, input.runId);
-    const pr = await createPull(client, input.repo, { title, body, head: input.branch, base: await defaultBranch(client, input.repo, token) }, token);
-    return { url: pr.html_url, number: pr.number };
+    const pr = await host.createPull(input.repo, { title, body, head: input.branch, base: await host.defaultBranch(input.repo, { token }) }, { token });
+    return { url: pr.url, number: pr.number };
   } catch (e) {
     if (e instanceof CodeHostError && e.status === 403 && e.code === 'http') return { openError: `the code-host token may not open pull requests on ${input.repo} (${e.message}); ${SCOPE_HINT}` };
     return { openError: `the pull request could not be opened: ${e instanceof Error ? e.message : String(e)}` };

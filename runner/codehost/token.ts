@@ -15,9 +15,9 @@ import { redact } from '../log.ts';
 import type { Env } from '../paths.ts';
 import { findExecutable } from '../profiles.ts';
 
-const NAMES = ['GH_TOKEN', 'GITHUB_TOKEN'] as const;
-const fromEnv = (env: Record<string, string | undefined>) => NAMES.map((n) => env[n]?.trim()).find((v) => v) ?? null;
-const nameIn = (env: Record<string, string | undefined>) => NAMES.find((n) => env[n]?.trim()) ?? null;
+// For a GitLab host (gitlab.ts) the same order with GITLAB_TOKEN, the server's token being the
+// project's stored access token; no CLI is asked (glab is not required).
+const NAMES = { github: ['GH_TOKEN', 'GITHUB_TOKEN'], gitlab: ['GITLAB_TOKEN'] } as const;
 
 export type TokenSource = 'profile' | 'environment' | 'gh' | null;
 
@@ -43,6 +43,9 @@ function ghToken(env: Env, apiUrl: string): Promise<string | null> {
 }
 
 export class Tokens {
+  private readonly names: readonly string[];
+  private readonly fromEnv = (env: Record<string, string | undefined>) => this.names.map((n) => env[n]?.trim()).find((v) => v) ?? null;
+  private readonly nameIn = (env: Record<string, string | undefined>) => this.names.find((n) => env[n]?.trim()) ?? null;
   private gh: { value: string | null; at: number } | null = null;
   /** The server's installation tokens by repository (lower case): memory only. */
   private readonly server = new Map<string, { token: string; expiresAt: number }>();
@@ -55,7 +58,8 @@ export class Tokens {
   /** The server's tokens from a frame: `replace` (a watch list) drops those of repositories it no longer names. */
   setServer(tokens: readonly CodehostToken[], replace: boolean): void {
     if (replace) this.server.clear();
-    for (const t of tokens) {
+    // A token is for one host kind: a GitLab project's token never goes to GitHub, nor the reverse.
+    for (const t of tokens.filter((x) => (x.kind ?? 'github') === this.kind)) {
       redact(t.token);
       this.server.set(t.repo.toLowerCase(), { token: t.token, expiresAt: Date.parse(t.expiresAt) });
     }
@@ -93,14 +97,18 @@ export class Tokens {
     private readonly env: Env,
     private readonly apiUrl: string,
     private readonly profiles: () => readonly Profile[],
-  ) {}
+    private readonly kind: 'github' | 'gitlab' = 'github',
+  ) {
+    this.names = NAMES[kind];
+  }
 
   /** The token for a profile (a skill run's), else the first profile's that has one, else the rest. */
   async get(profileId?: string): Promise<string | null> {
     const profiles = this.profiles();
     const own = profileId ? profiles.find((p) => p.id === profileId) : undefined;
+    const { fromEnv, nameIn } = this;
     const fromProfile = (own && fromEnv(own.env)) ?? profiles.map((p) => fromEnv(p.env)).find((v) => v) ?? null;
-    const found = fromProfile ?? fromEnv(this.env) ?? (await this.fromGh());
+    const found = fromProfile ?? fromEnv(this.env) ?? (this.kind === 'github' ? await this.fromGh() : null);
     this.source = fromProfile ? 'profile' : fromEnv(this.env) ? 'environment' : found ? 'gh' : null;
     const profile = fromProfile ? ((own && fromEnv(own.env) && own) || profiles.find((p) => fromEnv(p.env))) : undefined;
     this.sourceName = profile ? nameIn(profile.env) : this.source === 'environment' ? nameIn(this.env) : null;

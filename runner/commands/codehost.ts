@@ -8,8 +8,9 @@ import type { CommandArgs } from '../../protocol/commands.ts';
 import type { ProjectEntry } from '../config.ts';
 import { CodeHostError } from '../codehost/client.ts';
 import { checksSummary } from '../codehost/changes.ts';
-import { checksOf, createIssue, overall, pull, pullFiles, pullReviews } from '../codehost/github.ts';
+import { overall } from '../codehost/github.ts';
 import { CodeHost } from '../codehost/poller.ts';
+import type { HostedProject } from '../codehost/poller.ts';
 import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 
@@ -18,15 +19,16 @@ function host(ctx: CommandContext): CodeHost {
   return ctx.codehost ?? new CodeHost({ config: ctx.config, env: ctx.env, projects: ctx.projects, append: () => {} });
 }
 
-function project(ctx: CommandContext, projectId: string): ProjectEntry & { repo: string } {
-  const p = ctx.projects().find((x) => x.id === projectId);
+export function project(ctx: CommandContext, projectId: string): HostedProject {
+  const p: ProjectEntry | undefined = ctx.projects().find((x) => x.id === projectId);
   if (!p) throw new CommandError('unknown_project', `project ${projectId} is not on this runner's watch list`);
+  if (p.host) return { ...p, repo: p.host.path };
   if (!p.repo) throw new CommandError('no_repo', `project ${projectId} has no code-host repository on this runner's watch list (the server sends it to runners that announce the codehost capability)`);
-  return p as ProjectEntry & { repo: string };
+  return p as HostedProject;
 }
 
 /** Code-host failures keep their code (rate_limited, no_token, …); an HTTP refusal says its status. */
-async function mapped<T>(work: () => Promise<T>): Promise<T> {
+export async function mapped<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (e) {
@@ -50,33 +52,35 @@ export async function collectorPoll(args: CommandArgs<'collector.poll'>, ctx: Co
 
 export async function issueCreate(args: CommandArgs<'issue.create'>, ctx: CommandContext) {
   const p = project(ctx, args.projectId);
-  return mapped(() => createIssue(host(ctx).client, p.repo, { title: args.title, body: args.body, ...(args.labels?.length ? { labels: args.labels } : {}) }));
+  return mapped(() => host(ctx).adapter(p).createIssue(p.repo, { title: args.title, body: args.body, ...(args.labels?.length ? { labels: args.labels } : {}) }));
 }
 
 export async function prInspect(args: CommandArgs<'pr.inspect'>, ctx: CommandContext) {
   const p = project(ctx, args.projectId);
-  const c = host(ctx).client;
+  const h = host(ctx).adapter(p);
   return mapped(async () => {
-    const pr = await pull(c, p.repo, args.number, { urgent: true });
-    if (!pr) throw new CommandError('not_found', `pull request #${args.number} of ${p.repo} does not exist`);
-    const [files, reviews, checks] = [await pullFiles(c, p.repo, args.number), await pullReviews(c, p.repo, args.number), await checksOf(c, p.repo, pr.head.sha, { urgent: true })];
+    const pr = await h.inspect(p.repo, args.number, { urgent: true });
+    if (!pr) throw new CommandError('not_found', `${h.kind === 'gitlab' ? 'merge request !' : 'pull request #'}${args.number} of ${p.repo} does not exist`);
     return {
       number: pr.number,
       title: pr.title,
-      url: pr.html_url,
-      state: pr.merged || pr.merged_at ? 'merged' : pr.state,
-      draft: pr.draft ?? false,
-      branch: pr.head.ref,
-      base: pr.base.ref,
-      head: pr.head.sha,
-      mergeable: pr.mergeable ?? null,
-      mergeableState: pr.mergeable_state ?? null,
-      files: files.items.map((f) => ({ path: f.filename, status: f.status, additions: f.additions, deletions: f.deletions })),
-      filesComplete: files.complete,
-      additions: files.items.reduce((n, f) => n + f.additions, 0),
-      deletions: files.items.reduce((n, f) => n + f.deletions, 0),
-      checks: { state: overall(checks), summary: checksSummary(checks), items: checks },
-      reviews: reviews.items.map((r) => ({ user: r.user?.login ?? null, state: r.state, submittedAt: r.submitted_at ?? null })),
+      url: pr.url,
+      state: pr.state,
+      draft: pr.draft,
+      branch: pr.branch,
+      base: pr.base,
+      head: pr.sha,
+      mergeable: pr.mergeable,
+      mergeableState: pr.mergeableState,
+      files: pr.files,
+      filesComplete: pr.filesComplete,
+      additions: pr.additions,
+      deletions: pr.deletions,
+      checks: { state: overall(pr.checks), summary: checksSummary(pr.checks), items: pr.checks },
+      reviews: pr.reviews,
     };
   });
 }
+
+/** The daemon's code host (or one for this command), for pr.ts. */
+export { host as codeHostOf };

@@ -1,5 +1,5 @@
 // What every command handler gets (the error value a handler fails with is in runner/errors.ts).
-import { CODEHOST_CAPABILITY, CODEHOST_TOKENS_CAPABILITY, POOL_CAPABILITY, PROFILES_CAPABILITY, REPLAY_CAPABILITY, ROOTS_CAPABILITY } from '../../protocol/frames.ts';
+import { CODEHOST_CAPABILITY, CODEHOST_GITLAB_CAPABILITY, CODEHOST_TOKENS_CAPABILITY, POOL_CAPABILITY, PROFILES_CAPABILITY, REPLAY_CAPABILITY, ROOTS_CAPABILITY } from '../../protocol/frames.ts';
 import type { CodeHost } from '../codehost/poller.ts';
 import type { ProjectEntry, RunnerConfig } from '../config.ts';
 import type { Env } from '../paths.ts';
@@ -30,5 +30,5 @@ export interface CommandContext {
  *  `pool: true` watch-list entries, so the server may send it pool runs. */
 export function capabilities(config: RunnerConfig): string[] {
   const unless = (command: RunnerConfig['disabledCommands'][number], cap: string) => (config.disabledCommands.includes(command) ? [] : [cap]);
-  return [...unless('terminal.attach', 'terminal'), CODEHOST_CAPABILITY, CODEHOST_TOKENS_CAPABILITY, REPLAY_CAPABILITY, PROFILES_CAPABILITY, ...unless('project.inspect', ROOTS_CAPABILITY), ...unless('skill.run', POOL_CAPABILITY)];
+  return [...unless('terminal.attach', 'terminal'), CODEHOST_CAPABILITY, CODEHOST_TOKENS_CAPABILITY, CODEHOST_GITLAB_CAPABILITY, REPLAY_CAPABILITY, PROFILES_CAPABILITY, ...unless('project.inspect', ROOTS_CAPABILITY), ...unless('skill.run', POOL_CAPABILITY)];
 }

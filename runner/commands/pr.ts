@@ -2,10 +2,13 @@
 // docs/orchestrator.md "Pull request decisions"): a person's decision on a pull request is a signal
 // file `.svc/pr/<number>.json` in the project root, written atomically (temp file + rename), which the
 // orchestrator reads before it merges or sends the worker back. voidApproval removes it.
+// On a GitLab project (issue 42) an approval is first given on GitLab (its approval rules apply): when
+// GitLab refuses, the command fails with GitLab's reason and no signal is written.
 import { unlinkSync } from 'node:fs';
 import type { CommandArgs } from '../../protocol/commands.ts';
 import { writeFileAtomic } from '../config.ts';
 import { confined, prSignalPath, projectOf } from '../fleet-paths.ts';
+import { codeHostOf, mapped, project as hosted } from './codehost.ts';
 import type { CommandContext } from './context.ts';
 
 async function decide(projectId: string, pr: number, decision: 'approve' | 'request_changes', comment: string | undefined, ctx: CommandContext) {
@@ -16,7 +19,15 @@ async function decide(projectId: string, pr: number, decision: 'approve' | 'requ
   return { pr, decision, written: true };
 }
 
-export const prApprove = (args: CommandArgs<'pr.approve'>, ctx: CommandContext) => decide(args.projectId, args.number, 'approve', args.comment, ctx);
+export async function prApprove(args: CommandArgs<'pr.approve'>, ctx: CommandContext) {
+  const entry = ctx.projects().find((p) => p.id === args.projectId);
+  if (entry?.host) {
+    const p = hosted(ctx, args.projectId);
+    const approve = codeHostOf(ctx).adapter(p).approve;
+    if (approve) await mapped(() => approve(p.repo, args.number));
+  }
+  return decide(args.projectId, args.number, 'approve', args.comment, ctx);
+}
 
 export const prRequestChanges = (args: CommandArgs<'pr.requestChanges'>, ctx: CommandContext) =>
   decide(args.projectId, args.number, 'request_changes', args.comment, ctx);

@@ -229,6 +229,8 @@ function probes(): Record<string, Probe> {
     'GET /api/projects/{projectId}/codehost-mode': { path: `/api/projects/${projectB}/codehost-mode`, expect: 404 },
     'GET /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, expect: 404 },
     'PUT /api/projects/{projectId}/budget': { path: `/api/projects/${projectB}/budget`, json: { budgetUsd: 0, action: 'stop' }, expect: 404 },
+    'PUT /api/projects/{projectId}/codehost': { path: `/api/projects/${projectB}/codehost`, json: { kind: 'gitlab', baseUrl: 'https://gitlab.com', projectPath: 'g/app' }, expect: 404 },
+    'GET /api/projects/{projectId}/codehost': { path: `/api/projects/${projectB}/codehost`, expect: 404 },
     'GET /api/webhooks/catalogue': { path: '/api/webhooks/catalogue', expect: 403 },
     'GET /api/webhooks/allowlist': { path: '/api/webhooks/allowlist', expect: 403 },
     'PUT /api/webhooks/allowlist': { path: '/api/webhooks/allowlist', json: { text: '0.0.0.0/0' }, expect: 403 },
@@ -272,6 +274,7 @@ function probes(): Record<string, Probe> {
     'GET /api/github-apps/{appId}/deliveries': { path: `/api/github-apps/${githubApp}/deliveries`, expect: 403 },
     'GET /api/github-apps/{appId}/check': { path: `/api/github-apps/${githubApp}/check`, expect: 403 },
     'POST /hooks/github/{appPublicId}': { as: 'anonymous', path: `/hooks/github/${githubAppPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
+    'POST /hooks/gitlab/{appPublicId}': { as: 'anonymous', path: '/hooks/gitlab/AAAAAAAAAAAAAAAAAAAAAAAA', json: {}, expect: 404, check: (a) => assert.is(a.body, null, 'no detail') },
     'POST /hooks/{publicId}': { as: 'anonymous', path: `/hooks/${triggerBPublic}`, json: {}, expect: 401, check: (a) => assert.is(a.body, null, 'no detail') },
   };
 }

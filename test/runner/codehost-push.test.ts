@@ -12,9 +12,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { GitHubClient } from '../../runner/codehost/client.ts';
 import { openRunPull } from '../../runner/codehost/publish.ts';
+import { githubAdapter } from '../../runner/codehost/github-adapter.ts';
 import { Tokens } from '../../runner/codehost/token.ts';
 import type { Profile } from '../../runner/config.ts';
+import { GitHubClient as Client } from '../../runner/codehost/client.ts';
+import { gitlabAdapter } from '../../runner/codehost/gitlab.ts';
 import { githubFake } from '../fakes/github.ts';
+import { gitlabFake } from '../fakes/gitlab.ts';
 import type { GitHubFake } from '../fakes/github.ts';
 
 const REPO = 'acme/app';
@@ -64,7 +68,7 @@ const header = (token: string) => `Authorization: Basic ${Buffer.from(`x-access-
 test("the server's token for the repository pushes through http.extraHeader in the environment, and opens the pull request", async () => {
   const { tokens, client, input } = setup();
   tokens.setServer([{ repo: REPO, token: fake.token, expiresAt: new Date(Date.now() + 3_600_000).toISOString() }], true);
-  const link = await openRunPull(client, tokens, fake.url, input);
+  const link = await openRunPull(githubAdapter(client, fake.url), tokens, input);
   assert.equal(link.openError, undefined, link.openError);
   assert.ok(link.number);
   const argv = readFileSync(join(dir, 'argv'), 'utf8');
@@ -82,7 +86,7 @@ test("the server's token for the repository pushes through http.extraHeader in t
 test("without a usable server token (expired) the runner's own token is used", async () => {
   const { tokens, client, input } = setup();
   tokens.setServer([{ repo: REPO, token: fake.token, expiresAt: new Date(Date.now() + 10_000).toISOString() }], true);
-  const link = await openRunPull(client, tokens, fake.url, input);
+  const link = await openRunPull(githubAdapter(client, fake.url), tokens, input);
   assert.ok(readFileSync(join(dir, 'env'), 'utf8').includes(`GIT_CONFIG_VALUE_0=${header(OWN)}`));
   assert.match(link.openError ?? '', /HTTP 401/, 'the fake refuses the own token');
 });
@@ -90,11 +94,37 @@ test("without a usable server token (expired) the runner's own token is used", a
 test("a refused push's error text holds neither the token nor its header", async () => {
   const { tokens, client, input } = setup({ FAIL_PUSH: '1' });
   tokens.setServer([{ repo: REPO, token: fake.token, expiresAt: new Date(Date.now() + 3_600_000).toISOString() }], true);
-  const link = await openRunPull(client, tokens, fake.url, input);
+  const link = await openRunPull(githubAdapter(client, fake.url), tokens, input);
   assert.match(link.openError ?? '', /^git push was refused: .*403/);
   assert.match(link.openError!, /\[redacted\]/, 'what git said is there, the secret replaced');
   assert.not.ok(link.openError!.includes(fake.token));
   assert.not.ok(link.openError!.includes(Buffer.from(`x-access-token:${fake.token}`).toString('base64')));
+});
+
+test('GitLab: the token for that command pushes as oauth2:TOKEN through http.extraHeader (no glab), and the merge request targets the default branch', async () => {
+  const gl = await gitlabFake({ prefix: '/gitlab' });
+  try {
+    const path = 'acme/platform/app';
+    gl.project(path).defaultBranch = 'trunk';
+    const host = new URL(gl.url).hostname;
+    const profile = { id: 'cc', runtime: 'claude', args: [], env: { PATH: `${join(dir, 'bin')}:/usr/bin:/bin`, REC: dir, REMOTE_URL: `https://${host}/gitlab/${path}.git` } } as unknown as Profile;
+    const tokens = new Tokens({}, gl.url, () => [profile], 'gitlab');
+    tokens.setServer([{ kind: 'gitlab', repo: path, token: gl.token, expiresAt: new Date(Date.now() + 3_600_000).toISOString() }], true);
+    const client = new Client({ kind: 'gitlab', apiUrl: `${gl.url}/api/v4`, token: (p) => tokens.forRepo(p) });
+    const input = { root: dir, repo: path, branch: 'svc/run-r2', runId: 'r2', skill: 'fix', profile, report: '# Fix it\nDone.' };
+    const link = await openRunPull(gitlabAdapter(client, gl.url), tokens, input);
+    assert.equal(link, { url: `${gl.url}/${path}/-/merge_requests/1`, number: 1 });
+    const env = readFileSync(join(dir, 'env'), 'utf8');
+    assert.ok(env.includes(`GIT_CONFIG_VALUE_0=Authorization: Basic ${Buffer.from(`oauth2:${gl.token}`).toString('base64')}`), env);
+    assert.not.ok(readFileSync(join(dir, 'argv'), 'utf8').includes(gl.token));
+    const post = gl.requests.find((r) => r.method === 'POST')!;
+    assert.equal([post.body.source_branch, post.body.target_branch, post.body.title], ['svc/run-r2', 'trunk', 'Fix it']);
+    assert.match(post.body.description, /svc skill run `r2`/);
+    const again = await openRunPull(gitlabAdapter(client, gl.url), tokens, input);
+    assert.equal(again, link, 'the open merge request from that branch is found, not opened twice');
+  } finally {
+    await gl.close();
+  }
 });
 
 test.run();

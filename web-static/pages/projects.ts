@@ -234,14 +234,14 @@ function CodehostModeCard({ project }: { project: Project }) {
       .then(setMode)
       .catch((e) => setMode(`Could not tell: ${e.message}`));
   }, [project.id, project.repo, project.runnerId]);
-  const label = { app: 'App mode', runner: 'runner token', none: 'no token' } as const;
+  const label = { app: 'App mode', runner: 'runner token', none: 'no token', gitlab: 'GitLab token' } as const;
   return html`<section class="card codehost-mode" aria-labelledby="codehost-h">
     <h3 id="codehost-h">Code host</h3>
     ${mode === null
       ? html`<p class="muted">Asking…</p>`
       : typeof mode === 'string'
         ? html`<p class="muted">${mode}</p>`
-        : html`<p data-mode=${mode.mode}><${Badge} text=${label[mode.mode]} tone=${mode.mode === 'none' ? 'failed' : 'ok'} /> <span class="codehost-reason">${mode.reason}</span></p>
+        : html`<p data-mode=${mode.mode}><${Badge} text=${label[mode.mode]} tone=${mode.mode === 'none' || mode.warning ? 'failed' : 'ok'} /> <span class="codehost-reason">${mode.reason}</span></p>
             ${mode.warning && html`<p class="field-error" role="alert">${mode.warning}</p>`}
             ${mode.mode === 'runner' && mode.appError && mode.appError.code !== 'no_app' && html`<p class="muted">GitHub App: ${mode.appError.message}</p>`}`}
   </section>`;

@@ -1,0 +1,71 @@
+// GitHub behind the code-host adapter (adapter.ts): the calls of github.ts, unchanged, in its terms.
+import type { HostAdapter, PullState } from './adapter.ts';
+import type { GitHubClient } from './client.ts';
+import { checksOf, createIssue, createPull, defaultBranch, openIssues, openPulls, pull, pullFiles, pullFromBranch, pullReviews } from './github.ts';
+import type { Pull } from './github.ts';
+
+/** The host a token may be sent to for git over https: github.com for api.github.com, else the API's host. */
+export function gitHost(apiUrl: string): string {
+  const host = new URL(apiUrl).hostname;
+  return host === 'api.github.com' ? 'github.com' : host;
+}
+
+const state = (pr: Pull): PullState => ({
+  number: pr.number,
+  title: pr.title,
+  url: pr.html_url,
+  state: pr.merged || pr.merged_at ? 'merged' : pr.state === 'open' ? 'open' : 'closed',
+  branch: pr.head.ref,
+  base: pr.base.ref,
+  sha: pr.head.sha,
+  draft: pr.draft ?? false,
+  mergeable: pr.mergeable ?? null,
+  mergeableState: pr.mergeable_state ?? null,
+});
+
+export function githubAdapter(client: GitHubClient, apiUrl: string): HostAdapter {
+  return {
+    kind: 'github',
+    client,
+    git: { host: gitHost(apiUrl), user: 'x-access-token' },
+    async openIssues(repo, o = {}) {
+      const r = await openIssues(client, repo, o);
+      return { complete: r.complete, items: r.items.map((i) => ({ number: i.number, title: i.title, url: i.html_url, labels: i.labels.map((l) => (typeof l === 'string' ? l : l.name)) })) };
+    },
+    async openPulls(repo, o = {}) {
+      const list = await openPulls(client, repo, o);
+      const items = [];
+      for (const pr of list.items) items.push({ number: pr.number, title: pr.title, branch: pr.head.ref, url: pr.html_url, sha: pr.head.sha, checks: await checksOf(client, repo, pr.head.sha, o) });
+      return { items, complete: list.complete };
+    },
+    async pull(repo, n, o = {}) {
+      const pr = await pull(client, repo, n, o);
+      return pr && state(pr);
+    },
+    async inspect(repo, n) {
+      const pr = await pull(client, repo, n, { urgent: true });
+      if (!pr) return null;
+      const [files, reviews, checks] = [await pullFiles(client, repo, n), await pullReviews(client, repo, n), await checksOf(client, repo, pr.head.sha, { urgent: true })];
+      return {
+        ...state(pr),
+        state: (pr.merged || pr.merged_at ? 'merged' : pr.state) as PullState['state'],
+        files: files.items.map((f) => ({ path: f.filename, status: f.status, additions: f.additions, deletions: f.deletions })),
+        filesComplete: files.complete,
+        additions: files.items.reduce((s, f) => s + f.additions, 0),
+        deletions: files.items.reduce((s, f) => s + f.deletions, 0),
+        checks,
+        reviews: reviews.items.map((r) => ({ user: r.user?.login ?? null, state: r.state, submittedAt: r.submitted_at ?? null })),
+      };
+    },
+    createIssue: (repo, body) => createIssue(client, repo, body),
+    defaultBranch: (repo, o = {}) => defaultBranch(client, repo, o.token),
+    async pullFromBranch(repo, branch, o = {}) {
+      const pr = await pullFromBranch(client, repo, branch, o.token);
+      return pr && { number: pr.number, url: pr.html_url };
+    },
+    async createPull(repo, body, o = {}) {
+      const pr = await createPull(client, repo, body, o.token);
+      return { number: pr.number, url: pr.html_url };
+    },
+  };
+}
