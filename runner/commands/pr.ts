@@ -4,12 +4,13 @@
 // orchestrator reads before it merges or sends the worker back. voidApproval removes it.
 // On a GitLab project (issue 42) an approval is first given on GitLab (its approval rules apply): when
 // GitLab refuses, the command fails with GitLab's reason and no signal is written.
-import { unlinkSync } from 'node:fs';
+import { readFileSync, unlinkSync } from 'node:fs';
 import type { CommandArgs } from '../../protocol/commands.ts';
 import { writeFileAtomic } from '../config.ts';
 import { confined, prSignalPath, projectOf } from '../fleet-paths.ts';
 import { codeHostOf, mapped, project as hosted } from './codehost.ts';
 import type { CommandContext } from './context.ts';
+import { CommandError } from '../errors.ts';
 
 async function decide(projectId: string, pr: number, decision: 'approve' | 'request_changes', comment: string | undefined, ctx: CommandContext) {
   const project = await projectOf(ctx, projectId);
@@ -42,4 +43,24 @@ export async function prVoidApproval(args: CommandArgs<'pr.voidApproval'>, ctx: 
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     return { pr: args.number, removed: false };
   }
+}
+
+/** The orchestrator's merge step for a GitLab project (docs/gitlab.md): only while `.svc/pr/<N>.json`
+ *  says `approve`, through GitLab's API (`PUT …/merge`), so the project's approval rules apply; when
+ *  GitLab refuses, the error is GitLab's reason and nothing is merged. GitHub projects merge with `gh`. */
+export async function prMerge(args: { projectId: string; number: number }, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const file = await confined(project, prSignalPath(project.root, args.number));
+  let decision: unknown = null;
+  try {
+    decision = (JSON.parse(readFileSync(file, 'utf8')) as { decision?: unknown }).decision;
+  } catch {
+    decision = null;
+  }
+  if (decision !== 'approve') throw new CommandError('not_approved', `merge request !${args.number} is not approved in svc (.svc/pr/${args.number}.json does not say approve)`);
+  const p = hosted(ctx, args.projectId);
+  const merge = p.host ? codeHostOf(ctx).adapter(p).merge : undefined;
+  if (!merge) throw new CommandError('not_supported', `project ${args.projectId} is on GitHub: merge with gh pr merge ${args.number}`);
+  const r = await mapped(() => merge(p.repo, args.number));
+  return { pr: args.number, ...r };
 }
