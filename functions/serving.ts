@@ -134,7 +134,7 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   const triggers = new TriggerCache();
   const unlistenTriggers = await db.listen(TRIGGER_CHANGED_CHANNEL, (id) => triggers.invalidate(id || undefined), () => triggers.invalidate());
   // Who tokens and sessions are, for reads (functions/auth/principal-cache.ts): emptied on any credential
-  // change by any process (sql/0044), and when the listening connection was re-made.
+  // change by any process (sql/0042), and when the listening connection was re-made.
   const principals = new PrincipalCache();
   const unlistenAuth = await db.listen(AUTH_CHANGED_CHANNEL, () => principals.invalidate(), () => principals.invalidate());
   const firer = new TriggerFirer({ db, log: log.child({ area: 'triggers' }), hub, clock, leaseMs: config.TRIGGER_LEASE_SECONDS * 1000, onTriggerChanged: (id) => triggers.invalidate(id) });

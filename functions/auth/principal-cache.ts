@@ -7,7 +7,7 @@
 //   - Negative answers are never kept: a new token works at once.
 //   - Every change that can end or alter a credential (a token revoked, expiring or deleted, a session
 //     ended, a user deactivated, renamed or (no longer) instance admin) empties it: on every process by
-//     the svc_auth_changed notification (sql/0044, fired by the database itself, so also for changes made
+//     the svc_auth_changed notification (sql/0042, fired by the database itself, so also for changes made
 //     by hand or by `svc admin`), and a re-made listening connection (notifications may have been missed)
 //     empties it too. A read that raced with such a change is not kept (the generation mark).
 //   - In this process, the route that made such a change also empties it before it answers

@@ -1,7 +1,7 @@
 // The credentials' cache (functions/auth/principal-cache.ts, docs/security.md "Credentials cache"): reads
 // do not look a token or a session up again for a few seconds, yet a revoked token, an ended session, a
 // deactivated user or a changed instance-admin role takes effect at once on the process that made the
-// change, on the others when they hear svc_auth_changed (sql/0044), and a write always reads the
+// change, on the others when they hear svc_auth_changed (sql/0042), and a write always reads the
 // database — also when the notification never comes.
 import postgres from 'postgres';
 import { test } from 'uvu';

@@ -1,4 +1,4 @@
--- 0044: every change that can end or alter what a credential grants — a token revoked, expired or
+-- 0042: every change that can end or alter what a credential grants — a token revoked, expired or
 -- deleted, a session ended, a user deactivated, renamed or made (or no longer) an instance admin, also by
 -- hand — is announced on channel svc_auth_changed after its commit. Each API process keeps a short cache
 -- of who a token or session is, for safe (read-only) requests only (functions/auth/principal-cache.ts),
