@@ -17,6 +17,6 @@ select x.model, x.input, x.output, x.cached, 0, 0, null,
                ('gemini-2.5-flash-lite', 0.1, 0.01, 0.4, false), ('gemini-3-pro-preview', 2, 0.2, 12, true),
                ('gemini-3.1-pro-preview', 2, 0.2, 12, true), ('gemini-3-flash-preview', 0.5, 0.05, 3, false),
                ('gemini-3.5-flash', 1.5, 0.15, 9, false), ('gemini-3.1-flash-lite', 0.25, 0.025, 1.5, false))
-       as x(model, input, output, cached, long)
+       as x(model, input, cached, output, long)
  where exists (select 1 from model_prices)
    and not exists (select 1 from model_prices p where p.model = x.model);

@@ -16,7 +16,7 @@ import { ROOT, openTestDb } from '../helpers/db.ts';
 const quiet = createLogger('error');
 const seedText = readFileSync(join(ROOT, 'sql', 'seed.sql'), 'utf8');
 
-test('0011 keeps the prices an instance had, as versions from 1970; the seed adds none then', async () => {
+test('0011 keeps the prices an instance had, as versions from 1970; the seed adds none then, 0041 only the Gemini models it had no version of', async () => {
   const { db, cleanup } = await openTestDb();
   try {
     const all = loadMigrations(join(ROOT, 'sql'));
@@ -27,13 +27,18 @@ test('0011 keeps the prices an instance had, as versions from 1970; the seed add
     await migrate(db, all, quiet);
     await seed(db, seedText, quiet);
     const rows = await db.query<Record<string, unknown>>(sql`
-      select model, input_usd_per_mtok::float8 as i, cache_write_5m_usd_per_mtok::float8 as w5, cache_write_1h_usd_per_mtok::float8 as w1,
+      select model, input_usd_per_mtok::float8 as i, output_usd_per_mtok::float8 as o, cache_read_usd_per_mtok::float8 as r,
+             cache_write_5m_usd_per_mtok::float8 as w5, cache_write_1h_usd_per_mtok::float8 as w1,
              effective_from = timestamptz '1970-01-01 00:00:00+00' as from_start
         from model_prices order by model collate "C"`);
+    const gemini = DEFAULT_PRICES.filter((p) => p.model.startsWith('gemini-'))
+      .map((p) => ({ model: p.model, i: p.input, o: p.output, r: p.cacheRead, w5: 0, w1: 0, from_start: true }));
+    assert.ok(gemini.length >= 8, 'the Gemini defaults');
     assert.equal(rows, [
-      { model: 'claude-edited', i: 2.5, w5: 3.125, w1: 5, from_start: true },
-      { model: 'gpt-edited', i: 1, w5: 0, w1: 0, from_start: true },
-    ]);
+      { model: 'claude-edited', i: 2.5, o: 12.5, r: 0.25, w5: 3.125, w1: 5, from_start: true },
+      ...gemini,
+      { model: 'gpt-edited', i: 1, o: 8, r: 0.1, w5: 0, w1: 0, from_start: true },
+    ].sort((a, b) => (a.model < b.model ? -1 : 1)));
   } finally {
     await cleanup();
   }

@@ -42,7 +42,9 @@ test('frames of 12 runners at once, a kill -9 mid-way: what was acked is stored,
   /** Sends runner r's frames from `from`, one at a time, each after the ack of the one before, until the socket goes. */
   const run = async (r: number, from: number) => {
     const c = connect(server.url, paired[r].token);
-    await c.next('welcome');
+    // A runner still connecting when the kill comes never gets its welcome: like an unacked frame, it
+    // sends again after the restart (where a missing welcome leaves its frames unacked: asserted below).
+    if (!(await c.next('welcome').catch(() => null))) return;
     for (let f = from; f < FRAMES; f++) {
       c.send({ type: 'events', events: frameOf(r, f) });
       const ack = await c.next('ack', 60_000).catch(() => null);
