@@ -3,13 +3,13 @@
 // --pr, …) and never writes JSON by hand; `--data` takes a JSON object for anything else. The project
 // is found from --project-root, then $SVC_PROJECT_ROOT, then the working directory; inside a slot's
 // worktree `.wt-<repo>-<slot>` the line goes to the main project's file and the slot is implied.
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { loadConfig, primaryProjects } from './config.ts';
 import { appendEventLine, eventLine, MAX_LINE_BYTES, SLOT, typeProblems } from './events-file.ts';
 import type { EventLine } from './events-file.ts';
 import { EMIT_TEXT_FLAGS, jsonObjectFlag, UsageError } from './cli-options.ts';
-import { configPath } from './paths.ts';
+import { configPath, isDir } from './paths.ts';
 import type { Env } from './paths.ts';
 
 
@@ -18,14 +18,6 @@ export interface Located {
   /** The slot whose worktree the directory is in, when it is one. */
   slot?: string;
 }
-
-const isDir = (p: string) => {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-};
 
 /** The project a directory belongs to: the nearest ancestor that is a `.wt-<repo>-<slot>` worktree
  *  (whose root is the sibling `<repo>`) or a directory with `.git`. */

@@ -1,6 +1,7 @@
 // Where the runner keeps its files (spec: Runner configuration file, Runner state directory).
 // Config: $XDG_CONFIG_HOME/svc/runner.json (default ~/.config). State: $XDG_STATE_HOME/svc/ (default
 // ~/.local/state). XDG variables that are not absolute paths are ignored, as the XDG spec asks.
+import { realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 
@@ -8,6 +9,39 @@ export type Env = Record<string, string | undefined>;
 
 export function homeDir(env: Env = process.env): string {
   return env.HOME && isAbsolute(env.HOME) ? env.HOME : homedir();
+}
+
+/** A comma-separated list of paths (CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_DATA_DIR …): its non-empty entries. */
+export const envList = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+
+/** `~` and `~/…` against the env's home; any other path as it is. */
+export function expandHome(p: string, env: Env): string {
+  if (p === '~') return homeDir(env);
+  return p.startsWith('~/') ? join(homeDir(env), p.slice(2)) : p;
+}
+
+export const isDir = (p: string) => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/** The paths that exist, each real directory once (the first path naming it kept). */
+export function uniqueDirs(paths: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const p of paths) {
+    let real: string;
+    try {
+      real = realpathSync(p);
+    } catch {
+      continue;
+    }
+    if (!seen.has(real)) (seen.add(real), out.push(p));
+  }
+  return out;
 }
 
 function xdg(env: Env, name: string, fallback: string[]): string {

@@ -1,10 +1,10 @@
 // Where transcripts are (docs/cost.md "Where transcripts are"): the Claude config dirs and Codex homes of
 // this machine and its profiles, the transcript files under them in ccusage's order, and which Codex
 // homes ask for the priority service tier.
-import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { Profile } from '../config.ts';
-import { homeDir } from '../paths.ts';
+import { envList, expandHome, homeDir, isDir, uniqueDirs } from '../paths.ts';
 import type { Env } from '../paths.ts';
 import type { Runtime } from '../../protocol/usage.ts';
 import { RUNTIME_LIST } from '../runtimes/index.ts';
@@ -18,35 +18,6 @@ export interface UsageDirs {
   records?: Partial<Record<Runtime, string[]>>;
 }
 
-const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-
-function expand(p: string, env: Env): string {
-  if (p === '~') return homeDir(env);
-  return p.startsWith('~/') ? join(homeDir(env), p.slice(2)) : p;
-}
-
-const isDir = (p: string) => {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-};
-
-function uniqueDirs(paths: string[]): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const p of paths) {
-    let real: string;
-    try {
-      real = realpathSync(p);
-    } catch {
-      continue;
-    }
-    if (!seen.has(real)) (seen.add(real), out.push(p));
-  }
-  return out;
-}
 
 /**
  * Claude: CLAUDE_CONFIG_DIR (a comma-separated list; an entry may name projects/ itself) when set, else
@@ -56,16 +27,16 @@ function uniqueDirs(paths: string[]): string[] {
  */
 export function usageDirs(env: Env, profiles: readonly Profile[] = []): UsageDirs {
   const claudeDir = (raw: string) => {
-    const p = expand(raw, env);
+    const p = expandHome(raw, env);
     return p.replace(/\/+$/, '').endsWith('/projects') && isDir(p) ? p.replace(/\/+$/, '').slice(0, -'/projects'.length) || '/' : p;
   };
-  const claude = env.CLAUDE_CONFIG_DIR !== undefined && list(env.CLAUDE_CONFIG_DIR).length
-    ? list(env.CLAUDE_CONFIG_DIR).map(claudeDir)
+  const claude = env.CLAUDE_CONFIG_DIR !== undefined && envList(env.CLAUDE_CONFIG_DIR).length
+    ? envList(env.CLAUDE_CONFIG_DIR).map(claudeDir)
     : [join(env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(homeDir(env), '.config'), 'claude'), join(homeDir(env), '.claude')];
-  const codex = env.CODEX_HOME !== undefined && list(env.CODEX_HOME).length ? list(env.CODEX_HOME).map((p) => expand(p, env)) : [join(homeDir(env), '.codex')];
+  const codex = env.CODEX_HOME !== undefined && envList(env.CODEX_HOME).length ? envList(env.CODEX_HOME).map((p) => expandHome(p, env)) : [join(homeDir(env), '.codex')];
   for (const prof of profiles) {
-    if (prof.runtime === 'claude' && prof.env.CLAUDE_CONFIG_DIR) claude.push(...list(prof.env.CLAUDE_CONFIG_DIR).map(claudeDir));
-    if (prof.runtime === 'codex' && prof.env.CODEX_HOME) codex.push(...list(prof.env.CODEX_HOME).map((p) => expand(p, env)));
+    if (prof.runtime === 'claude' && prof.env.CLAUDE_CONFIG_DIR) claude.push(...envList(prof.env.CLAUDE_CONFIG_DIR).map(claudeDir));
+    if (prof.runtime === 'codex' && prof.env.CODEX_HOME) codex.push(...envList(prof.env.CODEX_HOME).map((p) => expandHome(p, env)));
   }
   const records: Partial<Record<Runtime, string[]>> = {};
   for (const def of RUNTIME_LIST) {

@@ -25,40 +25,25 @@
 // cwd: `<root>/<slug>/.project_root` (v0.29+), else `projects.json` beside the root (`{projects:{path:slug}}`),
 // else, for a SHA-256 project dir or projectHash, the projects.json path whose hash it is.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import type { LlmRequest } from '../../../protocol/usage.ts';
-import { homeDir } from '../../paths.ts';
+import { envList, expandHome, homeDir, isDir, uniqueDirs } from '../../paths.ts';
 import type { Env } from '../../paths.ts';
+import { obj } from '../stream-util.ts';
 import type { RecordRead } from '../types.ts';
 
-const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-const expand = (p: string, env: Env) => (p === '~' ? homeDir(env) : p.startsWith('~/') ? join(homeDir(env), p.slice(2)) : p);
-const isDir = (p: string) => {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-};
 
 function rootsOf(env: Env, fallback: Env): string[] {
-  if (list(env.GEMINI_DATA_DIR).length) return list(env.GEMINI_DATA_DIR).map((p) => expand(p, fallback));
-  const home = env.GEMINI_CLI_HOME ? expand(env.GEMINI_CLI_HOME, fallback) : homeDir(fallback);
+  if (envList(env.GEMINI_DATA_DIR).length) return envList(env.GEMINI_DATA_DIR).map((p) => expandHome(p, fallback));
+  const home = env.GEMINI_CLI_HOME ? expandHome(env.GEMINI_CLI_HOME, fallback) : homeDir(fallback);
   return [join(home, '.gemini', 'tmp')];
 }
 
 /** The roots of this machine's env and of each gemini profile's env (only existing dirs, once each). */
 export function geminiRoots(env: Env, profileEnvs: readonly Env[]): string[] {
   const all = [...rootsOf(env, env), ...profileEnvs.flatMap((p) => (p.GEMINI_DATA_DIR || p.GEMINI_CLI_HOME ? rootsOf(p, env) : []))];
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const p of all) {
-    if (!isDir(p)) continue;
-    const real = realpathSync(p);
-    if (!seen.has(real)) (seen.add(real), out.push(p));
-  }
-  return out;
+  return uniqueDirs(all.filter(isDir));
 }
 
 function walk(dir: string, out: { path: string; size: number; mtimeMs: number }[]): void {
@@ -81,7 +66,6 @@ function walk(dir: string, out: { path: string; size: number; mtimeMs: number }[
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : null);
 const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
 
