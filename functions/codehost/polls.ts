@@ -34,6 +34,7 @@ export async function pollProjects(ctx: Pick<AppContext, 'hub' | 'db' | 'log'>, 
   const outcome = polls.every((p) => p.status === 'done') ? 'polled' : 'poll_failed';
   try {
     await ctx.db.query(sql`update codehost_deliveries set polls = ${sql.json(polls)}, outcome = ${outcome}, updated_at = now() where id = ${deliveryRowId}`);
+    ctx.log.debug('code-host delivery: collector.poll answered', { deliveryRowId, outcome });
   } catch (err) {
     ctx.log.error('could not record the collector.poll outcome of a code-host delivery', { deliveryRowId, error: err instanceof Error ? err.message : String(err) });
   }

@@ -41,7 +41,8 @@ test.before(async () => {
   gl.project(PATH);
   gl.addIssue(PATH, { title: 'Queue me', labels: ['svc'] });
   dbEnv = await serverDbEnv();
-  server = await startServer({ admin: true, dbEnv: dbEnv.env, env: { APP_ENCRYPTION_KEY: KEY } });
+  // debug: the server logs when a delivery's collector.poll was answered and recorded (the last test waits for it)
+  server = await startServer({ admin: true, dbEnv: dbEnv.env, env: { APP_ENCRYPTION_KEY: KEY, LOG_LEVEL: 'debug' } });
   assert.is((await server.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1' } })).status, 200);
   sb = sandbox();
   const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'gitlab' } })).json();
@@ -120,6 +121,8 @@ test('the webhook: a wrong X-Gitlab-Token is 401 (recorded), a delivery 202 once
 });
 
 test('the token is in no runner file, no audit record, no log', async () => {
+  // The hook's poll (u-1) is recorded once the runner answered it: wait for that before stopping the runner.
+  await waitUntil(() => /collector\.poll answered.*outcome=polled/.test(server.output()), 20_000, () => `u-1's poll recorded\n${server.output().slice(-2000)}`);
   await daemon.kill(); // its state files are written atomically (temp + rename): read them at rest
   const files: string[] = [];
   const walk = (d: string) => {
