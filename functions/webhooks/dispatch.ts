@@ -13,13 +13,24 @@ export const DISPATCH_BATCH = 500;
 /** Outbox → deliveries, batch after batch until the outbox is empty: how many deliveries were made. */
 export async function dispatch(q: Queryable, now: Date): Promise<number> {
   for (let total = 0; ; ) {
-    const [r] = await q.query<{ events: number; deliveries: number }>(dispatchBatch(now));
+    const r = await dispatchOnce(q, now, false);
     total += r.deliveries;
-    if (r.events < DISPATCH_BATCH) {
+    if (!r.more) {
       if (total) await wake(q); // the other processes share the new deliveries at once
       return total;
     }
   }
+}
+
+/**
+ * One batch of the outbox → deliveries (the worker's pass claims between batches, so the first POSTs
+ * do not wait for a large outbox to be dispatched whole); `more` when the batch was full. With
+ * `wakeOthers`, a batch that made deliveries tells the other processes at once.
+ */
+export async function dispatchOnce(q: Queryable, now: Date, wakeOthers = true): Promise<{ deliveries: number; more: boolean }> {
+  const [r] = await q.query<{ events: number; deliveries: number }>(dispatchBatch(now));
+  if (wakeOthers && r.deliveries) await wake(q);
+  return { deliveries: r.deliveries, more: r.events >= DISPATCH_BATCH };
 }
 
 /**

@@ -29,7 +29,7 @@ import { CHANNEL } from './capture.ts';
 import { claimBatch } from './claim.ts';
 import { OutcomeWriter } from './outcomes.ts';
 import type { CircuitRow, Outcome } from './outcomes.ts';
-import { dispatch } from './dispatch.ts';
+import { dispatch, dispatchOnce } from './dispatch.ts';
 import { publish } from '../live/publish.ts';
 import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
 import type { Circuit, CircuitState } from './circuit.ts';
@@ -98,6 +98,24 @@ export class WebhookWorker {
    * pass claims only while fewer than 2 × concurrency attempts are in flight in all.
    */
   private posting = 0;
+  /**
+   * Claimed ahead (issue #41 part 1): leased, counted and recorded as started, waiting for a slot, at
+   * most `concurrency` of them. A slot that frees starts the next POST from here at once, without a
+   * round trip to the database; the pass refills it meanwhile. The attempt's `started_at` is therefore
+   * its claim, a little before its POST. One that waited too long for its lease to cover a whole attempt
+   * is handed back instead (`release`), as are all of them at stop(); a crash leaves their leases to
+   * expire, and the next claim counts each of those attempts once (`lease_expired`), as for one in flight.
+   */
+  private readonly ready: { d: Claimed; claimedAt: number; claim: number; allowlist: Allowlist }[] = [];
+  /** Hand-backs under way (tick waits for them). */
+  private readonly handingBack = new Set<Promise<void>>();
+  /** Claims started so far: what was claimed ahead remembers which claim took it. */
+  private claims = 0;
+  /**
+   * Webhooks whose circuit this process saw open, with the last claim started before: what those claims
+   * took ahead for them is handed back, not sent. A later claim read the circuit closed again.
+   */
+  private readonly circuitsOpen = new Map<string, number>();
   private outboxDirty = true;
   private sweepDue = true;
   private allowlist: { list: Allowlist; loadedAt: number } | null = null;
@@ -148,6 +166,7 @@ export class WebhookWorker {
   /** Stop claiming; give attempts in flight `graceMs`, then abort them and release their leases. */
   async stop(graceMs: number): Promise<void> {
     await this.loop.stop();
+    await this.release(this.ready.splice(0).map((r) => r.d));
     const pending = () => [...this.inFlight.values()].map((f) => f.done);
     if (this.inFlight.size) await Promise.race([Promise.all(pending()), new Promise((r) => setTimeout(r, graceMs))]);
     for (const f of this.inFlight.values()) f.controller.abort();
@@ -161,34 +180,97 @@ export class WebhookWorker {
     for (;;) {
       const before = this.claimed;
       await this.loop.run();
-      await Promise.all([...this.inFlight.values()].map((f) => f.done));
+      for (;;) {
+        if (!this.inFlight.size && this.ready.length && !this.loop.stopped) await this.startReady();
+        if (!this.inFlight.size && !this.handingBack.size) break;
+        await Promise.all([...[...this.inFlight.values()].map((f) => f.done), ...this.handingBack]);
+      }
       if (this.claimed === before) return;
     }
   }
 
-  /** Dispatch and sweep when due, then claim one batch; more is waiting when it was taken and room is left. */
+  /** Dispatch one batch and sweep when due, then claim one batch; more is waiting when the outbox batch or the claim was full and room is left. */
   private async pass(): Promise<boolean> {
+    let more = false;
     if (this.outboxDirty) {
-      this.outboxDirty = false;
-      await this.dispatch();
+      // One batch per pass: the claim below starts POSTs while a large outbox is still being dispatched.
+      more = (await dispatchOnce(this.db, new Date(this.clock.now()))).more;
+      this.outboxDirty = more;
     }
     if (this.sweepDue) {
       this.sweepDue = false;
       await this.sweep();
     }
     const room = this.room();
-    if (this.loop.stopped || room <= 0) return false;
+    if (this.loop.stopped || room <= 0) return more;
     const batch = await this.claim(room);
-    if (batch.length === 0) return false;
+    if (batch.length === 0) {
+      await this.startReady();
+      return more;
+    }
     const allowlist = await this.currentAllowlist();
-    for (const d of batch) this.launch(d, allowlist);
+    const claimedAt = this.clock.now();
+    const claim = this.claims;
+    for (const d of batch) {
+      const openedAt = this.circuitsOpen.get(d.webhook_id);
+      if (openedAt !== undefined && openedAt < claim) this.circuitsOpen.delete(d.webhook_id);
+      this.ready.push({ d, claimedAt, claim, allowlist });
+    }
     this.claimed += batch.length;
-    return batch.length === room && this.room() > 0;
+    await this.startReady();
+    return more || (batch.length === room && this.room() > 0);
   }
 
-  /** How many deliveries a claim may take now (see `posting`). */
+  /**
+   * How many deliveries a claim may take now: enough to fill the free slots and to keep `concurrency`
+   * claimed ahead (see `posting`, `ready`). Attempts whose outcome is being written are bounded too:
+   * at most 2 × concurrency in flight, plus the ones claimed ahead.
+   */
   private room(): number {
-    return Math.min(this.concurrency - this.posting, 2 * this.concurrency - this.inFlight.size);
+    const ahead = this.concurrency - this.ready.length;
+    return Math.min(this.concurrency - this.posting + ahead, 2 * this.concurrency - this.inFlight.size + ahead);
+  }
+
+  /** startReady() from a callback: a failed hand-back is logged (the leases then expire). */
+  private startReadyNow(): void {
+    this.startReady().catch((err) =>
+      this.log.error('webhook deliveries claimed ahead could not be handed back; their leases will expire', { error: err instanceof Error ? err.message : String(err) }),
+    );
+  }
+
+  /** Start the deliveries claimed ahead while slots are free; hand back those whose lease got too short. */
+  private async startReady(): Promise<void> {
+    const stale: Claimed[] = [];
+    // The lease must still cover a whole attempt and the writing of its outcome.
+    const oldest = this.clock.now() - (this.leaseMs - this.timeoutMs) / 2;
+    while (this.ready.length && this.posting < this.concurrency && this.inFlight.size < 2 * this.concurrency && !this.loop.stopped) {
+      const r = this.ready.shift()!;
+      const openedAt = this.circuitsOpen.get(r.d.webhook_id);
+      if (r.claimedAt < oldest || (openedAt !== undefined && r.claim <= openedAt)) stale.push(r.d);
+      else this.launch(r.d, r.allowlist);
+    }
+    if (!stale.length) return;
+    const back = this.release(stale).finally(() => this.handingBack.delete(back));
+    this.handingBack.add(back);
+    await back;
+  }
+
+  /**
+   * Hand back deliveries claimed ahead that were never attempted: the attempt the claim counted and
+   * recorded is taken back, and the lease ends, so the next claim (here or elsewhere) takes them at once.
+   */
+  private async release(ds: Claimed[]): Promise<void> {
+    if (!ds.length) return;
+    const ids = ds.map((d) => d.id);
+    await this.db.query(sql`
+      with back as (
+        update outbound_deliveries
+           set attempts = attempts - 1, lease_owner = null, lease_expires_at = null, updated_at = now()
+         where id = any(${ids}::text[]) and lease_owner = ${this.owner} and status = 'pending'
+        returning id, attempts + 1 as attempt
+      )
+      delete from outbound_attempts a using back where a.delivery_id = back.id and a.attempt = back.attempt and a.outcome is null`);
+    this.log.debug('webhook deliveries claimed ahead handed back', { count: ids.length });
   }
 
   /** The allowlist, re-read when an admin changes it (NOTIFY) and at least every 5 seconds. */
@@ -251,6 +333,7 @@ export class WebhookWorker {
   async claim(n: number): Promise<Claimed[]> {
     const now = new Date(this.clock.now());
     const leaseUntil = new Date(now.getTime() + this.leaseMs);
+    this.claims++;
     return this.db.query<Claimed>(claimBatch(now, n, this.owner, leaseUntil));
   }
 
@@ -263,6 +346,7 @@ export class WebhookWorker {
       if (posted) return;
       posted = true;
       this.posting--;
+      this.startReadyNow(); // the next delivery claimed ahead takes the slot; the pass refills what was claimed ahead
       this.loop.kick(); // counts once started
     };
     const done = runContained(work, async () => {
@@ -270,13 +354,16 @@ export class WebhookWorker {
         const started = performance.now();
         const outcome = await this.attempt(d, allowlist, controller.signal);
         countWebhookAttempt(outcome.ok, outcome.error, outcome.status, (performance.now() - started) / 1000);
-        slotFree(); // the next delivery's POST overlaps this outcome's write
+        // After a success the next delivery's POST overlaps this outcome's write. A failure keeps its slot
+        // until written: it may open the webhook's circuit, and what was claimed ahead for it must wait.
+        if (outcome.ok) slotFree();
         await this.record(d, outcome);
       } catch (err) {
         this.log.error('webhook attempt could not be recorded; its lease will expire', { deliveryId: d.id, error: err instanceof Error ? err.message : String(err) });
       } finally {
         this.inFlight.delete(d.id);
         slotFree();
+        this.startReadyNow(); // room under the bound of attempts in flight
         this.loop.kick();
       }
     });
@@ -360,13 +447,13 @@ export class WebhookWorker {
 
   /** The circuit table applied under the webhook's row lock, so concurrent attempts count exactly. */
   private async moveCircuit(d: Claimed, ok: boolean, now: number): Promise<void> {
-    await this.db.transaction(async (tx) => {
+    const state = await this.db.transaction(async (tx) => {
       const [w] = await tx.query<CircuitRow>(sql`
         select circuit_state, consecutive_failures, circuit_opened_at, trial_delivery_id from webhooks where id = ${d.webhook_id} for update`);
-      if (!w) return;
+      if (!w) return null;
       const before = toCircuit(w);
       const after = circuitAfterAttempt(before, d.id, ok, now);
-      if (after === before) return;
+      if (after === before) return null;
       await tx.query(sql`
         update webhooks set circuit_state = ${after.state}, consecutive_failures = ${after.consecutiveFailures},
                circuit_opened_at = ${after.openedAt === null ? null : new Date(after.openedAt)}, trial_delivery_id = ${after.trialDeliveryId}
@@ -376,7 +463,11 @@ export class WebhookWorker {
         const log = after.state === 'open' ? this.log.warn : this.log.info;
         log(`webhook circuit ${after.state}`, { webhookId: d.webhook_id, consecutiveFailures: after.consecutiveFailures });
       }
+      return after.state;
     });
+    // Once committed: every claim started before now may have read the circuit closed.
+    if (state === 'open') this.circuitsOpen.set(d.webhook_id, this.claims);
+    else if (state) this.circuitsOpen.delete(d.webhook_id);
   }
 }
 

@@ -244,4 +244,84 @@ test('server events (schedule.*): emitted with a stable id, delivered once even 
   }
 });
 
+
+/** Polls `check` until it answers true (every 20 ms, at most `ms`). */
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('claimed ahead: stop() hands back what was never sent (attempt taken back, no attempt row, lease gone)', async () => {
+  const held: Array<() => void> = [];
+  rx.handle((_req, res) => held.push(() => res.end('late')));
+  const hook = await addWebhook(db, { url: `${rx.url}/ahead-stop`, events: ['orchestrator.started'] });
+  for (let i = 0; i < 3; i++) await emit(db, 'orchestrator.started', project, `ahead-stop-${i}`);
+  const w = worker(db, { concurrency: 1 });
+  await w.start();
+  // One POST held at the receiver, one more claimed ahead of it, the third not claimed.
+  await until('one POST and one claimed ahead', async () => rx.requests.length === 1 && (await deliveries(db, hook.id)).filter((d) => d.attempts === 1).length === 2);
+  const sent = rx.requests[0].headers['x-svc-delivery'];
+  const stopping = w.stop(50);
+  await stopping;
+  held.forEach((f) => f());
+  assert.is(rx.requests.length, 1, 'nothing claimed ahead was sent while stopping');
+  const rows = await deliveries(db, hook.id);
+  const ahead = rows.filter((d) => d.id !== sent && d.attempts === 0);
+  assert.is(ahead.length, 2, 'the delivery claimed ahead counts no attempt, like the one never claimed');
+  for (const d of ahead) assert.equal(await attempts(db, d.id), [], 'and has no attempt row');
+  const leased = await db.query<{ n: number }>(sql`select count(*)::int as n from outbound_deliveries where webhook_id = ${hook.id} and id <> ${sent} and lease_owner is not null`);
+  assert.is(leased[0].n, 0, 'no lease is left on them');
+  const [first] = await attempts(db, sent as string);
+  assert.equal([first.outcome, first.error], ['failure', 'aborted'], 'the POST in flight was aborted and counted');
+  // The next worker takes all three at once.
+  rx.handle((_req, res) => res.end('ok'));
+  await worker(db).tick();
+  assert.ok((await deliveries(db, hook.id)).every((d) => d.status === 'delivered'));
+});
+
+test('claimed ahead: one that waited past half the lease left after an attempt is handed back and claimed again', async () => {
+  const clock = fakeClock();
+  // lease 5 s, attempt 2 s: a delivery claimed ahead may wait 1.5 s for its slot.
+  const w = worker(db, { clock, concurrency: 1 });
+  const hook = await addWebhook(db, { url: `${rx.url}/ahead-stale`, events: ['person.needed'] });
+  for (let i = 0; i < 2; i++) await emit(db, 'person.needed', project, `ahead-stale-${i}`);
+  let advanced = 0;
+  rx.handle((_req, res) => {
+    if (!advanced) advanced = clock.advance(1600); // the first POST takes 1.6 s of the clock
+    res.end('ok');
+  });
+  await w.tick();
+  const rows = await deliveries(db, hook.id);
+  assert.equal(rows.map((d) => [d.status, d.attempts]), [['delivered', 1], ['delivered', 1]], 'each sent once, one attempt each');
+  const second = rx.requests[1].headers['x-svc-delivery'] as string;
+  const started = await db.query<{ delivery_id: string; started_at: Date }>(sql`select delivery_id, started_at from outbound_attempts where delivery_id = ${second}`);
+  assert.is(started.length, 1);
+  assert.ok(new Date(started[0].started_at).getTime() >= advanced, 'its attempt started at the second claim, not the first');
+});
+test('claimed ahead: a delivery taken ahead while the circuit was closed is handed back, not sent, once it opens', async () => {
+  const clock = fakeClock();
+  const w = worker(db, { clock, concurrency: 1 });
+  const hook = await addWebhook(db, { url: `${rx.url}/ahead-circuit`, events: ['orchestrator.stopped'] });
+  for (let i = 0; i < 11; i++) await emit(db, 'orchestrator.stopped', project, `ahead-circuit-${i}`);
+  const counted = async () => (await deliveries(db, hook.id)).filter((d) => d.attempts > 0).length;
+  const mine = () => rx.requests.filter((r) => r.url === '/ahead-circuit');
+  rx.handle((_req, res, received) => {
+    if (received.url !== '/ahead-circuit') return res.end('ok'); // other tests' webhooks that take these events
+    const fail = () => ((res.statusCode = 503), res.end());
+    // The 10th failure opens the circuit; it is answered only once the 11th was claimed ahead.
+    if (mine().indexOf(received) !== 9) return fail();
+    until('the 11th claimed ahead', async () => (await counted()) === 11).then(fail, fail);
+  });
+  await w.tick();
+  assert.is(mine().length, 10, 'the 11th is not sent after the circuit opened');
+  assert.is((await circuitOf(hook.id)).circuit_state, 'open');
+  const rows = await deliveries(db, hook.id);
+  const waiting = rows.filter((d) => d.attempts === 0);
+  assert.is(waiting.length, 1, 'it counts no attempt');
+  assert.equal(await attempts(db, waiting[0].id), [], 'and has no attempt row');
+});
+
 test.run();
