@@ -49,3 +49,17 @@ export const claimBatch = (now: Date, n: number, owner: string, leaseUntil: Date
   )
   select c.*, w.url, w.secret_ciphertext, w.kind, w.circuit_state = 'half-open' as trial
     from claimed c join webhooks w on w.id = c.webhook_id`;
+
+/**
+ * Hand back deliveries claimed ahead and never attempted (worker.ts): the attempt their claim counted
+ * and recorded is taken back and the lease ends, so the next claim takes them at once. Only rows still
+ * leased to `owner`.
+ */
+export const handBack = (ids: string[], owner: string) => sql`
+  with back as (
+    update outbound_deliveries
+       set attempts = attempts - 1, lease_owner = null, lease_expires_at = null, updated_at = now()
+     where id = any(${ids}::text[]) and lease_owner = ${owner} and status = 'pending'
+    returning id, attempts + 1 as attempt
+  )
+  delete from outbound_attempts a using back where a.delivery_id = back.id and a.attempt = back.attempt and a.outcome is null`;

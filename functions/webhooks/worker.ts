@@ -17,27 +17,27 @@ import type https from 'node:https';
 import { systemClock } from '../lib/clock.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Keys } from '../lib/context.ts';
-import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db } from '../lib/db/index.ts';
 import { LeaseLoop } from '../lib/lease-loop.ts';
 import type { Logger } from '../lib/log.ts';
 import { runContained } from '../lib/safety-net.ts';
-import { CHAT_HEADERS, chatUrl } from './chat.ts';
 import type { ChannelKind } from './chat.ts';
 import { CHANNEL } from './capture.ts';
-import { claimBatch } from './claim.ts';
+import { attempt } from './attempt.ts';
+import type { Attemptable } from './attempt.ts';
+import { claimBatch, handBack } from './claim.ts';
+import { sweep } from './sweep.ts';
 import { OutcomeWriter } from './outcomes.ts';
 import type { CircuitRow, Outcome } from './outcomes.ts';
 import { dispatch, dispatchOnce } from './dispatch.ts';
 import { publish } from '../live/publish.ts';
-import { CIRCUIT_PAUSE_MS, afterAttempt, circuitAfterAttempt } from './circuit.ts';
-import type { Circuit, CircuitState } from './circuit.ts';
-import { checkTarget, compileAllowlist, systemResolver } from './guard.ts';
+import { afterAttempt, circuitAfterAttempt } from './circuit.ts';
+import type { Circuit } from './circuit.ts';
+import { compileAllowlist } from './guard.ts';
 import type { Allowlist, Resolver } from './guard.ts';
-import { ATTEMPT_TIMEOUT_MS, send } from './send.ts';
-import { deliveryHeaders } from './signature.ts';
-import { loadAllowlist, secretAad } from './webhooks.ts';
+import { ATTEMPT_TIMEOUT_MS } from './send.ts';
+import { loadAllowlist } from './webhooks.ts';
 import { countWebhookAttempt } from '../metrics/registry.ts';
 
 export type { Clock } from '../lib/clock.ts';
@@ -262,14 +262,7 @@ export class WebhookWorker {
   private async release(ds: Claimed[]): Promise<void> {
     if (!ds.length) return;
     const ids = ds.map((d) => d.id);
-    await this.db.query(sql`
-      with back as (
-        update outbound_deliveries
-           set attempts = attempts - 1, lease_owner = null, lease_expires_at = null, updated_at = now()
-         where id = any(${ids}::text[]) and lease_owner = ${this.owner} and status = 'pending'
-        returning id, attempts + 1 as attempt
-      )
-      delete from outbound_attempts a using back where a.delivery_id = back.id and a.attempt = back.attempt and a.outcome is null`);
+    await this.db.query(handBack(ids, this.owner));
     this.log.debug('webhook deliveries claimed ahead handed back', { count: ids.length });
   }
 
@@ -286,47 +279,9 @@ export class WebhookWorker {
     return dispatch(this.db, new Date(this.clock.now()));
   }
 
-  /**
-   * Housekeeping of leases and circuits: a delivery whose last allowed attempt died with its process
-   * is failed; an open circuit whose pause passed (or a half-open one whose trial is gone) gets one
-   * trial delivery, due now.
-   */
-  async sweep(): Promise<void> {
-    const now = new Date(this.clock.now());
-    await this.db.query(sql`
-      with gone as (
-        update outbound_deliveries
-           set status = 'failed', last_error = 'lease_expired', lease_owner = null, lease_expires_at = null, next_attempt_at = null, updated_at = now()
-         where status = 'pending' and lease_expires_at <= ${now} and attempts >= attempts_allowed
-        returning id
-      )
-      update outbound_attempts a
-         set outcome = 'failure', error = 'lease_expired', detail = 'the process making the attempt stopped before it finished', finished_at = ${now}
-        from gone where a.delivery_id = gone.id and a.outcome is null`);
-    const opened = await this.db.query<{ id: string; webhook_id: string }>(sql`
-      with candidates as (
-        select w.id,
-               (select d.id from outbound_deliveries d
-                 where d.webhook_id = w.id and d.status = 'pending' and d.attempts < d.attempts_allowed
-                   and (d.lease_expires_at is null or d.lease_expires_at <= ${now})
-                 order by d.next_attempt_at, d.created_at limit 1) as trial
-          from webhooks w
-         where (w.circuit_state = 'open' and w.circuit_opened_at <= ${new Date(now.getTime() - CIRCUIT_PAUSE_MS)})
-            or (w.circuit_state = 'half-open'
-                and not exists (select 1 from outbound_deliveries t where t.id = w.trial_delivery_id and t.status = 'pending'))
-         for update of w skip locked
-      ), opened as (
-        update webhooks w set circuit_state = 'half-open', trial_delivery_id = c.trial, updated_at = now()
-          from candidates c where w.id = c.id and c.trial is not null
-        returning w.id, w.trial_delivery_id
-      )
-      update outbound_deliveries d set next_attempt_at = ${now}
-        from opened where d.id = opened.trial_delivery_id
-      returning d.id, d.webhook_id`);
-    for (const o of opened) {
-      this.log.info('webhook circuit half-open: trying the receiver again', { webhookId: o.webhook_id, deliveryId: o.id });
-      await publish(this.db, { type: 'webhook', id: o.webhook_id, circuit: 'half-open' }, { admins: true });
-    }
+  /** Housekeeping of leases and circuits (sweep.ts). */
+  sweep(): Promise<void> {
+    return sweep(this.db, this.log, new Date(this.clock.now()));
   }
 
   /** Take up to `n` due deliveries with a lease; count each attempt as it starts. */
@@ -370,52 +325,9 @@ export class WebhookWorker {
     this.inFlight.set(d.id, { done, controller });
   }
 
-  /** Guard, sign, send: the outcome of one attempt. Never throws for a receiver's fault. */
-  async attempt(
-    d: Pick<Claimed, 'id' | 'webhook_id' | 'event_type' | 'body' | 'url' | 'secret_ciphertext'> & { kind?: ChannelKind },
-    allowlist: Allowlist,
-    signal?: AbortSignal,
-  ): Promise<Outcome> {
-    const fail = (error: string, detail: string): Outcome => ({ ok: false, error, detail, status: null, body: null, address: null, ms: 0 });
-    let secret: string;
-    try {
-      secret = decryptSecret(this.opts.keys.encryption, d.secret_ciphertext, secretAad(d.webhook_id));
-    } catch (err) {
-      return fail('secret_unavailable', err instanceof DecryptError ? err.message : 'cannot decrypt the webhook secret');
-    }
-    const kind = d.kind ?? 'webhook';
-    // A chat channel's URL carries its credential (chat.ts): it is never logged or recorded.
-    let url: URL;
-    try {
-      url = kind === 'webhook' ? new URL(d.url) : chatUrl(kind, d.url, secret);
-    } catch {
-      return fail('invalid_url', 'the stored address is not a valid URL');
-    }
-    const started = performance.now();
-    const target = await Promise.race([
-      checkTarget(url, allowlist, this.opts.resolve ?? systemResolver),
-      new Promise<null>((r) => setTimeout(r, this.timeoutMs, null).unref()),
-    ]);
-    if (!target) return fail('timeout', `resolving ${url.hostname} took longer than ${this.timeoutMs} ms`);
-    if (!target.ok) return fail(target.error, target.detail);
-    const timestamp = Math.floor(this.clock.now() / 1000);
-    const headers = kind === 'webhook' ? deliveryHeaders({ eventType: d.event_type, deliveryId: d.id, secret, timestamp, body: d.body }) : CHAT_HEADERS;
-    const res = await send({
-      url,
-      address: target.address,
-      family: target.family,
-      headers,
-      body: d.body,
-      timeoutMs: Math.max(1, this.timeoutMs - Math.round(performance.now() - started)),
-      signal,
-      tls: this.opts.tls,
-    });
-    const base = { status: res.status, body: res.body, address: target.address, ms: res.ms };
-    if (res.error) return { ...base, ok: false, error: res.error, detail: res.detail };
-    const status = res.status!;
-    if (status >= 200 && status < 300) return { ...base, ok: true, error: null, detail: null };
-    if (status >= 300 && status < 400) return { ...base, ok: false, error: 'redirect', detail: `answered ${status}; redirects are not followed` };
-    return { ...base, ok: false, error: 'http_status', detail: `answered ${status}` };
+  /** Guard, sign, send: the outcome of one attempt (attempt.ts). Never throws for a receiver's fault. */
+  attempt(d: Attemptable, allowlist: Allowlist, signal?: AbortSignal): Promise<Outcome> {
+    return attempt(d, allowlist, { ...this.opts, clock: this.clock, timeoutMs: this.timeoutMs }, signal);
   }
 
   /** Write the attempt, the delivery's next state and the circuit, in one transaction. */
