@@ -1,8 +1,8 @@
 -- 0043: spend caps on the unit of work (issue #40 part 1; functions/cost/caps.ts, docs/cost.md "Caps").
 -- A project's caps (null = none): per issue (all sessions of the issue, earlier attempts included) and
--- per skill run; a run may carry its own cap (set by the trigger or schedule that started it).
+-- per skill run; a trigger or schedule may give the runs it starts their own cap (stored with the run's
+-- id in unit_caps.own_cap_usd when it is started: the run's row comes later, from the runner's events).
 alter table projects add column cap_issue_usd numeric(14, 6), add column cap_run_usd numeric(14, 6);
-alter table skill_runs add column cap_usd numeric(14, 6);
 alter table triggers add column cap_usd numeric(14, 6);
 alter table project_schedules add column cap_usd numeric(14, 6);
 -- One row per unit that reached 80 % of its cap: the row is the claim (exactly once across replicas)
@@ -14,6 +14,7 @@ create table unit_caps (
   key text not null,                                   -- the issue number or the run id
   runner_id text,
   slot text,                                           -- the slot the issue was in when it was paused
+  own_cap_usd numeric(14, 6),                          -- a run's own cap (its trigger's or schedule's capUSD)
   extra_usd numeric(14, 6) not null default 0,         -- what "Raise the cap" added
   state text not null default 'active' check (state in ('active', 'paused_cap', 'stopped')),
   warned_at timestamptz,

@@ -67,7 +67,7 @@ export async function unitCap(q: Queryable, u: Pick<Unit, 'projectId' | 'unit' |
     u.unit === 'issue'
       ? sql`select p.cap_issue_usd as base, c.extra_usd as extra, c.state, c.slot, coalesce(c.runner_id, p.runner_id) as runner_id
               from projects p left join unit_caps c on c.project_id = p.id and c.unit = 'issue' and c.key = ${u.key} where p.id = ${u.projectId}`
-      : sql`select coalesce(r.cap_usd, p.cap_run_usd) as base, c.extra_usd as extra, c.state, null as slot, r.runner_id
+      : sql`select coalesce(c.own_cap_usd, p.cap_run_usd) as base, c.extra_usd as extra, c.state, null as slot, r.runner_id
               from projects p left join skill_runs r on r.id = ${u.key} and r.project_id = p.id
               left join unit_caps c on c.project_id = p.id and c.unit = 'run' and c.key = ${u.key} where p.id = ${u.projectId}`,
   );
@@ -84,12 +84,10 @@ export async function enforceCaps(deps: CapDeps, runnerId: string, events: Runne
   if (units.length === 0) return;
   const projects = [...new Set(units.map((u) => u.projectId))];
   // The cheap skip: only projects of this runner's that have a cap, or a run of theirs that has one.
+  const ownCap = sql`exists (select 1 from unit_caps c where c.project_id = p.id and c.unit = 'run' and c.state = 'active' and c.own_cap_usd is not null)`;
   const capped = await deps.db.query<{ id: string; issue: boolean; run: boolean }>(sql`
-    select p.id, p.cap_issue_usd is not null as issue,
-           (p.cap_run_usd is not null or exists (select 1 from skill_runs r where r.project_id = p.id and r.cap_usd is not null
-                                                   and r.state in ('queued', 'starting', 'running'))) as run
-      from projects p where p.id = any(${projects}::text[]) and (p.cap_issue_usd is not null or p.cap_run_usd is not null
-        or exists (select 1 from skill_runs r where r.project_id = p.id and r.cap_usd is not null and r.state in ('queued', 'starting', 'running')))`);
+    select p.id, p.cap_issue_usd is not null as issue, (p.cap_run_usd is not null or ${ownCap}) as run
+      from projects p where p.id = any(${projects}::text[]) and (p.cap_issue_usd is not null or p.cap_run_usd is not null or ${ownCap})`);
   if (capped.length === 0) return;
   const byId = new Map(capped.map((c) => [c.id, c]));
   for (const u of units) {
@@ -163,6 +161,13 @@ export async function checkUnit(deps: CapDeps, runnerId: string, u: Unit): Promi
   }
   log.info('cap reached', { capUsd: cap.cap, costUsd: spent });
   return 'paused';
+}
+
+/** A run started by a trigger or schedule with its own cap (capUSD): stored with the run's id. */
+export async function setRunCap(q: Queryable, projectId: string, runId: string, capUsd: number | string | null): Promise<void> {
+  if (capUsd === null) return;
+  await q.query(sql`insert into unit_caps (project_id, unit, key, own_cap_usd) values (${projectId}, 'run', ${runId}, ${capUsd})
+                    on conflict (project_id, unit, key) do update set own_cap_usd = excluded.own_cap_usd, updated_at = now()`);
 }
 
 /** The paused or stopped issues of a project, for the fleet view (figures: spent and cap at the pause). */

@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { memberAdded, memberList, memberRole, projectAnswer, projectFleet, projectList } from '../../protocol/api/projects.ts';
 import type { ProjectAnswer } from '../../protocol/api/projects.ts';
 import { audited } from '../audit/audit.ts';
+import { capUsd } from '../cost/schema.ts';
 import { requireInstanceAdmin } from '../auth/auth.ts';
 import { publish } from '../live/publish.ts';
 import { route } from '../lib/context.ts';
@@ -43,8 +44,6 @@ export const rootPathField = z
   .string()
   .max(4096)
   .refine((p) => p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\0'), { message: 'must be an absolute path without ..' });
-/** A cap in USD: positive, or null for none (docs/cost.md, "Caps"). */
-export const capUsd = z.number().finite().positive().max(1_000_000).nullable();
 /** A project's caps; a field left out keeps its value on PATCH (merged in the handler). */
 const capsField = z.strictObject({ perIssueUSD: capUsd.optional(), perRunUSD: capUsd.optional() });
 type Caps = ProjectAnswer['caps'];
