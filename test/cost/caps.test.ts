@@ -14,7 +14,7 @@ import { callAs, makeUser } from '../helpers/users.ts';
 import { meta, otelReq, send, tok, uid } from '../helpers/usage-events.ts';
 import { connect, pairRunner } from '../helpers/wsclient.ts';
 import type { Client } from '../helpers/wsclient.ts';
-import { KEY, makeProject, waitFor } from '../triggers/_harness.ts';
+import { KEY, createTrigger, makeProject, post, skillTrigger, waitFor } from '../triggers/_harness.ts';
 import { act, signIn, tokenOf } from '../act/_harness.ts';
 
 let server: RunningServer;
@@ -122,6 +122,8 @@ test('an issue passes its cap: warning once at 80 %, slot.stop with a hold withi
   assert.is(stop2.name, 'slot.stop');
   ws.send({ type: 'result', requestId: stop2.requestId, ok: true, data: { stopped: true } });
   const second = await waitFor('the second cap.reached', async () => (await notifications('cap.reached')).find((n) => n.data.capUsd === 2));
+  // $1.20 at the pause + $0.30 recorded while paused + two requests after the raise: $2.10 for a cap of $2.00.
+  assert.is(second.data.costUsd, 2.1);
   assert.is((await act(server, 'POST', raise, admin)).status, 409, 'the first pause’s link cannot act on the second');
   const stopped = await act(server, 'POST', tokenOf(second.actions[1].url), admin);
   assert.equal([stopped.status, stopped.body.outcome], [200, `Issue #${issue} stopped`]);
@@ -149,6 +151,31 @@ test('a run passes its cap: skill.cancel, reason cap_reached, a notification', a
   assert.is(run.reason ?? run.run?.reason, 'cap_reached');
   const n = await waitFor('cap.reached for the run', async () => (await notifications('cap.reached')).find((x) => x.data.runId === runId));
   assert.equal([n.data.capUsd, n.data.costUsd, n.data.state], [0.5, 0.6, 'cancelled']);
+});
+
+test('a trigger’s capUSD is the cap of the runs it starts (validated; only for the skill action)', async () => {
+  const bad = await call(`/api/projects/${project}/triggers`, { method: 'POST', json: skillTrigger({ name: 'bad cap', capUSD: 'lots' }) });
+  assert.is(bad.status, 400);
+  assert.match(JSON.stringify(bad.body), /capUSD/);
+  const round = await call(`/api/projects/${project}/triggers`, { method: 'POST', json: { name: 'round', action: 'next_round', capUSD: 1 } });
+  assert.is(round.status, 400);
+  assert.match(JSON.stringify(round.body), /capUSD/);
+  const t = await createTrigger(server, project, skillTrigger({ name: `capped ${uid()}`, capUSD: 0.4 }));
+  assert.is(t.trigger.capUSD, 0.4);
+  const [hook, cmd] = await Promise.all([post(t.url, t.secret, { ref: 'main' }, { delivery: `cap-${uid()}` }), ws.next('command')]);
+  assert.is(hook.status, 202);
+  assert.is(cmd.name, 'skill.run');
+  const runId = `run-${uid()}`;
+  ws.send({ type: 'result', requestId: cmd.requestId, ok: true, data: { runId, state: 'queued' } });
+  await waitFor('the delivery fired', async () => ((await call(`/api/projects/${project}/triggers/${t.id}/deliveries`)).body.deliveries as any[]).find((d) => d.status === 'fired'));
+  const req = () => otelReq(`sess-${runId}`, 'claude-sonnet-4-5', `req_${uid()}`, tok(0, 20_000), { project, run: runId });
+  await send(ws, [req()]);
+  await send(ws, [req()]);
+  const cancel = await ws.next('command');
+  assert.equal([cancel.name, cancel.args], ['skill.cancel', { projectId: project, runId }]);
+  ws.send({ type: 'result', requestId: cancel.requestId, ok: true, data: { runId, state: 'cancelled' } });
+  const n = await waitFor('cap.reached for the trigger’s run', async () => (await notifications('cap.reached')).find((x) => x.data.runId === runId));
+  assert.equal([n.data.capUsd, n.data.costUsd], [0.4, 0.6], 'the trigger’s $0.40, not the project’s $0.50');
 });
 
 test.run();
