@@ -134,7 +134,7 @@ export async function checkUnit(deps: CapDeps, runnerId: string, u: Unit): Promi
       if (out.status !== 'done') log.warn('slot.stop for a reached cap was not done', { slot, status: out.status });
     } else log.warn('the issue reached its cap but no slot is known for it');
     await db.transaction(async (tx) => {
-      const data = { ...base, slot, state: 'paused_cap', raiseByUsd: cap.base };
+      const data = { ...base, slot, state: 'paused_cap', raiseByUsd: cap.base, pause: claimed.pauses };
       await notify(tx, {
         kind: CAP_REACHED,
         projectId: u.projectId,
