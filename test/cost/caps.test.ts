@@ -7,6 +7,7 @@
 // passes its cap is cancelled with reason cap_reached; a viewer or another project's admin can neither
 // PATCH caps nor use the link.
 import { test } from 'uvu';
+import { notificationText } from '../../protocol/notification-text.ts';
 import * as assert from 'uvu/assert';
 import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
@@ -85,6 +86,7 @@ test('an issue passes its cap: warning once at 80 %, slot.stop with a hold withi
   assert.equal([reached.data.issue, reached.data.capUsd, reached.data.costUsd, reached.data.state], [issue, 1, 1.2, 'paused_cap']);
   assert.ok(reached.data.costUsd - reached.data.capUsd <= REQUEST_USD + 1e-9, 'paused within one request of the cap');
   assert.equal(reached.actions.map((a: any) => a.label), ['Raise the cap by $1.00 and continue', 'Stop this issue']);
+  assert.is(notificationText({ kind: 'cap.reached', projectName: 'P', data: reached.data }), `Cost cap [P]: issue #${issue} reached its cap ($1.20 of $1.00); its slot a is paused until an admin raises the cap or stops the issue`);
   assert.is((await notifications('cap.warning')).length, 1, 'the warning once');
 
   // The fleet view: the slot (dispatched before) is paused_cap with spent/cap — waited on, not read once.
