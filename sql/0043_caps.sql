@@ -28,3 +28,5 @@ create table unit_caps (
 -- The cap check sums a unit's requests: by issue and by run within the project.
 create index llm_requests_project_issue on llm_requests (project_id, issue) where issue is not null;
 create index llm_requests_project_run on llm_requests (project_id, run_id) where run_id is not null;
+create index agent_sessions_project_issue on agent_sessions (project_id, issue) where issue is not null;
+create index agent_sessions_project_run on agent_sessions (project_id, run_id) where run_id is not null;

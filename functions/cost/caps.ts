@@ -52,12 +52,14 @@ export function unitsOf(events: RunnerEvent[]): Unit[] {
 /** The recorded cost of one unit: its requests, and the requests of its sessions that did not name it themselves. */
 export async function unitCost(q: Queryable, u: Pick<Unit, 'projectId' | 'unit' | 'key'>): Promise<number> {
   const col = u.unit === 'issue' ? sql`issue` : sql`run_id`;
+  // Two index reads (sql/0043): the requests that name the unit, and those of its sessions that name none.
   const [row] = await q.query<{ cost: string | null }>(sql`
-    select coalesce(sum(r.cost_usd), 0) as cost from llm_requests r
-     where r.project_id = ${u.projectId}
-       and (r.${col} = ${u.key}
-            or (r.${col} is null and exists (select 1 from agent_sessions s where s.runner_id = r.runner_id and s.runtime = r.runtime
-                                              and s.session_id = r.session_id and s.project_id = ${u.projectId} and s.${col} = ${u.key})))`);
+    select coalesce(sum(cost), 0) as cost from (
+      select r.cost_usd as cost from llm_requests r where r.project_id = ${u.projectId} and r.${col} = ${u.key}
+      union all
+      select r.cost_usd from agent_sessions s
+        join llm_requests r on r.runner_id = s.runner_id and r.runtime = s.runtime and r.session_id = s.session_id
+       where s.project_id = ${u.projectId} and s.${col} = ${u.key} and r.project_id = ${u.projectId} and r.${col} is null) x`);
   return Number(row?.cost ?? 0);
 }
 
