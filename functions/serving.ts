@@ -31,6 +31,7 @@ import { LiveHub } from './live/live.ts';
 import { useMetricsSources } from './metrics/collectors.ts';
 import { notify } from './notifications/notify.ts';
 import { recheckRoots } from './projects/root-check.ts';
+import { enforceCaps } from './cost/caps.ts';
 import { Hub } from './runners/hub.ts';
 import { offlineJob } from './runners/presence.ts';
 import { TerminalRelay } from './runners/terminal.ts';
@@ -125,6 +126,9 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
     return recheckRoots(db, hub, log.child({ area: 'projects' }), runnerId);
   };
   hub.onCapacity = () => kickPool();
+  // A unit of work may have reached its cost cap with the usage just stored (functions/cost/caps.ts).
+  const capsLog = log.child({ area: 'caps' });
+  hub.onIngested = (runnerId, events) => enforceCaps({ db, hub, log: capsLog }, runnerId, events);
   await hub.start();
   const webhooks = new WebhookWorker({ db, log: log.child({ area: 'webhooks' }), keys, leaseMs: config.WEBHOOKS_LEASE_SECONDS * 1000 });
 

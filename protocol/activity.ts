@@ -22,6 +22,7 @@ export const ACTIVITY_KINDS = [
   'pane.quota_hit',
   'session.started',
   'budget.threshold',
+  'cap.reached',
   'run.succeeded',
   'run.failed',
   'run.start_failed',

@@ -13,6 +13,7 @@ export const COMMAND_NAMES = [
   'orchestrator.status',
   'slot.stop',
   'slot.message',
+  'slot.resume',
   'issue.create',
   'issues.refresh',
   'collector.poll',

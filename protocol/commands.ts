@@ -53,7 +53,9 @@ export const COMMANDS = {
   'orchestrator.start': spec('operator', 30 * s, z.strictObject({ projectId, profileId: id.optional(), next: z.boolean().default(false) }), true),
   'orchestrator.stop': spec('operator', 10 * s, z.strictObject({ projectId }), true),
   'orchestrator.status': spec('viewer', 5 * s, z.strictObject({ projectId }), true),
-  'slot.stop': spec('operator', 10 * s, z.strictObject({ projectId, slot }), true),
+  // hold: the issue may not be dispatched again until slot.resume (a reached cap, docs/cost.md "Caps").
+  'slot.stop': spec('operator', 10 * s, z.strictObject({ projectId, slot, hold: z.strictObject({ issue: z.number().int().min(1).max(2 ** 31 - 1), reason: z.enum(['cap', 'stopped']) }).optional() }), true),
+  'slot.resume': spec('operator', 30 * s, z.strictObject({ projectId, slot, issue: z.number().int().min(1).max(2 ** 31 - 1) }), true),
   'slot.message': spec('operator', 10 * s, z.strictObject({ projectId, slot, message: text(20_000).min(1) }), true),
   // `labels` is newer than the command: senders omit it when empty, so an older runner still accepts it.
   'issue.create': spec(

@@ -8,6 +8,7 @@ export interface NotificationText {
   data: Record<string, unknown>;
 }
 
+const money = (v: unknown) => (typeof v === 'number' ? v.toFixed(2) : str(v));
 const str = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : '');
 
 /** One line of plain text per notification (no pane text ever reaches a notification's data). */
@@ -33,6 +34,12 @@ export function notificationText(n: NotificationText): string {
       return `Pull request #${str((d.pr as { number?: unknown } | undefined)?.number)} is ready for review${where}${d.title ? `: ${str(d.title)}` : ''}${d.checks ? ` (${str(d.checks)})` : ''}`;
     case 'run.failed':
       return `Run ${str(d.runId)} (${str(d.skill)}) ${str(d.state) === 'timed_out' ? 'timed out' : 'failed'}${where}${d.sourceName ? `, started by trigger ${str(d.sourceName)}` : ''}${d.error ? `: ${str(d.error)}` : ''}`;
+    case 'cap.warning':
+      return `Cost cap${where}: ${d.unit === 'run' ? `run ${str(d.runId)}` : `issue #${str(d.issue)}`} is at ${str(d.percent)} % of its cap ($${money(d.costUsd)} of $${money(d.capUsd)})`;
+    case 'cap.reached':
+      return d.unit === 'run'
+        ? `Cost cap${where}: run ${str(d.runId)} reached its cap ($${money(d.costUsd)} of $${money(d.capUsd)}) and was cancelled`
+        : `Cost cap${where}: issue #${str(d.issue)} reached its cap ($${money(d.costUsd)} of $${money(d.capUsd)}); its slot ${str(d.slot)} is paused until an admin raises the cap or stops the issue`;
     case 'schedule.disabled':
       return `Schedule ${str(d.schedule)} disabled itself${where}${d.reason ? `: ${str(d.reason)}` : ''}`;
     default:

@@ -15,6 +15,8 @@ export const svcDir = (root: string) => join(root, SVC_DIR);
 export const eventsPath = (root: string) => join(root, SVC_DIR, EVENTS_FILE);
 export const prSignalPath = (root: string, pr: number) => join(root, SVC_DIR, 'pr', `${pr}.json`);
 /** `<parent>/.wt-<repo>-<slot>` beside the project root. */
+/** An issue held by the server (a reached cap, docs/cost.md "Caps"): slot-start refuses it until slot.resume. */
+export const heldIssuePath = (root: string, issue: number) => join(root, SVC_DIR, 'held', `${issue}.json`);
 export const worktreePath = (root: string, slot: string) => join(dirname(root), `.wt-${basename(root)}-${slot}`);
 
 export interface ProjectRef {

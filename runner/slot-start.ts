@@ -3,7 +3,7 @@
 // worker. It creates (or reuses) the worktree `.wt-<repo>-<slot>` beside the project root on branch
 // `svc/<slot>/issue-<N>`, starts the worker profile in tmux session svc-<project>-slot-<slot> there, and
 // appends `slot.dispatched` to the project's events.jsonl. Refuses when the slot's session runs.
-import { realpathSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig, primaryProjects } from './config.ts';
 import { CommandError } from './errors.ts';
@@ -11,7 +11,7 @@ import { git } from './commands/git.ts';
 import { UsageError } from './cli-options.ts';
 import { locateProject } from './emit.ts';
 import { appendEventLine, SLOT } from './events-file.ts';
-import { worktreePath } from './fleet-paths.ts';
+import { heldIssuePath, worktreePath } from './fleet-paths.ts';
 import { chooseProfile, ensureExcluded, launchAgent, PROMPTS } from './launch.ts';
 import { configPath } from './paths.ts';
 import type { Env } from './paths.ts';
@@ -48,6 +48,7 @@ export async function slotStartCommand(args: { _: unknown[] } & Record<string, u
         }
       })?.id;
     if (!projectId) throw new CommandError('unknown_project', `${root} is not a project on this runner's watch list`);
+    if (existsSync(heldIssuePath(root, issue))) throw new CommandError('issue_held', `issue #${issue} is held by the server (its cost cap was reached): an admin raises the cap or stops the issue`);
     const chosen = chooseProfile(config, env, flag(args, 'profile'));
     const worktree = worktreePath(root, slot);
     const branch = await prepareWorktree(root, worktree, flag(args, 'branch') ?? `svc/${slot}/issue-${issue}`, flag(args, 'base') ?? 'HEAD');

@@ -116,8 +116,79 @@ const runRetry: ActionKind<RunTarget> = {
   },
 };
 
+// A reached cap (functions/cost/caps.ts; docs/cost.md "Caps"): `pause` is the pause the notification
+// was made for, so a link of an earlier pause cannot act on a later one.
+const capTarget = z.strictObject({ projectId, issue: z.number().int().min(1).max(2 ** 31 - 1), pause: z.number().int().min(1), by: z.number().positive().optional() });
+type CapTarget = z.output<typeof capTarget>;
+
+async function pausedIssue(db: Queryable, t: CapTarget) {
+  const [row] = await db.query<{ state: string; pauses: number; slot: string | null; runner_id: string | null; paused_cost_usd: string | null; paused_cap_usd: string | null; extra_usd: string }>(sql`
+    select state, pauses, slot, runner_id, paused_cost_usd, paused_cap_usd, extra_usd from unit_caps where project_id = ${t.projectId} and unit = 'issue' and key = ${String(t.issue)}`);
+  return row;
+}
+const capFacts = (row: Awaited<ReturnType<typeof pausedIssue>>, t: CapTarget) => ({
+  issue: t.issue, slot: row?.slot ?? null, state: row?.state ?? null, costUsd: row?.paused_cost_usd == null ? null : Number(row.paused_cost_usd), capUsd: row?.paused_cap_usd == null ? null : Number(row.paused_cap_usd),
+});
+/** The issue is still paused by this very pause; else 409 (decided already, or paused again since). */
+function stillPaused(row: Awaited<ReturnType<typeof pausedIssue>>, t: CapTarget) {
+  if (!row || row.state !== 'paused_cap' || row.pauses !== t.pause) throw new HttpError(409, 'not_paused', `issue #${t.issue} is not paused by this cap any more${row ? ` (it is ${row.state === 'paused_cap' ? 'paused again' : row.state})` : ''}`);
+  return row;
+}
+
+const capRaise: ActionKind<CapTarget> = {
+  kind: 'cap.raise',
+  label: ACTION_LABELS['cap.raise'],
+  target: capTarget,
+  role: 'admin',
+  async projectOf(db, t) {
+    const [row] = await db.query<{ id: string }>(sql`select id from projects where id = ${t.projectId}`);
+    return row?.id;
+  },
+  async describe(ctx, _principal, t, pid) {
+    const row = await pausedIssue(ctx.db, t);
+    const by = t.by ?? 0;
+    return { title: `Raise the cap of issue #${t.issue} by $${by.toFixed(2)} and continue`, summary: `Raises this issue's cap by $${by.toFixed(2)} and starts its worker again in the same worktree.`, projectId: pid, facts: { ...capFacts(row, t), raiseByUsd: by }, source: 'stored', note: null };
+  },
+  async perform(ctx, principal, t, pid) {
+    const row = stillPaused(await pausedIssue(ctx.db, t), t);
+    const [p] = await ctx.db.query<{ cap_issue_usd: string | null; runner_id: string | null }>(sql`select cap_issue_usd, runner_id from projects where id = ${pid}`);
+    const by = t.by ?? Number(p?.cap_issue_usd ?? 0);
+    const runner = row.runner_id ?? p?.runner_id ?? null;
+    if (!row.slot || !runner) throw new HttpError(409, 'no_slot', `issue #${t.issue} has no known slot or runner to continue in`);
+    const outcome = await sendCommandAs(ctx, principal, runner, 'slot.resume', { projectId: pid, slot: row.slot, issue: t.issue });
+    if (outcome.status !== 'done') commandRefused('slot.resume', outcome);
+    const [after] = await ctx.db.query<{ extra_usd: string }>(sql`
+      update unit_caps set extra_usd = extra_usd + ${by}, state = 'active', paused_at = null, updated_at = now()
+       where project_id = ${pid} and unit = 'issue' and key = ${String(t.issue)} and state = 'paused_cap' and pauses = ${t.pause} returning extra_usd`);
+    if (!after) throw new HttpError(409, 'not_paused', `issue #${t.issue} changed meanwhile`);
+    const base = Number(p?.cap_issue_usd ?? 0);
+    return { outcome: `Issue #${t.issue} continues with a cap of $${(base + Number(after.extra_usd)).toFixed(2)}`, data: { issue: t.issue, slot: row.slot, raisedByUsd: by, capUsd: base + Number(after.extra_usd) } };
+  },
+};
+
+const capStop: ActionKind<CapTarget> = {
+  kind: 'cap.stop',
+  label: ACTION_LABELS['cap.stop'],
+  target: capTarget,
+  role: 'admin',
+  projectOf: capRaise.projectOf,
+  async describe(ctx, _principal, t, pid) {
+    const row = await pausedIssue(ctx.db, t);
+    return { title: `Stop issue #${t.issue}`, summary: 'Ends the work on this issue: its worker stays stopped and the orchestrator does not dispatch it again (its worktree and branch are kept).', projectId: pid, facts: capFacts(row, t), source: 'stored', note: null };
+  },
+  async perform(ctx, _principal, t, pid) {
+    stillPaused(await pausedIssue(ctx.db, t), t);
+    // The runner's hold (written with the pause's slot.stop) stays: slot-start keeps refusing the issue.
+    const [done] = await ctx.db.query(sql`
+      update unit_caps set state = 'stopped', updated_at = now()
+       where project_id = ${pid} and unit = 'issue' and key = ${String(t.issue)} and state = 'paused_cap' and pauses = ${t.pause} returning 1`);
+    if (!done) throw new HttpError(409, 'not_paused', `issue #${t.issue} changed meanwhile`);
+    return { outcome: `Issue #${t.issue} stopped`, data: { issue: t.issue } };
+  },
+};
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const REGISTRY: Record<string, ActionKind<any>> = { [prApprove.kind]: prApprove, [runRetry.kind]: runRetry };
+const REGISTRY: Record<string, ActionKind<any>> = { [prApprove.kind]: prApprove, [runRetry.kind]: runRetry, [capRaise.kind]: capRaise, [capStop.kind]: capStop };
 
 export function actionKind(kind: string): ActionKind<unknown> {
   const k = Object.hasOwn(REGISTRY, kind) ? REGISTRY[kind] : undefined;

@@ -8,7 +8,7 @@ import type { Route } from '../lib/context.ts';
 import { json } from '../lib/errors.ts';
 import { openLink, useLink } from './act.ts';
 import { projectName } from './queries.ts';
-import { actionToken } from './tokens.ts';
+import { actionLabel, actionToken } from './tokens.ts';
 
 const params = z.strictObject({ token: actionToken });
 const refusals = {
@@ -26,7 +26,7 @@ export const routes: Route[] = [
       const link = await openLink(ctx, principal!, params.token);
       const d = await link.kind.describe(ctx, principal!, link.target, link.projectId);
       return json(
-        { kind: link.kind.kind, label: link.kind.label, target: link.claims.t, projectName: await projectName(ctx.db, link.projectId), ...d, personal: link.claims.u !== null, expiresAt: new Date(link.claims.e * 1000).toISOString() },
+        { kind: link.kind.kind, label: actionLabel({ kind: link.kind.kind, target: link.claims.t }), target: link.claims.t, projectName: await projectName(ctx.db, link.projectId), ...d, personal: link.claims.u !== null, expiresAt: new Date(link.claims.e * 1000).toISOString() },
         { headers: { 'cache-control': 'no-store' } },
       );
     },

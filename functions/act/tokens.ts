@@ -74,7 +74,13 @@ export const actionLinkConfig = () => configured;
 export const actUrl = (base: string, token: string) => `${base.replace(/\/+$/, '')}/#/act/${token}`;
 
 /** The buttons' words per action kind (the registry, actions.ts, uses them too; kept here so notify.ts needs no route code). */
-export const ACTION_LABELS: Record<string, string> = { 'pr.approve': 'Approve', 'run.retry': 'Run again' };
+export const ACTION_LABELS: Record<string, string> = { 'pr.approve': 'Approve', 'run.retry': 'Run again', 'cap.raise': 'Raise the cap and continue', 'cap.stop': 'Stop this issue' };
+
+/** A button's words: the kind's, with the amount of a cap raise (`Raise the cap by $N and continue`). */
+export function actionLabel(a: { kind: string; target: Record<string, unknown> }): string {
+  if (a.kind === 'cap.raise' && typeof a.target.by === 'number') return `Raise the cap by $${a.target.by.toFixed(2)} and continue`;
+  return ACTION_LABELS[a.kind] ?? a.kind;
+}
 
 /** An action a notification asks for, as stored in its data (`actions`): no link, only what and on what. */
 export interface NotificationAction {
@@ -91,7 +97,7 @@ export function notificationLinks(
 ): { kind: string; label: string; url: string; expiresAt: string }[] {
   if (!key) return [];
   const e = linkExpiry(n.createdAt);
-  return n.actions.map((a) => ({ kind: a.kind, label: ACTION_LABELS[a.kind] ?? a.kind, url: actUrl(base, mintToken(key, { k: a.kind, t: a.target, u: user, n: n.id, e })), expiresAt: new Date(e * 1000).toISOString() }));
+  return n.actions.map((a) => ({ kind: a.kind, label: actionLabel(a), url: actUrl(base, mintToken(key, { k: a.kind, t: a.target, u: user, n: n.id, e })), expiresAt: new Date(e * 1000).toISOString() }));
 }
 
 /** The stored actions of a notification's data (anything else there is ignored). */

@@ -96,3 +96,6 @@ export const budgetBody = z.strictObject({
   budgetUsd: z.number().finite().min(0).max(1_000_000_000).nullable().describe('Monthly budget in USD; null for none'),
   action: z.enum(['warn', 'stop']).describe('warn: notify at 80 % and 100 %; stop: also skip triggers and refuse new orchestrator rounds at 100 %'),
 });
+
+/** A spend cap in USD (docs/cost.md, "Caps"): positive, or null for none. */
+export const capUsd = z.number().finite().positive().max(1_000_000).nullable();

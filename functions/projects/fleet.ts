@@ -4,6 +4,7 @@
 // from the server's PR state (codehost_pulls), which App deliveries update too. The live state of the tmux sessions comes from the runner itself
 // (orchestrator.status); this is what the server has recorded, so it is there when the runner is not.
 import type { FleetView, SlotView } from '../../protocol/api/projects.ts';
+import { cappedIssues } from '../cost/caps.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Queryable } from '../lib/db/index.ts';
 
@@ -73,7 +74,20 @@ export async function fleetView(db: Queryable, runnerId: string | null, projectI
     if (s.pr) byPr.set(s.pr.number, s);
   }
   await withPullState(db, projectId, [...slots.values()]);
+  await withCaps(db, projectId, [...slots.values()]);
   return { orchestrator, slots: [...slots.values()].sort((a, b) => a.slot.localeCompare(b.slot, 'en', { numeric: true })) };
+}
+
+/** A slot whose issue is paused at its cost cap, or stopped there (cost/caps.ts), says so with the figures. */
+async function withCaps(db: Queryable, projectId: string, slots: SlotView[]): Promise<void> {
+  const capped = await cappedIssues(db, projectId);
+  if (!capped.length) return;
+  for (const s of slots) {
+    const c = capped.find((x) => x.key === String(s.issue) && (x.slot === null || x.slot === s.slot));
+    s.cap = c
+      ? { state: c.state, costUsd: c.paused_cost_usd === null ? null : Number(c.paused_cost_usd), capUsd: c.paused_cap_usd === null ? null : Number(c.paused_cap_usd), at: c.paused_at ? new Date(c.paused_at).toISOString() : null, pause: c.pauses }
+      : null;
+  }
 }
 
 /**

@@ -15,6 +15,8 @@ export interface ProjectRow {
   root_path: string | null;
   budget_usd: string | null;
   budget_action: 'warn' | 'stop';
+  cap_issue_usd: string | null;
+  cap_run_usd: string | null;
   root_check: RootCheckView['state'] | null;
   root_check_message: string | null;
   root_checked_at: Date | null;
@@ -29,11 +31,12 @@ export const toProject = (r: ProjectRow): ProjectAnswer => ({
   rootPath: r.root_path,
   budgetUsd: r.budget_usd === null ? null : Number(r.budget_usd),
   budgetAction: r.budget_action,
+  caps: { perIssueUSD: r.cap_issue_usd === null ? null : Number(r.cap_issue_usd), perRunUSD: r.cap_run_usd === null ? null : Number(r.cap_run_usd) },
   rootCheck: r.root_check === null ? null : { state: r.root_check, message: r.root_check_message, checkedAt: r.root_checked_at ? new Date(r.root_checked_at).toISOString() : null },
 });
 
 /** The settings a project is created with or saved as. */
-export type ProjectSettings = Pick<ProjectAnswer, 'name' | 'repo' | 'runnerId' | 'rootPath' | 'budgetUsd' | 'budgetAction'>;
+export type ProjectSettings = Pick<ProjectAnswer, 'name' | 'repo' | 'runnerId' | 'rootPath' | 'budgetUsd' | 'budgetAction' | 'caps'>;
 
 export async function projectRow(q: Queryable, id: string): Promise<ProjectRow | null> {
   const [row] = await q.query<ProjectRow>(sql`select * from projects where id = ${id}`);
@@ -72,14 +75,15 @@ export async function nameTaken(q: Queryable, name: string, except: string): Pro
 
 export async function insertProject(q: Queryable, id: string, p: ProjectSettings): Promise<void> {
   await q.query(sql`
-    insert into projects (id, name, repo, runner_id, root_path, budget_usd, budget_action)
-    values (${id}, ${p.name}, ${p.repo}, ${p.runnerId}, ${p.rootPath}, ${p.budgetUsd}, ${p.budgetAction})`);
+    insert into projects (id, name, repo, runner_id, root_path, budget_usd, budget_action, cap_issue_usd, cap_run_usd)
+    values (${id}, ${p.name}, ${p.repo}, ${p.runnerId}, ${p.rootPath}, ${p.budgetUsd}, ${p.budgetAction}, ${p.caps.perIssueUSD}, ${p.caps.perRunUSD})`);
 }
 
 export async function updateProject(q: Queryable, id: string, p: ProjectSettings): Promise<void> {
   await q.query(sql`
     update projects set name = ${p.name}, repo = ${p.repo}, runner_id = ${p.runnerId}, root_path = ${p.rootPath},
-           budget_usd = ${p.budgetUsd}, budget_action = ${p.budgetAction}, updated_at = now()
+           budget_usd = ${p.budgetUsd}, budget_action = ${p.budgetAction},
+           cap_issue_usd = ${p.caps.perIssueUSD}, cap_run_usd = ${p.caps.perRunUSD}, updated_at = now()
      where id = ${id}`);
 }
 

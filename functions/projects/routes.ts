@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { memberAdded, memberList, memberRole, projectAnswer, projectFleet, projectList } from '../../protocol/api/projects.ts';
 import type { ProjectAnswer } from '../../protocol/api/projects.ts';
 import { audited } from '../audit/audit.ts';
+import { capUsd } from '../cost/schema.ts';
 import { requireInstanceAdmin } from '../auth/auth.ts';
 import { publish } from '../live/publish.ts';
 import { route } from '../lib/context.ts';
@@ -43,6 +44,13 @@ export const rootPathField = z
   .string()
   .max(4096)
   .refine((p) => p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\0'), { message: 'must be an absolute path without ..' });
+/** A project's caps; a field left out keeps its value on PATCH (merged in the handler). */
+const capsField = z.strictObject({ perIssueUSD: capUsd.optional(), perRunUSD: capUsd.optional() });
+type Caps = ProjectAnswer['caps'];
+const withCaps = (cur: Caps, given: { perIssueUSD?: number | null; perRunUSD?: number | null } | undefined): Caps => ({
+  perIssueUSD: given?.perIssueUSD === undefined ? cur.perIssueUSD : given.perIssueUSD,
+  perRunUSD: given?.perRunUSD === undefined ? cur.perRunUSD : given.perRunUSD,
+});
 const fields = {
   name: z.string().trim().min(1).max(100),
   repo: z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,100}$/, { message: 'must be owner/name' }),
@@ -50,6 +58,7 @@ const fields = {
   rootPath: rootPathField.nullable(),
   budgetUsd: z.number().finite().min(0).max(1_000_000_000).nullable(),
   budgetAction: z.enum(['warn', 'stop']),
+  caps: capsField,
 };
 export const projectCreate = z.strictObject({
   name: fields.name,
@@ -58,6 +67,7 @@ export const projectCreate = z.strictObject({
   rootPath: fields.rootPath.default(null),
   budgetUsd: fields.budgetUsd.default(null),
   budgetAction: fields.budgetAction.default('warn'),
+  caps: fields.caps.default({ perIssueUSD: null, perRunUSD: null }),
 });
 export const projectPatch = z.strictObject({
   name: fields.name.optional(),
@@ -66,6 +76,7 @@ export const projectPatch = z.strictObject({
   rootPath: fields.rootPath.optional(),
   budgetUsd: fields.budgetUsd.optional(),
   budgetAction: fields.budgetAction.optional(),
+  caps: fields.caps.optional(),
 });
 type Project = ProjectAnswer;
 
@@ -140,7 +151,7 @@ export const routes: Route[] = [
           await nameFree(tx, body.name);
           await checkPlacement(tx, body.runnerId, body.rootPath);
           const id = randomUUID();
-          await insertProject(tx, id, body);
+          await insertProject(tx, id, { ...body, caps: { perIssueUSD: body.caps.perIssueUSD ?? null, perRunUSD: body.caps.perRunUSD ?? null } });
           await recordRootCheck(tx, id, check);
           await publish(tx, { type: 'project', projectId: id, change: 'created' }, { projectId: id });
           return getProject(tx, id);
@@ -158,12 +169,12 @@ export const routes: Route[] = [
     },
   }),
   projectRoute('admin', { method: 'PATCH', path: '', tag: 'projects',
-    summary: 'Change a project (name, repository, budget; runner and root path: instance admins only)',
+    summary: 'Change a project (name, repository, budget, caps; runner and root path: instance admins only)',
     responses: { 200: { description: 'the project as saved', schema: projectAnswer } },
     body: projectPatch,
     async handler({ principal, params, body, requestId }, ctx) {
       const current = await getProject(ctx.db, params.projectId);
-      const wanted = { ...current, ...body };
+      const wanted = { ...current, ...body, caps: withCaps(current.caps, body.caps) };
       const moving = wanted.runnerId !== current.runnerId || wanted.rootPath !== current.rootPath;
       let check: RootCheck | null = null;
       if (moving) {
@@ -176,7 +187,7 @@ export const routes: Route[] = [
         (r: { before: Project; after: Project }) => ({ actor: principal!, action: 'project.update', target: { type: 'project', id: params.projectId }, diff: r, requestId }),
         async (tx) => {
           const before = await getProject(tx, params.projectId);
-          const next = { ...before, ...body };
+          const next = { ...before, ...body, caps: withCaps(before.caps, body.caps) };
           const moved = next.runnerId !== before.runnerId || next.rootPath !== before.rootPath;
           if (moved) {
             requireInstanceAdmin(principal!); // a project admin must not point a project at another team's machine

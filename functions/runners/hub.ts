@@ -13,7 +13,7 @@ import type { CommandName } from '../../protocol/commands.ts';
 import { CODEHOST_TOKENS_CAPABILITY, REPLAY_CAPABILITY } from '../../protocol/frames.ts';
 import { AppTokenSource } from '../codehost/app-mode.ts';
 import type { AppDeps } from '../codehost/app-token.ts';
-import type { ServerFrame } from '../../protocol/frames.ts';
+import type { RunnerEvent, ServerFrame } from '../../protocol/frames.ts';
 import { refreshAnswered } from '../codehost/queue.ts';
 import type { Db } from '../lib/db/index.ts';
 import type { Logger } from '../lib/log.ts';
@@ -33,6 +33,8 @@ export class Hub {
   readonly instance = randomUUID();
   /** Called once a runner's hello is stored (its capabilities known): work that needs the runner online. */
   onHello?: (runnerId: string) => Promise<unknown>;
+  /** Called once a runner's batch of events is stored (cost/caps.ts: a unit may have reached its cap); not awaited. */
+  onIngested?: (runnerId: string, events: RunnerEvent[]) => Promise<unknown>;
   /** Called when a runner reported its capacity (runs/pool.ts: a place may be free). */
   onCapacity?: (runnerId: string) => void;
   private readonly sockets: RunnerSockets;
@@ -79,6 +81,9 @@ export class Hub {
       // An issues.refresh answer also replaces the project's issue queue (codehost/queue.ts).
       result: (runnerId, frame) => this.commands.onResult(runnerId, frame).then(() => (frame.ok ? refreshAnswered(db, log, runnerId, frame.requestId) : undefined)),
       capacity: (runnerId) => this.onCapacity?.(runnerId),
+      ingested: (runnerId, events) => {
+        if (this.onIngested) void this.onIngested(runnerId, events).catch((err) => this.log.error('after-ingest work failed', { runnerId, error: err instanceof Error ? err.message : String(err) }));
+      },
       terminal: (runnerId, frame) => this.terminals.fromRunner(runnerId, frame),
       closed: (runnerId) => this.terminals.runnerGone(runnerId),
     });

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { CLOSE, CODEHOST_CAPABILITY, MAX_FRAME_BYTES, POOL_CAPABILITY, PROTOCOL_HEADER, RUNNER_FRAMES_PER_SECOND, SERVICE_RESTART, RUNNER_VERSION_HEADER, parseFrame, runnerFrame } from '../../protocol/frames.ts';
-import type { RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
+import type { RunnerEvent, RunnerFrame, ServerFrame } from '../../protocol/frames.ts';
 import { UNSTORABLE_MESSAGE, mayHoldUnstorable, unstorablePaths } from '../../protocol/text.ts';
 import { PROTOCOL_VERSION } from '../../protocol/version.ts';
 import { tokenBucket } from '../../protocol/bucket.ts';
@@ -68,6 +68,8 @@ export interface SocketHooks {
   capacity?(runnerId: string): void;
   /** This process no longer holds the runner's socket (before the database is told). */
   closed(runnerId: string): void;
+  /** A batch of events was stored and fed to the sinks (not awaited: it may send commands to this runner). */
+  ingested?(runnerId: string, events: RunnerEvent[]): void;
 }
 
 /** A channel was subscribed again: re-read what its missed notices would have said (logged, never thrown). */
@@ -241,6 +243,7 @@ export class RunnerSockets {
           // Acked only once the pipeline has stored the batch and fed its sinks.
           await ingestEvents(this.db, conn.runnerId, frame.events, data);
           countEventsAcked(frame.events, Date.now());
+          this.hooks.ingested?.(conn.runnerId, frame.events);
           return this.send(conn, { type: 'ack', ids: frame.events.map((e) => e.id) });
         case 'result':
           return await whenReachable(() => this.hooks.result(conn.runnerId, frame), Date.now() + RESULT_KEEP_MS);

@@ -20,10 +20,10 @@ export async function scheduleRow(q: Queryable, projectId: string, scheduleId: s
 export async function insertSchedule(q: Queryable, s: { id: string; projectId: string; createdBy: string; nextRunAt: Date | null } & ScheduleSettings): Promise<void> {
   await q.query(sql`
     insert into project_schedules (id, project_id, name, cron, timezone, skill, args, profile, model, output, enabled, next_run_at, created_by,
-                                   target, target_tags, queue_timeout_minutes, retry_on_runner_loss)
+                                   target, target_tags, queue_timeout_minutes, retry_on_runner_loss, cap_usd)
     values (${s.id}, ${s.projectId}, ${s.name}, ${s.cron}, ${s.timezone}, ${s.skill}, ${sql.json(s.args)}, ${s.profile},
             ${s.model}, ${s.output}, ${s.enabled}, ${s.nextRunAt}, ${s.createdBy},
-            ${s.target}, ${sql.json(s.targetTags)}, ${s.queueTimeoutMinutes}, ${s.retryOnRunnerLoss})`);
+            ${s.target}, ${sql.json(s.targetTags)}, ${s.queueTimeoutMinutes}, ${s.retryOnRunnerLoss}, ${s.capUSD})`);
 }
 
 /**
@@ -36,7 +36,7 @@ export async function updateSchedule(q: Queryable, id: string, s: ScheduleSettin
        set name = ${s.name}, cron = ${s.cron}, timezone = ${s.timezone}, skill = ${s.skill}, args = ${sql.json(s.args)},
            profile = ${s.profile}, model = ${s.model}, output = ${s.output}, enabled = ${s.enabled},
            target = ${s.target}, target_tags = ${sql.json(s.targetTags)}, queue_timeout_minutes = ${s.queueTimeoutMinutes},
-           retry_on_runner_loss = ${s.retryOnRunnerLoss},
+           retry_on_runner_loss = ${s.retryOnRunnerLoss}, cap_usd = ${s.capUSD},
            next_run_at = case when ${change.timing} then ${change.nextRunAt}::timestamptz else next_run_at end,
            disabled_reason = case when ${s.enabled} then null else disabled_reason end,
            consecutive_failures = case when ${change.enabling} then 0 else consecutive_failures end,

@@ -26,6 +26,7 @@ import { appendAudit } from '../audit/audit.ts';
 import { budgetExceeded } from '../cost/budget.ts';
 import type { Scheduler } from '../jobs/scheduler.ts';
 import type { Clock } from '../lib/clock.ts';
+import { setRunCap } from '../cost/caps.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import { LeaseLoop } from '../lib/lease-loop.ts';
@@ -186,6 +187,7 @@ export class ScheduleRunner {
                consecutive_failures = consecutive_failures + ${o.result === 'failed' ? 1 : 0}, updated_at = now()
          where id = ${s.id}
         returning *`);
+      if (o.result === 'started' && o.runId) await setRunCap(tx, s.project_id, o.runId, s.cap_usd);
       if (row && o.result === 'failed') await this.failed(tx, row, scheduledFor, `${o.reason}${detail ? `: ${detail}` : ''}`);
       if (!row) return;
       if (o.result === 'started') {

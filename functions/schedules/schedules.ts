@@ -19,6 +19,7 @@ export interface ScheduleRow extends PoolTargetRow {
   output: 'report' | 'pull_request';
   enabled: boolean;
   disabled_reason: string | null;
+  cap_usd: string | null;
   consecutive_failures: number;
   next_run_at: Date | null;
   last_run_at: Date | null;
@@ -55,6 +56,7 @@ export const settingsOf = (r: ScheduleRow): ScheduleSettings => ({
   model: r.model,
   output: r.output,
   enabled: r.enabled,
+  capUSD: r.cap_usd === null ? null : Number(r.cap_usd),
   ...poolTargetOf(r),
 });
 

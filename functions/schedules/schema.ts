@@ -4,6 +4,7 @@
 // checked with croner and the platform's IANA database. Every refusal is a 400 naming its field.
 import { Cron } from 'croner';
 import * as z from 'zod';
+import { capUsd } from '../cost/schema.ts';
 import { COMMANDS } from '../../protocol/commands.ts';
 import { model, profile, skill } from '../runs/schema.ts';
 import { poolTargetDefaults, poolTargetPatch, settlePoolTarget } from '../runs/pool-target.ts';
@@ -56,6 +57,7 @@ const fields = {
   model: model.nullable(),
   output: z.enum(['report', 'pull_request']),
   enabled: z.boolean(),
+  capUSD: capUsd,
 };
 
 export const scheduleCreate = z.strictObject({
@@ -66,6 +68,7 @@ export const scheduleCreate = z.strictObject({
   model: fields.model.default(null),
   output: fields.output.default('report'),
   enabled: fields.enabled.default(true),
+  capUSD: fields.capUSD.default(null),
   ...poolTargetDefaults,
 });
 export const schedulePatch = z.strictObject({
@@ -78,6 +81,7 @@ export const schedulePatch = z.strictObject({
   model: fields.model.optional(),
   output: fields.output.optional(),
   enabled: fields.enabled.optional(),
+  capUSD: fields.capUSD.optional(),
   ...poolTargetPatch,
 });
 

@@ -26,6 +26,7 @@ import { randomUUID } from 'node:crypto';
 import { appendAudit } from '../audit/audit.ts';
 import { budgetExceeded } from '../cost/budget.ts';
 import type { Clock } from '../lib/clock.ts';
+import { setRunCap } from '../cost/caps.ts';
 import { sql } from '../lib/db/index.ts';
 import type { Db, Queryable } from '../lib/db/index.ts';
 import { isDatabaseUnavailable, whenReachable } from '../lib/db/unavailable.ts';
@@ -331,6 +332,7 @@ export class TriggerFirer {
       if (!mine) return; // its lease expired meanwhile: recorded as interrupted
       await triggerActivity(tx, t, c, { runId: outcome.runId, reason: outcome.status === 'fired' ? null : (outcome.reason ?? 'command_refused') });
       if (outcome.status === 'fired') await startSucceeded(tx, 'trigger', t.id);
+      if (outcome.status === 'fired' && outcome.runId) await setRunCap(tx, t.project_id, outcome.runId, t.cap_usd);
       else await recordStartFailures(tx, [notStarted(t, c.id, outcome.reason ?? 'command_refused', detail)]);
     });
   }

@@ -23,11 +23,11 @@ export async function insertTrigger(
   await q.query(sql`
     insert into triggers (id, project_id, name, action, skill, args, profile, model, output, allowed_paths, value_pattern,
                           public_id, public_id_hash, secret_ciphertext, enabled, created_by,
-                          target, target_tags, queue_timeout_minutes, retry_on_runner_loss)
+                          target, target_tags, queue_timeout_minutes, retry_on_runner_loss, cap_usd)
     values (${t.id}, ${t.projectId}, ${t.name}, ${t.action}, ${t.skill}, ${sql.json(t.args)}, ${t.profile}, ${t.model},
             ${t.output}, ${sql.json(t.allowedPaths)}, ${t.valuePattern}, ${t.publicId}, ${t.publicIdHash},
             ${t.secretCiphertext}, ${t.enabled}, ${t.createdBy},
-            ${t.target}, ${sql.json(t.targetTags)}, ${t.queueTimeoutMinutes}, ${t.retryOnRunnerLoss})`);
+            ${t.target}, ${sql.json(t.targetTags)}, ${t.queueTimeoutMinutes}, ${t.retryOnRunnerLoss}, ${t.capUSD})`);
 }
 
 /** Saves a trigger's settings; turning it on clears the reason it was turned off. */
@@ -36,7 +36,7 @@ export async function updateTrigger(q: Queryable, triggerId: string, s: TriggerS
     update triggers set name = ${s.name}, action = ${s.action}, skill = ${s.skill}, args = ${sql.json(s.args)}, profile = ${s.profile},
            model = ${s.model}, output = ${s.output}, allowed_paths = ${sql.json(s.allowedPaths)}, value_pattern = ${s.valuePattern},
            enabled = ${s.enabled}, target = ${s.target}, target_tags = ${sql.json(s.targetTags)},
-           queue_timeout_minutes = ${s.queueTimeoutMinutes}, retry_on_runner_loss = ${s.retryOnRunnerLoss}, disabled_reason = case when ${s.enabled} then null else disabled_reason end, updated_at = now()
+           queue_timeout_minutes = ${s.queueTimeoutMinutes}, retry_on_runner_loss = ${s.retryOnRunnerLoss}, cap_usd = ${s.capUSD}, disabled_reason = case when ${s.enabled} then null else disabled_reason end, updated_at = now()
      where id = ${triggerId}`);
 }
 

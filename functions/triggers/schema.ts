@@ -3,6 +3,7 @@
 // only allowed paths; the value pattern compiles with RE2 — pattern.ts). Every refusal is a 400 naming
 // its field.
 import * as z from 'zod';
+import { capUsd } from '../cost/schema.ts';
 import { badRequest } from '../lib/errors.ts';
 import { idParam } from '../lib/project-routes.ts';
 import { model, profile, skill } from '../runs/schema.ts';
@@ -32,6 +33,7 @@ const fields = {
   allowedPaths,
   valuePattern,
   enabled: z.boolean(),
+  capUSD: capUsd,
 };
 
 export const triggerCreate = z.strictObject({
@@ -44,6 +46,7 @@ export const triggerCreate = z.strictObject({
   allowedPaths: allowedPaths.default([]),
   valuePattern: valuePattern.default(DEFAULT_VALUE_PATTERN),
   enabled: z.boolean().default(true),
+  capUSD: capUsd.default(null),
   ...poolTargetDefaults,
 });
 export const triggerPatch = z.strictObject({
@@ -57,6 +60,7 @@ export const triggerPatch = z.strictObject({
   allowedPaths: allowedPaths.optional(),
   valuePattern: valuePattern.optional(),
   enabled: z.boolean().optional(),
+  capUSD: capUsd.optional(),
   ...poolTargetPatch,
 });
 export const dryRunBody = z.strictObject({ payload: z.unknown().describe('A sample payload: what a caller would POST') });
@@ -81,9 +85,10 @@ export function settle(merged: TriggerSettings, given: Partial<TriggerSettings>)
   if (merged.action === 'next_round') {
     for (const k of ['skill', 'profile', 'model'] as const) if (given[k]) problems[k] = 'is only for the skill action';
     if (given.args?.length) problems.args = 'is only for the skill action';
+    if (given.capUSD != null) problems.capUSD = 'is only for the skill action (a cap is on the runs a trigger starts)';
     // A round of the orchestrator runs where the orchestrator is: the primary runner.
     if (given.target === 'pool') problems.target = 'is only for the skill action (a round runs on the primary runner)';
-    merged = { ...merged, skill: null, args: [], profile: null, model: null, output: 'report', target: 'primary' };
+    merged = { ...merged, skill: null, args: [], profile: null, model: null, output: 'report', target: 'primary', capUSD: null };
   }
   const target = settlePoolTarget(merged, given);
   merged = target.settled;

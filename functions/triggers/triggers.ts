@@ -39,6 +39,7 @@ export interface TriggerRow extends Pick<TriggerSettings, (typeof SAME_NAMED)[nu
   previous_secret_ciphertext: string | null;
   previous_secret_expires_at: Date | null;
   disabled_reason: string | null;
+  cap_usd: string | null;
   created_by: string;
   created_at: Date;
   updated_at: Date;
@@ -52,6 +53,7 @@ export const settingsOf = (r: TriggerRow): TriggerSettings => ({
   allowedPaths: r.allowed_paths,
   valuePattern: r.value_pattern,
   enabled: r.enabled,
+  capUSD: r.cap_usd === null ? null : Number(r.cap_usd),
   ...poolTargetOf(r),
 });
 

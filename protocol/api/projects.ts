@@ -21,6 +21,8 @@ export const projectAnswer = z.object({
   /** The runner that works on it and the repository's root there. */
   ...{ runnerId: z.string().nullable(), rootPath: z.string().nullable() },
   budgetUsd: z.number().nullable(), budgetAction,
+  /** Spend caps on the unit of work (docs/cost.md, "Caps"): null = none. */
+  caps: z.object({ perIssueUSD: z.number().nullable(), perRunUSD: z.number().nullable() }),
   rootCheck: rootCheckView.nullable(),
 });
 export type ProjectAnswer = z.output<typeof projectAnswer>;
@@ -52,6 +54,8 @@ export const slotView = z.object({
   pr: pr.nullable(),
   checks: z.object({ state: z.string(), summary: z.string().nullable(), at: iso }).nullable(),
   stopped: z.object({ reason: z.string().nullable(), at: iso }).nullable(),
+  /** The slot's issue reached its cost cap (docs/cost.md, "Caps"): paused_cap until raised, stopped once an admin stopped it. */
+  cap: z.object({ state: z.enum(['paused_cap', 'stopped']), costUsd: z.number().nullable(), capUsd: z.number().nullable(), at: iso.nullable(), pause: z.number().int() }).nullable().optional(),
   lastEventAt: iso,
 });
 export type SlotView = z.output<typeof slotView>;

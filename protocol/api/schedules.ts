@@ -22,6 +22,8 @@ export const scheduleAnswer = z.object({
   model: z.string().nullable(),
   output: z.enum(['report', 'pull_request']),
   enabled: z.boolean(),
+  /** The cap of each run it starts (docs/cost.md, "Caps"); null: the project's perRunUSD. */
+  capUSD: z.number().nullable(),
   ...poolTarget,
   disabledReason: z.string().nullable(),
   consecutiveFailures: z.number().int(),

@@ -19,6 +19,8 @@ export const triggerSettings = z.object({
   allowedPaths: z.array(z.string()),
   valuePattern: z.string(),
   enabled: z.boolean(),
+  /** The cap of each run it starts (docs/cost.md, "Caps"); null: the project's perRunUSD. */
+  capUSD: z.number().nullable(),
   ...poolTarget,
 });
 export type TriggerSettings = z.output<typeof triggerSettings>;

@@ -17,7 +17,7 @@ import { projectInspect, projectRefresh } from './project.ts';
 import { prApprove, prRequestChanges, prVoidApproval } from './pr.ts';
 import { skillCancel, skillInspect, skillInstall, skillList, skillRun, skillSearch, skillUninstall } from './skill.ts';
 import { sessionBackfill } from './session.ts';
-import { slotMessage, slotStop } from './slot.ts';
+import { slotMessage, slotResume, slotStop } from './slot.ts';
 import { terminalAttach } from './terminal.ts';
 
 export { CommandError } from '../errors.ts';
@@ -39,6 +39,7 @@ export const HANDLERS: Handlers = {
   'orchestrator.status': orchestratorStatus,
   'slot.stop': slotStop,
   'slot.message': slotMessage,
+  'slot.resume': slotResume,
   'issue.create': issueCreate,
   'issues.refresh': issuesRefresh,
   'collector.poll': collectorPoll,

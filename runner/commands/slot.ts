@@ -1,16 +1,18 @@
-// slot.stop and slot.message (spec: Server commands to a runner; docs/orchestrator.md). A slot is a
+// slot.stop, slot.resume and slot.message (spec: Server commands to a runner; docs/orchestrator.md). A slot is a
 // worker agent in tmux session svc-P-slot-S, working in the worktree `.wt-<repo>-S` beside the root.
-// slot.stop kills the session only; the worktree and its branch stay. slot.message writes
+// slot.stop kills the session only; the worktree and its branch stay (with `hold`, the issue is held:
+// slot-start refuses it until slot.resume, which starts the worker again in that worktree). slot.message writes
 // `.orchestrator-msg.md` in the worktree (atomically; an unread earlier message is kept above the new
 // one) and nudges the worker by typing a fixed sentence into its pane — except while the pane shows a
 // prompt a person must answer (typed text would answer it) or a usage limit.
-import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { CommandArgs } from '../../protocol/commands.ts';
 import { reportFleetEvent } from '../fleet.ts';
 import { writeFileAtomic } from '../config.ts';
-import { confined, MESSAGE_FILE, projectOf, worktreePath } from '../fleet-paths.ts';
-import { PROMPTS } from '../launch.ts';
+import { appendEventLine } from '../events-file.ts';
+import { confined, heldIssuePath, MESSAGE_FILE, projectOf, worktreePath } from '../fleet-paths.ts';
+import { chooseProfile, launchAgent, PROMPTS } from '../launch.ts';
 import { readPane } from '../pane-text.ts';
 import { expectSession } from '../panes.ts';
 import { capturePane, killSession, sendKeys, sessionName } from '../tmux.ts';
@@ -19,11 +21,34 @@ import type { CommandContext } from './context.ts';
 
 export async function slotStop(args: CommandArgs<'slot.stop'>, ctx: CommandContext) {
   const project = await projectOf(ctx, args.projectId);
+  if (args.hold) {
+    // Before the kill: an orchestrator round in between must not dispatch the issue again.
+    const file = await confined(project, heldIssuePath(project.root, args.hold.issue));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileAtomic(file, JSON.stringify({ issue: args.hold.issue, slot: args.slot, reason: args.hold.reason, at: new Date().toISOString() }) + '\n');
+  }
   const session = sessionName.slot(project.id, args.slot);
   expectSession(session, 'stopped');
   const stopped = await killSession(ctx.env, session);
   if (stopped) reportFleetEvent(ctx.env, ctx.config.runnerId, { projectId: project.id, type: 'slot.stopped', slot: args.slot, data: { reason: 'stopped', session, origin: 'command' } });
-  return { stopped, session, slot: args.slot };
+  return { stopped, session, slot: args.slot, ...(args.hold ? { held: args.hold.issue } : {}) };
+}
+
+/**
+ * slot.resume: the hold on the issue goes and its worker starts again in the slot's existing worktree
+ * (same branch, same files), with the worker prompt of that issue (docs/cost.md "Caps": raise and continue).
+ */
+export async function slotResume(args: CommandArgs<'slot.resume'>, ctx: CommandContext) {
+  const project = await projectOf(ctx, args.projectId);
+  const worktree = await confined(project, worktreePath(project.root, args.slot));
+  if (!statSync(worktree, { throwIfNoEntry: false })?.isDirectory()) throw new CommandError('unknown_slot', `slot ${args.slot} has no worktree .wt-<repo>-${args.slot} beside the project root`);
+  const held = await confined(project, heldIssuePath(project.root, args.issue));
+  rmSync(held, { force: true });
+  const session = sessionName.slot(project.id, args.slot);
+  const chosen = chooseProfile(ctx.config, ctx.env);
+  await launchAgent({ session, cwd: worktree, chosen, config: ctx.config, meta: { projectId: project.id, root: project.root, role: 'worker', slot: args.slot, issue: args.issue }, prompt: PROMPTS.worker(args.issue), env: ctx.env });
+  appendEventLine(project.root, { time: new Date().toISOString(), type: 'slot.dispatched', slot: args.slot, issue: args.issue, data: { profile: chosen.profile.id, resumed: true } });
+  return { resumed: true, session, slot: args.slot, issue: args.issue, worktree };
 }
 
 export async function slotMessage(args: CommandArgs<'slot.message'>, ctx: CommandContext) {

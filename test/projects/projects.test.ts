@@ -34,12 +34,12 @@ test('create: 201 with every field, and defaults for the optional ones', async (
   alpha = res.body;
   // The runner was never connected: the root is accepted unchecked (test/projects/root-check.test.ts).
   const rootCheck = { state: 'unchecked', message: res.body.rootCheck?.message, checkedAt: null };
-  assert.equal(alpha, { id: alpha.id, name: 'Alpha', repo: 'acme/alpha', runnerId: runner1, rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop', rootCheck });
+  assert.equal(alpha, { id: alpha.id, name: 'Alpha', repo: 'acme/alpha', runnerId: runner1, rootPath: '/srv/work/alpha', budgetUsd: 12.5, budgetAction: 'stop', caps: { perIssueUSD: null, perRunUSD: null }, rootCheck });
 
   const min = await call('/api/projects', { method: 'POST', json: { name: '  Beta  ', repo: 'acme/beta.js' } });
   assert.is(min.status, 201);
   beta = min.body;
-  assert.equal(beta, { id: beta.id, name: 'Beta', repo: 'acme/beta.js', runnerId: null, rootPath: null, budgetUsd: null, budgetAction: 'warn', rootCheck: null });
+  assert.equal(beta, { id: beta.id, name: 'Beta', repo: 'acme/beta.js', runnerId: null, rootPath: null, budgetUsd: null, budgetAction: 'warn', caps: { perIssueUSD: null, perRunUSD: null }, rootCheck: null });
   assert.is.not(beta.id, alpha.id);
 
   const audit = await call(`/api/audit?action=project.create&targetId=${alpha.id}`);

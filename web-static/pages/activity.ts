@@ -32,6 +32,7 @@ const LABELS: Record<ActivityKind, string> = {
   'pane.quota_hit': 'Quota hit',
   'session.started': 'Agent session started',
   'budget.threshold': 'Budget threshold',
+  'cap.reached': 'Cap reached',
   'run.succeeded': 'Run succeeded',
   'run.failed': 'Run failed',
   'run.start_failed': 'Run did not start',

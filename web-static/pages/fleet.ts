@@ -7,6 +7,8 @@
 // (orchestrator.*), Stop / Message a slot (slot.*), Approve / Request changes / Void approval on a PR
 // (pr.*), each offered only to roles that may send it; Open terminal for project admins; Record (anyone)
 // opens the pull request's record (fleet-record.ts).
+// A slot whose issue reached its cost cap shows paused_cap with spent / cap, and for admins the two
+// action links of its cap.reached notification (Raise the cap … and continue, Stop this issue).
 // Below the slots the issue queue (fleet-queue.ts); Approve first shows the PR as GitHub has it and its
 // cost so far (fleet-pr.ts).
 // Live: the project's fleet notices (every orchestrator, slot, PR and pane event its runner sends), its
@@ -21,6 +23,7 @@ import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
 import type { Me } from '../session.ts';
 import type { ProjectFleet } from '../../protocol/api/projects.ts';
+import type { NotificationList } from '../../protocol/api/notifications.ts';
 import { projectCommand } from './fleet-command.ts';
 import { ApproveDialog } from './fleet-pr.ts';
 import { RecordDialog } from './fleet-record.ts';
@@ -61,6 +64,8 @@ function nextAction(status: Status | null, canOperate: boolean): string {
   }
 }
 
+const usd = (n: number | null) => (n === null ? '—' : `$${n.toFixed(2)}`);
+
 type Ask = { kind: 'message'; slot: string } | { kind: 'approve' | 'changes' | 'record'; pr: number } | { kind: 'stop' };
 
 export function Fleet({ me, param }: { me: Me; param: string | null }) {
@@ -73,6 +78,8 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
   const [error, setError] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const [ask, setAsk] = useState<Ask | null>(null);
+  /** The action links of the cap.reached notifications (admins: Raise / Stop on a slot paused at its cap). */
+  const [capLinks, setCapLinks] = useState<NotificationList['notifications']>([]);
   const action = useAction();
   const operator = projectId ? can(me, projectId, 'operator') : false;
   const admin = projectId ? can(me, projectId, 'admin') : false;
@@ -96,6 +103,10 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
     }
     if (r.status === 'fulfilled') (setRecorded(r.value), setError(null));
     else setError(errorText(r.reason));
+    if (r.status === 'fulfilled' && r.value.slots.some((x) => x.cap?.state === 'paused_cap') && can(me, projectId, 'admin')) {
+      const n = await api<NotificationList>('/api/notifications?limit=500').catch(() => null);
+      if (read === reads.current) setCapLinks((n?.notifications ?? []).filter((x) => x.kind === 'cap.reached' && x.projectId === projectId));
+    }
     setLoaded(true);
   };
   useEffect(() => {
@@ -178,6 +189,8 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
               <dt>Checks</dt><dd>${r?.checks ? html`<${Badge} text=${r.checks.state} tone=${/pass|success/.test(r.checks.state) ? 'ok' : /fail|error/.test(r.checks.state) ? 'failed' : 'warn'} /> ${r.checks.summary ?? ''}` : '—'}</dd>
               ${l?.lastOutputAt && html`<dt>Last output</dt><dd>${when(l.lastOutputAt)}</dd>`}
               ${r?.stopped && html`<dt>Stopped</dt><dd>${r.stopped.reason ?? ''} <span class="muted">${when(r.stopped.at)}</span></dd>`}
+              ${r?.cap && html`<dt>Cost cap</dt><dd class="cap" data-cap-state=${r.cap.state}><${Badge} text=${r.cap.state === 'paused_cap' ? 'paused at its cap' : 'stopped at its cap'} tone=${r.cap.state === 'paused_cap' ? 'warn' : 'muted'} />
+                ${usd(r.cap.costUsd)} spent of a ${usd(r.cap.capUsd)} cap${r.cap.at ? html` <span class="muted">${when(r.cap.at)}</span>` : ''}</dd>`}
             </dl>
             <div class="actions">
               ${operator && l && l.state !== 'exited' && html`<button type="button" class="secondary" onClick=${() => setAsk({ kind: 'message', slot: label })}>Message</button>`}
@@ -188,6 +201,8 @@ export function Fleet({ me, param }: { me: Me; param: string | null }) {
                 <button type="button" class="secondary" onClick=${() => send(`Approval voided on #${r.pr!.number}`, 'pr.voidApproval', { number: r.pr!.number })} disabled=${action.busy}>Void approval</button>`}
               ${r?.pr && html`<button type="button" class="secondary" onClick=${() => setAsk({ kind: 'record', pr: r.pr!.number })}>Record</button>`}
               ${admin && l && html`<a class="button secondary" href=${terminal(l.session)}>Open terminal</a>`}
+              ${admin && r?.cap?.state === 'paused_cap' &&
+              (capLinks.find((n) => n.data.issue === r.issue && n.data.pause === r.cap!.pause)?.actions ?? []).map((a) => html`<a class="button secondary cap-action" href=${a.url} data-kind=${a.kind}>${a.label}</a>`)}
             </div>
           </section>`;
         })}</div>`}

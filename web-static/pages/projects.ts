@@ -1,5 +1,5 @@
 // Projects (#/projects, #/projects?project=<id>): the list of projects the caller can see with their
-// role; create (instance admins); one project's settings — name, repository, budget (project admins),
+// role; create (instance admins); one project's settings — name, repository, budget, caps (project admins),
 // which runner serves it and its root path on that machine (instance admins only, docs/security.md
 // "Runners and project roots"; Check asks the runner with project.inspect whether the path is a
 // repository) — its members and their roles, and the commands its runner refuses (runner.json
@@ -73,6 +73,9 @@ export function ProjectForm({ me, runners, project, onSaved }: { me: Me; runners
   const [name, setName] = useState(project?.name ?? '');
   const [budget, setBudget] = useState(project?.budgetUsd === null || project?.budgetUsd === undefined ? '' : String(project.budgetUsd));
   const [budgetAction, setBudgetAction] = useState<string>(project?.budgetAction ?? 'warn');
+  const capText = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
+  const [capIssue, setCapIssue] = useState(capText(project?.caps?.perIssueUSD));
+  const [capRun, setCapRun] = useState(capText(project?.caps?.perRunUSD));
   const input = (set: (v: string) => void) => (e: Event) => set((e.target as HTMLInputElement).value);
   const [inspected, setInspected] = useState<Inspected | null>(null);
   const [checking, setChecking] = useState(false);
@@ -107,7 +110,8 @@ export function ProjectForm({ me, runners, project, onSaved }: { me: Me; runners
   const submit = (e: Event) => {
     e.preventDefault();
     setExtra(null);
-    const body: Record<string, unknown> = { name, repo, budgetUsd: budget.trim() === '' ? null : Number(budget), budgetAction };
+    const capOf = (t: string) => (t.trim() === '' ? null : Number(t));
+    const body: Record<string, unknown> = { name, repo, budgetUsd: budget.trim() === '' ? null : Number(budget), budgetAction, caps: { perIssueUSD: capOf(capIssue), perRunUSD: capOf(capRun) } };
     if (placement) {
       body.runnerId = runnerId || null;
       body.rootPath = rootPath.trim() || null;
@@ -151,6 +155,12 @@ export function ProjectForm({ me, runners, project, onSaved }: { me: Me; runners
     <label>When it is spent <select name="budgetAction" value=${budgetAction} onChange=${input(setBudgetAction)}>
         <option value="warn">warn</option><option value="stop">stop new orchestrator rounds</option>
       </select><${FieldError} fields=${shown} name="budgetAction" /></label>
+    <label>Cap per issue (USD) <input name="perIssueUSD" type="number" min="0" step="0.01" value=${capIssue} onInput=${input(setCapIssue)} placeholder="no cap" />
+      <span class="hint">All agent sessions of one issue; at the cap its slot is paused and the admins asked to raise it or stop the issue.</span>
+      <${FieldError} fields=${shown} name="caps.perIssueUSD" /></label>
+    <label>Cap per run (USD) <input name="perRunUSD" type="number" min="0" step="0.01" value=${capRun} onInput=${input(setCapRun)} placeholder="no cap" />
+      <span class="hint">One skill run (a trigger or schedule may set its own); at the cap the run is cancelled.</span>
+      <${FieldError} fields=${shown} name="caps.perRunUSD" /></label>
     <div class="full"><${Alert} error=${error} /><button disabled=${busy}>${project ? 'Save' : 'Create project'}</button></div>
   </form>`;
 }
@@ -267,6 +277,7 @@ function ProjectDetail({ me, project, runners, onChanged }: { me: Me; project: P
           <dt>Runner</dt><dd>${project.runnerId ? (runner ? runnerLabel(runner) : html`<code>${project.runnerId}</code>`) : 'none'}</dd>
           <dt>Root path</dt><dd><code>${project.rootPath ?? '—'}</code> <${RootCheckBadge} project=${project} /></dd>
           <dt>Budget</dt><dd>${project.budgetUsd === null ? 'none' : `${usd(project.budgetUsd)} a month, then ${project.budgetAction}`}</dd>
+          <dt>Caps</dt><dd class="caps">per issue ${project.caps.perIssueUSD === null ? 'none' : usd(project.caps.perIssueUSD)}, per run ${project.caps.perRunUSD === null ? 'none' : usd(project.caps.perRunUSD)}</dd>
           <dt>Your role</dt><dd>${project.role ?? '—'}</dd></dl></div>`}
     <${CodehostModeCard} project=${project} />
     <${Members} me=${me} project=${project} />

@@ -47,6 +47,7 @@ export function ScheduleForm({ me, onCreated }: { me: Me; onCreated: (message: s
       model: text('model') || null,
       output: text('output'),
       enabled: f.get('enabled') === 'on',
+      capUSD: text('capUSD') ? Number(text('capUSD')) : null,
       ...targetBody(target),
     };
     const projectId = text('projectId');
@@ -67,6 +68,7 @@ export function ScheduleForm({ me, onCreated }: { me: Me; onCreated: (message: s
     <label>Arguments <input name="args" placeholder="--label bug" /><span class="hint">Separated by spaces.</span><${FieldError} fields=${fields} name="args" /></label>
     <label>Profile <input name="profile" placeholder="the runner's default" /><${FieldError} fields=${fields} name="profile" /></label>
     <label>Model <input name="model" placeholder="the profile's default" /><${FieldError} fields=${fields} name="model" /></label>
+    <label>Cap per run, USD <input name="capUSD" inputmode="decimal" placeholder="the project's" /><${FieldError} fields=${fields} name="capUSD" /></label>
     <label>Output <select name="output"><option value="report">report</option><option value="pull_request">pull request</option></select></label>
     <label class="check"><input type="checkbox" name="enabled" defaultChecked /> Enabled</label>
     <div class="full"><${TargetFields} d=${target} set=${setT} fields=${fields} /></div>

@@ -22,7 +22,7 @@ export const statusClass = (s: Delivery['status']) => (s === 'fired' || s === 'a
 /** The form's fields: the settings as typed (text, one item a line), the choices as they are. */
 type Draft = Record<Exclude<keyof TriggerSettings, Choice | keyof TargetDraft>, string> & Pick<TriggerSettings, Choice> & TargetDraft;
 type Choice = 'action' | 'output' | 'enabled';
-const BLANK: Draft = { name: '', action: 'skill', skill: '', args: '', profile: '', model: '', output: 'report', allowedPaths: '', valuePattern: DEFAULT_VALUE_PATTERN, enabled: true, ...BLANK_TARGET };
+const BLANK: Draft = { name: '', action: 'skill', skill: '', args: '', profile: '', model: '', output: 'report', allowedPaths: '', valuePattern: DEFAULT_VALUE_PATTERN, enabled: true, capUSD: '', ...BLANK_TARGET };
 const draftOf = (t: Trigger): Draft => ({
   name: t.name,
   action: t.action,
@@ -34,6 +34,7 @@ const draftOf = (t: Trigger): Draft => ({
   allowedPaths: t.allowedPaths.join('\n'),
   valuePattern: t.valuePattern,
   enabled: t.enabled,
+  capUSD: t.capUSD === null ? '' : String(t.capUSD),
   ...targetDraftOf(t),
 });
 /** One item per non-empty line, trimmed: what `args.<n>` and `allowedPaths.<n>` in an answer count. */
@@ -44,7 +45,7 @@ function bodyOf(d: Draft): Record<string, unknown> {
   const common = { name: d.name.trim(), action: d.action, allowedPaths: lines(d.allowedPaths), valuePattern: d.valuePattern, enabled: d.enabled };
   if (d.action === 'next_round') return common;
   const orNull = (s: string) => s.trim() || null;
-  return { ...common, skill: orNull(d.skill), args: lines(d.args), profile: orNull(d.profile), model: orNull(d.model), output: d.output, ...targetBody(d) };
+  return { ...common, skill: orNull(d.skill), args: lines(d.args), profile: orNull(d.profile), model: orNull(d.model), output: d.output, capUSD: d.capUSD.trim() ? Number(d.capUSD) : null, ...targetBody(d) };
 }
 
 /** Create (no `trigger`) or edit a trigger; `save` throws the API's error, shown here field by field. */
@@ -94,6 +95,8 @@ export function TriggerForm({ trigger, save, onCancel }: { trigger?: Trigger; sa
       <${FieldError} fields=${fields} name="profile" />
       <label>Model <span class="muted">(optional)</span> <input name="model" value=${d.model} onInput=${set('model')} /></label>
       <${FieldError} fields=${fields} name="model" />
+      <label>Cap per run, USD <span class="muted">(optional; else the project's)</span> <input name="capUSD" inputmode="decimal" value=${d.capUSD} onInput=${set('capUSD')} /></label>
+      <${FieldError} fields=${fields} name="capUSD" />
       <label>Output <select name="output" value=${d.output} onChange=${set('output')}>
         <option value="report">Report</option><option value="pull_request">Pull request</option>
       </select></label>
