@@ -21,6 +21,7 @@ export const PROMPTS = {
   orchestrator: 'Use the svc-orchestrator skill: run the next orchestrator round for this project.',
   worker: (issue: number) => `Use the svc-worker skill: work on issue #${issue} in this worktree.`,
   message: 'There is a new message for you in .orchestrator-msg.md: read it, act on it, then delete the file.',
+  resume: (issue: number) => `Use the svc-worker skill: go on with issue #${issue} in this worktree where you left off (you were stopped at a spend cap, which was raised).`,
 };
 
 export interface Chosen {

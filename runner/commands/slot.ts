@@ -15,7 +15,7 @@ import { confined, heldIssuePath, MESSAGE_FILE, projectOf, worktreePath } from '
 import { chooseProfile, launchAgent, PROMPTS } from '../launch.ts';
 import { readPane } from '../pane-text.ts';
 import { expectSession } from '../panes.ts';
-import { capturePane, killSession, sendKeys, sessionName } from '../tmux.ts';
+import { capturePane, killSession, listSessions, sendKeys, sessionName } from '../tmux.ts';
 import { CommandError } from '../errors.ts';
 import type { CommandContext } from './context.ts';
 
@@ -25,7 +25,10 @@ export async function slotStop(args: CommandArgs<'slot.stop'>, ctx: CommandConte
     // Before the kill: an orchestrator round in between must not dispatch the issue again.
     const file = await confined(project, heldIssuePath(project.root, args.hold.issue));
     mkdirSync(dirname(file), { recursive: true });
-    writeFileAtomic(file, JSON.stringify({ issue: args.hold.issue, slot: args.slot, reason: args.hold.reason, at: new Date().toISOString() }) + '\n');
+    // The profile the worker ran with, so slot.resume starts the same one.
+    const running = (await listSessions(ctx.env)).find((s) => s.name === sessionName.slot(project.id, args.slot));
+    const profile = running?.profile || readHold(file)?.profile || null;
+    writeFileAtomic(file, JSON.stringify({ issue: args.hold.issue, slot: args.slot, reason: args.hold.reason, profile, at: new Date().toISOString() }) + '\n');
   }
   const session = sessionName.slot(project.id, args.slot);
   expectSession(session, 'stopped');
@@ -43,12 +46,23 @@ export async function slotResume(args: CommandArgs<'slot.resume'>, ctx: CommandC
   const worktree = await confined(project, worktreePath(project.root, args.slot));
   if (!statSync(worktree, { throwIfNoEntry: false })?.isDirectory()) throw new CommandError('unknown_slot', `slot ${args.slot} has no worktree .wt-<repo>-${args.slot} beside the project root`);
   const held = await confined(project, heldIssuePath(project.root, args.issue));
-  rmSync(held, { force: true });
   const session = sessionName.slot(project.id, args.slot);
-  const chosen = chooseProfile(ctx.config, ctx.env);
-  await launchAgent({ session, cwd: worktree, chosen, config: ctx.config, meta: { projectId: project.id, root: project.root, role: 'worker', slot: args.slot, issue: args.issue }, prompt: PROMPTS.worker(args.issue), env: ctx.env });
+  // The profile it had, when it is still configured; else the first usable one.
+  const had = readHold(held)?.profile;
+  const chosen = chooseProfile(ctx.config, ctx.env, had && ctx.config.profiles.some((p) => p.id === had) ? had : undefined);
+  await launchAgent({ session, cwd: worktree, chosen, config: ctx.config, meta: { projectId: project.id, root: project.root, role: 'worker', slot: args.slot, issue: args.issue }, prompt: PROMPTS.resume(args.issue), env: ctx.env });
+  rmSync(held, { force: true }); // after the start: a worker that could not start leaves the issue held
   appendEventLine(project.root, { time: new Date().toISOString(), type: 'slot.dispatched', slot: args.slot, issue: args.issue, data: { profile: chosen.profile.id, resumed: true } });
   return { resumed: true, session, slot: args.slot, issue: args.issue, worktree };
+}
+
+/** A hold file's contents; null when there is none or it does not parse. */
+function readHold(file: string): { profile?: string | null } | null {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return null;
+  }
 }
 
 export async function slotMessage(args: CommandArgs<'slot.message'>, ctx: CommandContext) {

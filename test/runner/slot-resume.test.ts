@@ -20,8 +20,9 @@ test.after.each(async () => {
 });
 
 test('slot.stop with a hold keeps the worktree and holds the issue; slot-start refuses it; slot.resume continues in the same worktree', async () => {
-  const conn = await f.start();
-  const cli = await runCli(f.sb, ['slot-start', 'a', '--issue', '9', '--project-root', f.root], f.env);
+  // Two profiles: the worker runs on the second, and comes back on it.
+  const conn = await f.start({ profiles: [{ id: 'cc', runtime: 'claude', env: { FAKE_AGENT_DIR: f.agentDir }, args: [] }, { id: 'cx', runtime: 'codex', env: { FAKE_AGENT_DIR: f.agentDir }, args: [] }] });
+  const cli = await runCli(f.sb, ['slot-start', 'a', '--issue', '9', '--profile', 'cx', '--project-root', f.root], f.env);
   assert.is(cli.status, 0, cli.stderr);
   const wt = join(dirname(f.root), '.wt-repo-a');
   await waitUntil(() => agentRuns(f.agentDir).length === 1, 5000, 'the worker to start');
@@ -30,7 +31,8 @@ test('slot.stop with a hold keeps the worktree and holds the issue; slot-start r
   const stop = await conn.command('slot.stop', { projectId: 'p1', slot: 'a', hold: { issue: 9, reason: 'cap' } });
   assert.equal(stop.data, { stopped: true, session: 'svc-p1-slot-a', slot: 'a', held: 9 });
   assert.equal(f.sessions(), []);
-  assert.is(JSON.parse(readFileSync(join(f.root, '.svc', 'held', '9.json'), 'utf8')).reason, 'cap');
+  const hold = JSON.parse(readFileSync(join(f.root, '.svc', 'held', '9.json'), 'utf8'));
+  assert.equal([hold.reason, hold.profile], ['cap', 'cx'], 'the hold keeps the profile the worker had');
   assert.equal(f.git(f.root, 'status', '--porcelain'), '', 'the hold is in .svc/, ignored by git');
 
   // The orchestrator's next round cannot hand the held issue out again (to this slot or another).
@@ -50,6 +52,8 @@ test('slot.stop with a hold keeps the worktree and holds the issue; slot-start r
   const run = agentRuns(f.agentDir)[1];
   assert.is(run.cwd, wt);
   assert.equal([run.env.SVC_SLOT, run.env.SVC_ISSUE], ['a', '9']);
+  assert.is(run.env.FAKE_RUNTIME, 'codex', 'the same profile as before the stop');
+  assert.match(run.argv.join(' '), /go on with issue #9 in this worktree where you left off/);
   assert.is(readFileSync(join(wt, 'work-in-progress.txt'), 'utf8'), 'half done\n', 'the same worktree, its files kept');
   assert.is(f.git(wt, 'symbolic-ref', '--short', 'HEAD').trim(), 'svc/a/issue-9');
   await waitUntil(() => f.events('slot.dispatched').some((e) => e.payload.data?.resumed === true), 5000, 'slot.dispatched (resumed) from events.jsonl');
