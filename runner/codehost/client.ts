@@ -101,7 +101,7 @@ export class GitHubClient {
     return null;
   }
 
-  async request<S extends z.ZodType>(method: 'GET' | 'POST' | 'PATCH' | 'PUT', path: string, o: RequestOptions<S>): Promise<Answer<z.output<S>>> {
+  async request<S extends z.ZodType>(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, o: RequestOptions<S>): Promise<Answer<z.output<S>>> {
     const url = path.startsWith('http') ? path : `${this.base}${path}`;
     // A Link URL elsewhere would carry the token off: only the configured API is ever asked.
     if (!url.startsWith(`${this.base}/`)) throw new CodeHostError('garbage', `${method}: the code host pointed outside ${this.base}`);
