@@ -13,6 +13,7 @@
 // Any failure (no repo, no token, push refused, HTTP 403 for a token without the scope) becomes
 // `openError` in the run's record; the branch and the patch stay, and the run still succeeded.
 import { execFile } from 'node:child_process';
+import { bundleFile } from './ca-fetch.ts';
 import type { Profile } from '../config.ts';
 import type { HostAdapter } from './adapter.ts';
 import { CodeHostError } from './client.ts';
@@ -75,6 +76,9 @@ async function push(input: PublishInput, token: string, git: HostAdapter['git'])
       GIT_CONFIG_KEY_0: 'http.extraHeader',
       GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${git.user}:${token}`).toString('base64')}`,
     });
+    // A self-managed instance's own CA (CODEHOST_CA_FILE): the system's roots plus it, for this push only.
+    const bundle = bundleFile(process.env);
+    if (bundle) Object.assign(env, { GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_1: 'http.sslCAInfo', GIT_CONFIG_VALUE_1: bundle });
   }
   const r = await run(input.root, ['push', '--porcelain', 'origin', `refs/heads/${input.branch}:refs/heads/${input.branch}`], env);
   if (r.code === 0) return null;
