@@ -116,7 +116,7 @@ export class CodeHost {
       const client = new GitHubClient({
         kind: 'gitlab',
         apiUrl: `${base}/api/v4`,
-        token: (path) => this.gitlabTokens.forRepo(path),
+        token: (path) => this.gitlabTokens.forRepo(path, undefined, new URL(base).hostname),
         fetch: this.fetch,
         now: this.o.now,
         backoffBaseMs: override(this.o.env.SVC_CODEHOST_BACKOFF_MS) ?? 2000,

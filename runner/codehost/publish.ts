@@ -89,7 +89,7 @@ async function push(input: PublishInput, token: string, git: HostAdapter['git'])
 
 export async function openRunPull(host: HostAdapter, tokens: Tokens, input: PublishInput): Promise<PullLink> {
   if (!input.repo) return { openError: 'the project has no code-host repository on this runner (the server sends it with the watch list); the branch stays local' };
-  const token = await tokens.forRepo(input.repo, input.profile?.id);
+  const token = await tokens.forRepo(input.repo, input.profile?.id, host.kind === 'gitlab' ? host.git.host : undefined);
   if (!token) {
     const how = host.kind === 'gitlab' ? 'store a GitLab token for the project on the server, or set GITLAB_TOKEN in the profile or the environment' : 'set GH_TOKEN or GITHUB_TOKEN in the profile or the environment, or sign in with `gh auth login`';
     return { openError: `no code-host token: ${how}; the branch stays local` };
