@@ -8,20 +8,18 @@
 // commands in the project; the worker's push and MR are made on the fake GitLab (it hosts no git).
 // needs: git tmux
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gitlabFake } from '../fakes/gitlab.ts';
 import type { GitLabFake } from '../fakes/gitlab.ts';
-import { serverDbEnv } from '../helpers/db.ts';
-import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { killDaemons, runCli, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { gitlabProject } from './_gitlab.ts';
 import type { Daemon, Sandbox } from '../runner/_harness.ts';
 
 const FAKE_AGENT = resolve(import.meta.dirname, '..', 'runner', 'fixtures', 'fake-agent.sh');
-const KEY = Buffer.alloc(32, 6).toString('base64');
 const PATH = 'acme/loop/app';
 let gl: GitLabFake;
 let dbEnv: { env: Record<string, string>; cleanup: () => Promise<void> };
@@ -33,31 +31,15 @@ let root: string;
 const socket = `svc-test-gl-loop-${process.pid}`;
 const tmux = (...args: string[]) => spawnSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
 
-test.before(async () => {
+test.before(() => setup().catch((e) => (console.error('setup failed:', e), Promise.reject(e))));
+async function setup() {
   gl = await gitlabFake();
   gl.project(PATH);
-  dbEnv = await serverDbEnv();
-  server = await startServer({ admin: true, dbEnv: dbEnv.env, env: { APP_ENCRYPTION_KEY: KEY } });
-  assert.is((await server.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1' } })).status, 200);
-  sb = sandbox();
+  ({ dbEnv, server, sb, projectId, root } = await gitlabProject(gl, PATH, { keyByte: 6 }));
   sb.fakeBin('claude', `FAKE_RUNTIME=claude exec sh '${FAKE_AGENT}' "$@"`);
-  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'gl-loop' } })).json();
-  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
-  assert.is(paired.status, 0, paired.stderr);
   sb.writeConfig({ ...sb.readConfig(), profiles: [{ id: 'cc', runtime: 'claude', env: { FAKE_AGENT_DIR: join(sb.dir, 'agent') }, args: [] }] });
-  root = join(sb.dir, 'work', 'app');
-  mkdirSync(root, { recursive: true });
-  const git = (...a: string[]) => execFileSync('git', a, { cwd: root, env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' } });
-  git('init', '-q', '-b', 'main');
-  git('commit', '-q', '--allow-empty', '-m', 'init');
-  const res = await server.api('/api/projects', { method: 'POST', json: { name: 'loop', repo: 'acme/app', runnerId: made.runner.id, rootPath: root } });
-  assert.is(res.status, 201, await res.clone().text());
-  const body = await res.json();
-  projectId = body.id ?? body.project?.id;
-  const put = await server.api(`/api/projects/${projectId}/codehost`, { method: 'PUT', json: { kind: 'gitlab', baseUrl: gl.url, projectPath: PATH, token: gl.token } });
-  assert.is(put.status, 200, await put.clone().text());
   daemon = startDaemon(sb, { SVC_PR_POLL_MS: '300', SVC_QUEUE_POLL_MS: '300', SVC_TMUX_SOCKET: socket });
-});
+}
 test.after(async () => {
   await killDaemons();
   tmux('kill-server');

@@ -15,13 +15,11 @@ import { openPostgres } from '../../functions/lib/db/postgres.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import { gitlabFake } from '../fakes/gitlab.ts';
 import type { GitLabFake } from '../fakes/gitlab.ts';
-import { serverDbEnv } from '../helpers/db.ts';
-import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { killDaemons, runCli, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { gitlabProject } from './_gitlab.ts';
 import type { Daemon, Sandbox } from '../runner/_harness.ts';
 
-const KEY = Buffer.alloc(32, 5).toString('base64');
 const PATH = 'acme/platform/svc-app';
 let gl: GitLabFake;
 let dbEnv: { env: Record<string, string>; cleanup: () => Promise<void> };
@@ -29,7 +27,7 @@ let server: RunningServer;
 let sb: Sandbox;
 let daemon: Daemon;
 let projectId: string;
-let hook: { url: string; secret: string };
+const hook = { url: '', secret: '' };
 let root: string;
 
 const command = async (name: string, args: Record<string, unknown> = {}) => {
@@ -41,26 +39,8 @@ test.before(async () => {
   gl = await gitlabFake({ prefix: '/gitlab' });
   gl.project(PATH);
   gl.addIssue(PATH, { title: 'Queue me', labels: ['svc'] });
-  dbEnv = await serverDbEnv();
   // debug: the server logs when a delivery's collector.poll was answered and recorded (the last test waits for it)
-  server = await startServer({ admin: true, dbEnv: dbEnv.env, env: { APP_ENCRYPTION_KEY: KEY, LOG_LEVEL: 'debug' } });
-  assert.is((await server.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1' } })).status, 200);
-  sb = sandbox();
-  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'gitlab' } })).json();
-  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
-  assert.is(paired.status, 0, paired.stderr);
-  sb.writeConfig({ ...sb.readConfig(), profiles: [{ id: 'cc', runtime: 'claude', env: {}, args: [] }] });
-  root = join(sb.dir, 'work', 'app');
-  mkdirSync(root, { recursive: true });
-  execFileSync('git', ['init', '-q', '-b', 'main', root]);
-  const res = await server.api('/api/projects', { method: 'POST', json: { name: 'app', repo: 'acme/app', runnerId: made.runner.id, rootPath: root } });
-  assert.is(res.status, 201, await res.clone().text());
-  const body = await res.json();
-  projectId = body.id ?? body.project?.id;
-  const put = await server.api(`/api/projects/${projectId}/codehost`, { method: 'PUT', json: { kind: 'gitlab', baseUrl: gl.url, projectPath: PATH, token: gl.token } });
-  assert.is(put.status, 200, await put.clone().text());
-  const answer = await put.json();
-  hook = { url: answer.webhookUrl, secret: answer.webhookSecret };
+  ({ dbEnv, server, sb, projectId, root, codehost: { webhookUrl: hook.url, webhookSecret: hook.secret } } = await gitlabProject(gl, PATH, { keyByte: 5, serverEnv: { LOG_LEVEL: 'debug' } }));
   daemon = startDaemon(sb, { SVC_PR_POLL_MS: '300', SVC_QUEUE_POLL_MS: '300' });
 });
 test.after(async () => {
