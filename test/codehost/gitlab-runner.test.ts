@@ -154,7 +154,7 @@ test('the token is in no runner file, no audit record, no log', async () => {
     for (const n of readdirSync(d)) {
       const p = join(d, n);
       if (statSync(p).isDirectory()) walk(p);
-      else files.push(p);
+      else if (statSync(p).isFile()) files.push(p);
     }
   };
   walk(sb.dir);
