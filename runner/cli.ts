@@ -52,6 +52,10 @@ For agents (docs/orchestrator.md):
                       append one event line to the project's .svc/events.jsonl
   slot-start <slot> --issue N [--profile ID] [--branch B] [--base REF] [--title T] [--project-root DIR]
                       start a worker in the slot's worktree and tmux session
+  pr-merge <N> [--project-root DIR]
+                      merge pull/merge request N through the project's code host (GitHub or
+                      GitLab), asked of the running daemon; only when .svc/pr/<N>.json says
+                      approve; exit 1 with the host's reason when it refuses
 
 Internal (not for users):
   exec-run <runDir>   run a skill run inside its terminal-multiplexer session
@@ -77,6 +81,7 @@ const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
   emit: { flags: EMIT_FLAGS, positional: 1 },
   'slot-start': { flags: SLOT_START_FLAGS, positional: 1 },
   usage: { flags: USAGE_FLAGS, positional: 1 },
+  'pr-merge': { flags: ['project-root'], positional: 1 },
 };
 
 function checkOptions(command: string, args: mri.Argv): void {
@@ -197,6 +202,8 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
       return (await import('./slot-start.ts')).slotStartCommand(args, env, out, err);
     case 'usage':
       return (await import('./usage/command.ts')).usageCommand(args, env, out, err);
+    case 'pr-merge':
+      return (await import('./pr-merge.ts')).prMergeCommand(args, env, out, err);
   }
   throw new UsageError(`unknown command '${command}'`);
 }

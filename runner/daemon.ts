@@ -29,6 +29,8 @@ import { Spool } from './spool.ts';
 import { reportedProfiles } from './profiles.ts';
 import { Terminals } from './terminal.ts';
 import { Ingest } from './usage/ingest.ts';
+import { serveLocal } from './local.ts';
+import { localPrMerge } from './commands/pr.ts';
 
 const MAX_RUNNING_COMMANDS = 32;
 /** How often the usable profiles are re-read (an agent CLI installed or signed in meanwhile); SVC_PROFILES_POLL_MS overrides it for tests. */
@@ -85,6 +87,7 @@ class Daemon {
   private readonly terminals: Terminals;
   private readonly ingest: Ingest;
   private otlp?: OtlpReceiver;
+  private closeLocal?: () => void;
   private profilesTimer?: NodeJS.Timeout;
   /** The usable profiles last sent on this connection (JSON), so only a change is sent again. */
   private profilesSent: string | null = null;
@@ -153,6 +156,11 @@ class Daemon {
     log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
     this.sender.watchSpool();
     void this.startOtlp();
+    // `svc-runner pr-merge` (the orchestrator's merge step) asks the daemon here: it holds the server's token.
+    void serveLocal(this.env, (req) => localPrMerge(req, this.ctx), (m) => log.warn(m)).then(
+      (close) => (this.stopped ? close() : (this.closeLocal = close)),
+      (e) => log.warn('the local channel (svc-runner pr-merge) could not start', { error: errorText(e) }),
+    );
     this.fleet.start();
     this.codehost.start();
     void this.ingest.start().catch((e) => log.error('session ingest could not start', { error: errorText(e) }));
@@ -175,6 +183,7 @@ class Daemon {
     this.runs.stop();
     void this.ingest.stop();
     void this.otlp?.close();
+    this.closeLocal?.();
     this.done(code);
   }
 

@@ -15,7 +15,7 @@ import { httpUrl } from '../lib/http-url.ts';
 import { projectRoute } from '../lib/project-routes.ts';
 import { publicBase } from '../lib/urls.ts';
 import { newPublicId, newWebhookSecret } from './apps.ts';
-import { checkGitlab, guardRefusal } from './gitlab-check.ts';
+import { checkGitlab, codehostTls, guardRefusal } from './gitlab-check.ts';
 
 export const gitlabTokenAad = (projectId: string) => `project_codehost_token:${projectId}`;
 export const gitlabSecretAad = (projectId: string) => `project_codehost_webhook_secret:${projectId}`;
@@ -65,8 +65,8 @@ const answer = (r: CodehostRow, base: string) => ({
   check: { ok: r.check_ok ?? false, ...(r.check_error ? { error: r.check_error } : {}), at: r.checked_at?.toISOString() ?? null },
 });
 
-async function recheck(q: Queryable, r: CodehostRow, key: Buffer | null): Promise<CodehostRow> {
-  const c = await checkGitlab(q, r.base_url, r.project_path, storedToken(r, key));
+async function recheck(q: Queryable, r: CodehostRow, key: Buffer | null, caFile: string | undefined): Promise<CodehostRow> {
+  const c = await checkGitlab(q, r.base_url, r.project_path, storedToken(r, key), codehostTls({ CODEHOST_CA_FILE: caFile }));
   const [row] = await q.query<CodehostRow>(sql`
     update project_codehosts set check_ok = ${c.ok}, check_error = ${c.error ?? null}, checked_at = now() where project_id = ${r.project_id} returning *`);
   return row;
@@ -100,7 +100,7 @@ export const routes = [
               updated_by = excluded.updated_by, updated_at = now()`);
         },
       );
-      const row = await recheck(ctx.db, (await codehostRow(ctx.db, id))!, key);
+      const row = await recheck(ctx.db, (await codehostRow(ctx.db, id))!, key, ctx.config.CODEHOST_CA_FILE);
       return json({ ...answer(row, publicBase(ctx.config, request)), webhookSecret: secret }, { headers: { 'cache-control': 'no-store' } });
     },
   }),
@@ -110,7 +110,7 @@ export const routes = [
     async handler({ params, request }, ctx) {
       const row = await codehostRow(ctx.db, params.projectId);
       if (!row) throw notFound('the project has no GitLab code host (its code host is GitHub)');
-      return json(answer(await recheck(ctx.db, row, ctx.keys.encryption), publicBase(ctx.config, request)));
+      return json(answer(await recheck(ctx.db, row, ctx.keys.encryption, ctx.config.CODEHOST_CA_FILE), publicBase(ctx.config, request)));
     },
   }),
 ];

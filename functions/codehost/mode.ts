@@ -17,7 +17,7 @@ import { projectRoute } from '../lib/project-routes.ts';
 import { checkRepository } from './app-check.ts';
 import { AppTokenSource } from './app-mode.ts';
 import { appRow } from './apps.ts';
-import { checkGitlab } from './gitlab-check.ts';
+import { checkGitlab, codehostTls } from './gitlab-check.ts';
 import { codehostRow, storedToken } from './gitlab-config.ts';
 
 /** A GitLab project (docs/gitlab.md): the stored token checked now, or the runner's GITLAB_TOKEN. */
@@ -28,7 +28,7 @@ async function gitlabMode(ctx: AppContext, projectId: string): Promise<Pick<Code
   if (!row.token_ciphertext) return { repo: row.project_path, mode: 'runner', reason: `runner token: GITLAB_TOKEN for ${where} (no token stored on the server; the server cannot check the runner's)`, warning: null };
   const token = storedToken(row, ctx.keys.encryption);
   if (!token) return { repo: row.project_path, mode: 'none', reason: `the GitLab token stored for ${where} does not decrypt with the current APP_ENCRYPTION_KEY`, warning: 'set the GitLab code host again with its token' };
-  const c = await checkGitlab(ctx.db, row.base_url, row.project_path, token);
+  const c = await checkGitlab(ctx.db, row.base_url, row.project_path, token, codehostTls(ctx.config));
   return c.ok
     ? { repo: row.project_path, mode: 'gitlab', reason: `GitLab token stored on the server for ${where}: checked, it can read the project and has the api and write_repository scopes`, warning: null }
     : { repo: row.project_path, mode: 'gitlab', reason: `GitLab token stored on the server for ${where}`, warning: `the GitLab token does not work: ${c.error}` };

@@ -1,5 +1,6 @@
 // Configuration from the environment, validated once at start (DESIGN §4).
 // A bad value stops the start with a message naming the variable — never the value of a secret.
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Cron } from 'croner';
 import * as z from 'zod';
@@ -132,6 +133,15 @@ function isIssuerUrl(text: string): boolean {
   }
 }
 
+function isPemFile(path: string | undefined): boolean {
+  if (path === undefined) return true;
+  try {
+    return readFileSync(path, 'utf8').includes('-----BEGIN CERTIFICATE-----');
+  } catch {
+    return false;
+  }
+}
+
 const envShape = z.object({
     PORT: int(8080, 0, 65535),
     HOST: z.string().refine(isHostOrIp, { message: 'must be an IP address or a host name (e.g. 0.0.0.0, 127.0.0.1, ::)' }).default('0.0.0.0'),
@@ -157,6 +167,8 @@ const envShape = z.object({
     EVENTS_RETENTION_DAYS: int(30, 1, 36500),
     DELIVERY_RETENTION_CRON: cron('45 4 * * *'),
     CODEHOST_DELIVERY_RETENTION_CRON: cron('50 4 * * *'),
+    // A self-managed code host's own CA (PEM), trusted for code-host calls only (functions/codehost/gitlab-check.ts).
+    CODEHOST_CA_FILE: z.string().optional().refine(isPemFile, { message: 'must be a readable PEM file with at least one certificate (-----BEGIN CERTIFICATE-----)' }),
     AUDIT_VERIFY_CRON: cron('0 3 * * *'),
     AUDIT_CHECKPOINT_CRON: cron('17 * * * *'),
     AUDIT_ANCHOR_PATH: z.string().default('./data/audit-anchor.json'),

@@ -72,3 +72,4 @@ export const projectCodehostAnswer = z.object({
   credential: z.enum(['stored', 'runner']),
   check: z.object({ ok: z.boolean(), error: z.string().optional(), at: z.string().nullable() }),
 });
+export type ProjectCodehostAnswer = z.output<typeof projectCodehostAnswer>;

@@ -62,7 +62,8 @@ export interface HostAdapter {
   createPull(repo: string, body: { title: string; body: string; head: string; base: string }, o?: CallOptions): Promise<{ number: number; url: string }>;
   /** Approve on the host (GitLab's approvals; GitHub's decisions stay in the signal file): null when the host has no such step. */
   approve?(repo: string, n: number, o?: CallOptions): Promise<{ approved: boolean }>;
-  merge?(repo: string, n: number, o?: CallOptions): Promise<{ merged: boolean; sha: string | null }>;
+  /** Merge through the host's API (its approval rules and branch protection apply); the refusal is the error. */
+  merge?(repo: string, n: number, o?: CallOptions): Promise<{ merged: boolean; sha: string | null; branchDeleted?: boolean }>;
 }
 
 export type { Check, CheckState };

@@ -101,7 +101,7 @@ export class GitHubClient {
     return null;
   }
 
-  async request<S extends z.ZodType>(method: 'GET' | 'POST' | 'PATCH' | 'PUT', path: string, o: RequestOptions<S>): Promise<Answer<z.output<S>>> {
+  async request<S extends z.ZodType>(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, o: RequestOptions<S>): Promise<Answer<z.output<S>>> {
     const url = path.startsWith('http') ? path : `${this.base}${path}`;
     // A Link URL elsewhere would carry the token off: only the configured API is ever asked.
     if (!url.startsWith(`${this.base}/`)) throw new CodeHostError('garbage', `${method}: the code host pointed outside ${this.base}`);
@@ -112,8 +112,8 @@ export class GitHubClient {
     const token = o.token ?? (await this.opts.token(repo));
     if (!token) {
       const gitlab = this.opts.kind === 'gitlab';
-      this.publish({ state: 'no_token', until: null, lastError: gitlab ? 'no GitLab token (the server\'s for the project, profile or environment GITLAB_TOKEN)' : 'no code-host token (profile GH_TOKEN/GITHUB_TOKEN, the environment, or `gh auth token`)' });
-      throw new CodeHostError('no_token', gitlab ? 'no GitLab token: store one for the project on the server, or set GITLAB_TOKEN in a profile or the environment' : 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in a profile or the environment, or sign in with `gh auth login`');
+      this.publish({ state: 'no_token', until: null, lastError: gitlab ? 'no GitLab token (the server\'s for the project, profile or environment GITLAB_TOKEN, or `glab auth login`)' : 'no code-host token (profile GH_TOKEN/GITHUB_TOKEN, the environment, or `gh auth token`)' });
+      throw new CodeHostError('no_token', gitlab ? 'no GitLab token: store one for the project on the server, set GITLAB_TOKEN in a profile or the environment, or sign in with `glab auth login`' : 'no code-host token: set GH_TOKEN or GITHUB_TOKEN in a profile or the environment, or sign in with `gh auth login`');
     }
     const headers: Record<string, string> =
       this.opts.kind === 'gitlab'

@@ -1,7 +1,8 @@
 // GitHub behind the code-host adapter (adapter.ts): the calls of github.ts, unchanged, in its terms.
 import type { HostAdapter, PullState } from './adapter.ts';
+import { CodeHostError } from './client.ts';
 import type { GitHubClient } from './client.ts';
-import { checksOf, createIssue, createPull, defaultBranch, openIssues, openPulls, pull, pullFiles, pullFromBranch, pullReviews } from './github.ts';
+import { checksOf, createIssue, createPull, defaultBranch, deleteBranch, mergePull, openIssues, openPulls, pull, pullFiles, pullFromBranch, pullReviews } from './github.ts';
 import type { Pull } from './github.ts';
 
 /** The host a token may be sent to for git over https: github.com for api.github.com, else the API's host. */
@@ -22,6 +23,19 @@ const state = (pr: Pull): PullState => ({
   mergeable: pr.mergeable ?? null,
   mergeableState: pr.mergeable_state ?? null,
 });
+
+/** GitHub's refusal of a merge, said as the reason a person can act on (GitHub's message kept). */
+function refusal(e: unknown): never {
+  if (!(e instanceof CodeHostError) || e.code !== 'http') throw e;
+  const reasons: Record<number, string> = {
+    403: 'the token may not merge this pull request (it needs contents: write)',
+    404: 'no such pull request, or the token cannot see the repository',
+    405: "GitHub refuses to merge it now: the branch protection's required reviews or checks, a draft, or conflicts",
+    409: 'the pull request changed since it was inspected (its head moved)',
+    422: 'GitHub refused the merge as asked (squash merging may be disabled for the repository)',
+  };
+  throw new CodeHostError('http', `${reasons[e.status ?? 0] ?? 'GitHub refused to merge'} (${e.message})`, e.status);
+}
 
 export function githubAdapter(client: GitHubClient, apiUrl: string): HostAdapter {
   return {
@@ -66,6 +80,20 @@ export function githubAdapter(client: GitHubClient, apiUrl: string): HostAdapter
     async createPull(repo, body, o = {}) {
       const pr = await createPull(client, repo, body, o.token);
       return { number: pr.number, url: pr.html_url };
+    },
+    // The orchestrator's merge step (`svc-runner pr-merge`): squash, then the head branch is deleted,
+    // as `gh pr merge --squash --delete-branch` did.
+    async merge(repo, n, o = {}) {
+      const pr = await pull(client, repo, n, { urgent: true });
+      if (!pr) throw new CodeHostError('http', `pull request #${n} of ${repo} does not exist`, 404);
+      let merged: { sha?: string | null; merged: boolean };
+      try {
+        merged = await mergePull(client, repo, n, o.token);
+      } catch (e) {
+        refusal(e);
+      }
+      const branchDeleted = merged.merged ? await deleteBranch(client, repo, pr.head.ref, o.token).catch(() => false) : false;
+      return { merged: merged.merged, sha: merged.sha ?? null, branchDeleted };
     },
   };
 }

@@ -93,3 +93,14 @@ export async function pullFromBranch(c: GitHubClient, repo: string, branch: stri
 export async function createPull(c: GitHubClient, repo: string, body: { title: string; body: string; head: string; base: string }, token?: string) {
   return (await c.request('POST', `${repoPath(repo)}/pulls`, { schema: pullShape, body, urgent: true, token })).data;
 }
+
+/** Squash-merge a pull request (`PUT …/pulls/:n/merge`) with the head it was approved at when given. */
+export async function mergePull(c: GitHubClient, repo: string, n: number, token?: string) {
+  return (await c.request('PUT', `${repoPath(repo)}/pulls/${n}/merge`, { schema: z.object({ sha: z.string().nullish(), merged: z.boolean() }), body: { merge_method: 'squash' }, urgent: true, token })).data;
+}
+
+/** Delete a merged pull request's head branch (`DELETE …/git/refs/heads/<branch>`); 404/422: already gone. */
+export async function deleteBranch(c: GitHubClient, repo: string, branch: string, token?: string): Promise<boolean> {
+  const a = await c.request('DELETE', `${repoPath(repo)}/git/refs/heads/${branch.split('/').map(encodeURIComponent).join('/')}`, { schema: z.unknown(), urgent: true, token, accept: [404, 422] });
+  return a.status < 300;
+}

@@ -175,7 +175,7 @@ export function gitlabAdapter(client: GitHubClient, baseUrl: string): HostAdapte
     },
     async merge(repo, n, o = {}) {
       try {
-        const a = await client.request('PUT', `${projectPath(repo)}/merge_requests/${n}/merge`, { schema: glMergeRequest, urgent: true, token: o.token });
+        const a = await client.request('PUT', `${projectPath(repo)}/merge_requests/${n}/merge`, { schema: glMergeRequest, urgent: true, token: o.token, body: { should_remove_source_branch: true } });
         return { merged: a.data.state === 'merged', sha: a.data.merge_commit_sha ?? null };
       } catch (e) {
         refusal('merge', e);

@@ -28,6 +28,7 @@ import { CodeHostError, GitHubClient } from './client.ts';
 import type { CodeHostStatus } from './client.ts';
 import { githubAdapter } from './github-adapter.ts';
 import { gitlabAdapter } from './gitlab.ts';
+import { codehostFetch } from './ca-fetch.ts';
 import { writeCodeHostState } from './state.ts';
 import { Tokens } from './token.ts';
 
@@ -72,6 +73,8 @@ export class CodeHost {
   readonly gitlabTokens: Tokens;
   readonly github: HostAdapter;
   private readonly gitlab = new Map<string, HostAdapter>();
+  /** The code-host calls' fetch: the global one, or one that trusts CODEHOST_CA_FILE too (ca-fetch.ts). */
+  private readonly fetch: typeof fetch | undefined;
   private readonly pullsFile: string;
   private readonly queueFile: string;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -84,10 +87,11 @@ export class CodeHost {
     this.pullsFile = join(dir, 'pulls.json');
     this.queueFile = join(dir, 'queue.json');
     this.tokens = new Tokens(o.env, o.config.codehost.apiUrl, () => o.config.profiles);
+    this.fetch = o.fetch ?? codehostFetch(o.env);
     this.client = new GitHubClient({
       apiUrl: o.config.codehost.apiUrl,
       token: (repo) => this.tokens.forRepo(repo),
-      fetch: o.fetch,
+      fetch: this.fetch,
       now: o.now,
       backoffBaseMs: override(o.env.SVC_CODEHOST_BACKOFF_MS) ?? 2000,
       onStatus: (s) => this.onStatus(s),
@@ -112,8 +116,8 @@ export class CodeHost {
       const client = new GitHubClient({
         kind: 'gitlab',
         apiUrl: `${base}/api/v4`,
-        token: (path) => this.gitlabTokens.forRepo(path),
-        fetch: this.o.fetch,
+        token: (path) => this.gitlabTokens.forRepo(path, undefined, new URL(base).hostname),
+        fetch: this.fetch,
         now: this.o.now,
         backoffBaseMs: override(this.o.env.SVC_CODEHOST_BACKOFF_MS) ?? 2000,
         onStatus: (s) => this.onStatus(s, base),

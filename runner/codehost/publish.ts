@@ -13,6 +13,7 @@
 // Any failure (no repo, no token, push refused, HTTP 403 for a token without the scope) becomes
 // `openError` in the run's record; the branch and the patch stay, and the run still succeeded.
 import { execFile } from 'node:child_process';
+import { bundleFile } from './ca-fetch.ts';
 import type { Profile } from '../config.ts';
 import type { HostAdapter } from './adapter.ts';
 import { CodeHostError } from './client.ts';
@@ -75,6 +76,9 @@ async function push(input: PublishInput, token: string, git: HostAdapter['git'])
       GIT_CONFIG_KEY_0: 'http.extraHeader',
       GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${git.user}:${token}`).toString('base64')}`,
     });
+    // A self-managed instance's own CA (CODEHOST_CA_FILE): the system's roots plus it, for this push only.
+    const bundle = bundleFile(process.env);
+    if (bundle) Object.assign(env, { GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_1: 'http.sslCAInfo', GIT_CONFIG_VALUE_1: bundle });
   }
   const r = await run(input.root, ['push', '--porcelain', 'origin', `refs/heads/${input.branch}:refs/heads/${input.branch}`], env);
   if (r.code === 0) return null;
@@ -85,7 +89,7 @@ async function push(input: PublishInput, token: string, git: HostAdapter['git'])
 
 export async function openRunPull(host: HostAdapter, tokens: Tokens, input: PublishInput): Promise<PullLink> {
   if (!input.repo) return { openError: 'the project has no code-host repository on this runner (the server sends it with the watch list); the branch stays local' };
-  const token = await tokens.forRepo(input.repo, input.profile?.id);
+  const token = await tokens.forRepo(input.repo, input.profile?.id, host.kind === 'gitlab' ? host.git.host : undefined);
   if (!token) {
     const how = host.kind === 'gitlab' ? 'store a GitLab token for the project on the server, or set GITLAB_TOKEN in the profile or the environment' : 'set GH_TOKEN or GITHUB_TOKEN in the profile or the environment, or sign in with `gh auth login`';
     return { openError: `no code-host token: ${how}; the branch stays local` };

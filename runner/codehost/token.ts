@@ -16,10 +16,11 @@ import type { Env } from '../paths.ts';
 import { findExecutable } from '../profiles.ts';
 
 // For a GitLab host (gitlab.ts) the same order with GITLAB_TOKEN, the server's token being the
-// project's stored access token; no CLI is asked (glab is not required).
+// project's stored access token, then `glab auth status --hostname <instance> --show-token` when `glab`
+// is on PATH (it is not required; its answer cached as gh's, per instance).
 const NAMES = { github: ['GH_TOKEN', 'GITHUB_TOKEN'], gitlab: ['GITLAB_TOKEN'] } as const;
 
-export type TokenSource = 'profile' | 'environment' | 'gh' | null;
+export type TokenSource = 'profile' | 'environment' | 'gh' | 'glab' | null;
 
 /** A server token with less than this left is not used: the runner's own token is (the server sends a new one long before). */
 export const SERVER_TOKEN_MARGIN_MS = 30_000;
@@ -42,11 +43,24 @@ function ghToken(env: Env, apiUrl: string): Promise<string | null> {
   });
 }
 
+/** glab's token for an instance: `glab auth status` prints `Token: <token>` with --show-token (on stderr). */
+function glabToken(env: Env, host: string): Promise<string | null> {
+  const glab = findExecutable('glab', env);
+  if (!glab) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    execFile(glab, ['auth', 'status', '--hostname', host, '--show-token'], { env: { ...(env as NodeJS.ProcessEnv), NO_COLOR: '1', GLAB_NO_PROMPT: '1' }, timeout: 10_000 }, (err, stdout, stderr) => {
+      const t = /Token:\s*([\x21-\x7e]{8,1024})\s*$/m.exec(`${stdout}\n${stderr}`)?.[1];
+      resolve(!err && t && !/^\*+$/.test(t) ? t : null);
+    });
+  });
+}
+
 export class Tokens {
   private readonly names: readonly string[];
   private readonly fromEnv = (env: Record<string, string | undefined>) => this.names.map((n) => env[n]?.trim()).find((v) => v) ?? null;
   private readonly nameIn = (env: Record<string, string | undefined>) => this.names.find((n) => env[n]?.trim()) ?? null;
   private gh: { value: string | null; at: number } | null = null;
+  private readonly glab = new Map<string, { value: string | null; at: number }>();
   /** The server's installation tokens by repository (lower case): memory only. */
   private readonly server = new Map<string, { token: string; expiresAt: number }>();
   /** Where the runner's own token came from (the server's tokens are not counted). */
@@ -88,9 +102,10 @@ export class Tokens {
     });
   }
 
-  /** The token for a repository: the server's (App mode) when it has a valid one, else the runner's own. */
-  async forRepo(repo: string | undefined, profileId?: string): Promise<string | null> {
-    return this.serverToken(repo)?.token ?? (await this.get(profileId));
+  /** The token for a repository: the server's (App mode) when it has a valid one, else the runner's own
+   *  (`host`: the GitLab instance's host name, for glab). */
+  async forRepo(repo: string | undefined, profileId?: string, host?: string): Promise<string | null> {
+    return this.serverToken(repo)?.token ?? (await this.get(profileId, host));
   }
 
   constructor(
@@ -103,17 +118,26 @@ export class Tokens {
   }
 
   /** The token for a profile (a skill run's), else the first profile's that has one, else the rest. */
-  async get(profileId?: string): Promise<string | null> {
+  async get(profileId?: string, host?: string): Promise<string | null> {
     const profiles = this.profiles();
     const own = profileId ? profiles.find((p) => p.id === profileId) : undefined;
     const { fromEnv, nameIn } = this;
     const fromProfile = (own && fromEnv(own.env)) ?? profiles.map((p) => fromEnv(p.env)).find((v) => v) ?? null;
-    const found = fromProfile ?? fromEnv(this.env) ?? (this.kind === 'github' ? await this.fromGh() : null);
-    this.source = fromProfile ? 'profile' : fromEnv(this.env) ? 'environment' : found ? 'gh' : null;
+    const found = fromProfile ?? fromEnv(this.env) ?? (this.kind === 'github' ? await this.fromGh() : host ? await this.fromGlab(host) : null);
+    this.source = fromProfile ? 'profile' : fromEnv(this.env) ? 'environment' : found ? (this.kind === 'github' ? 'gh' : 'glab') : null;
     const profile = fromProfile ? ((own && fromEnv(own.env) && own) || profiles.find((p) => fromEnv(p.env))) : undefined;
     this.sourceName = profile ? nameIn(profile.env) : this.source === 'environment' ? nameIn(this.env) : null;
     if (found) redact(found);
     return found;
+  }
+
+  private async fromGlab(host: string): Promise<string | null> {
+    const now = Date.now();
+    const c = this.glab.get(host);
+    if (c && now - c.at < (c.value ? 5 * 60_000 : 60_000)) return c.value;
+    const value = await glabToken(this.env, host);
+    this.glab.set(host, { value, at: now });
+    return value;
   }
 
   private async fromGh(): Promise<string | null> {

@@ -4,13 +4,14 @@
 // orchestrator reads before it merges or sends the worker back. voidApproval removes it.
 // On a GitLab project (issue 42) an approval is first given on GitLab (its approval rules apply): when
 // GitLab refuses, the command fails with GitLab's reason and no signal is written.
-import { readFileSync, unlinkSync } from 'node:fs';
+import { readFileSync, realpathSync, unlinkSync } from 'node:fs';
 import type { CommandArgs } from '../../protocol/commands.ts';
 import { writeFileAtomic } from '../config.ts';
 import { confined, prSignalPath, projectOf } from '../fleet-paths.ts';
 import { codeHostOf, mapped, project as hosted } from './codehost.ts';
 import type { CommandContext } from './context.ts';
 import { CommandError } from '../errors.ts';
+import type { LocalAnswer } from '../local.ts';
 
 async function decide(projectId: string, pr: number, decision: 'approve' | 'request_changes', comment: string | undefined, ctx: CommandContext) {
   const project = await projectOf(ctx, projectId);
@@ -45,9 +46,10 @@ export async function prVoidApproval(args: CommandArgs<'pr.voidApproval'>, ctx: 
   }
 }
 
-/** The orchestrator's merge step for a GitLab project (docs/gitlab.md): only while `.svc/pr/<N>.json`
- *  says `approve`, through GitLab's API (`PUT …/merge`), so the project's approval rules apply; when
- *  GitLab refuses, the error is GitLab's reason and nothing is merged. GitHub projects merge with `gh`. */
+/** The orchestrator's merge step (`svc-runner pr-merge <N>`, docs/orchestrator.md): only while
+ *  `.svc/pr/<N>.json` says `approve`, through the project's code host's API (GitLab's `PUT …/merge`,
+ *  GitHub's squash merge and the head branch deleted), so the host's approval rules and branch
+ *  protection apply; when the host refuses, the error is its reason and nothing is merged. */
 export async function prMerge(args: { projectId: string; number: number }, ctx: CommandContext) {
   const project = await projectOf(ctx, args.projectId);
   const file = await confined(project, prSignalPath(project.root, args.number));
@@ -57,10 +59,33 @@ export async function prMerge(args: { projectId: string; number: number }, ctx: 
   } catch {
     decision = null;
   }
-  if (decision !== 'approve') throw new CommandError('not_approved', `merge request !${args.number} is not approved in svc (.svc/pr/${args.number}.json does not say approve)`);
   const p = hosted(ctx, args.projectId);
-  const merge = p.host ? codeHostOf(ctx).adapter(p).merge : undefined;
-  if (!merge) throw new CommandError('not_supported', `project ${args.projectId} is on GitHub: merge with gh pr merge ${args.number}`);
+  const name = p.host ? `merge request !${args.number}` : `pull request #${args.number}`;
+  if (decision !== 'approve') throw new CommandError('not_approved', `${name} is not approved in svc (.svc/pr/${args.number}.json does not say approve)`);
+  const merge = codeHostOf(ctx).adapter(p).merge;
+  if (!merge) throw new CommandError('not_supported', `project ${args.projectId}'s code host cannot merge through the runner`);
   const r = await mapped(() => merge(p.repo, args.number));
+  if (!r.merged) throw new CommandError('not_merged', `${name} was not merged (the code host answered without merging it)`);
   return { pr: args.number, ...r };
+}
+
+/** `svc-runner pr-merge` through the daemon's local channel (runner/local.ts): the project is the
+ *  primary watch-list entry whose root is the request's (the same directory, links resolved). */
+export async function localPrMerge(req: { root: string; number: number }, ctx: CommandContext): Promise<LocalAnswer> {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const root = real(req.root);
+  const entry = ctx.projects().find((p) => !p.pool && p.root && real(p.root) === root);
+  if (!entry) return { ok: false, code: 'unknown_project', message: `${req.root} is not a project on this runner's watch list` };
+  try {
+    return { ok: true, result: await prMerge({ projectId: entry.id, number: req.number }, ctx) };
+  } catch (e) {
+    if (e instanceof CommandError) return { ok: false, code: e.code, message: e.message };
+    throw e;
+  }
 }

@@ -159,10 +159,12 @@ test("the App's installation removed: the runner drops the refused token and pol
   assert.match(mode.appError.message, /not installed on acme\/app/);
 });
 
+/** Regular files only: the running daemon's local socket (state/svc/local/runner.sock) cannot be read. */
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => {
     const p = join(dir, n);
-    return statSync(p).isDirectory() ? filesUnder(p) : [p];
+    const s = statSync(p);
+    return s.isDirectory() ? filesUnder(p) : s.isFile() ? [p] : [];
   });
 }
 

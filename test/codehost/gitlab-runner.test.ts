@@ -6,7 +6,7 @@
 // The token is in no runner file and no audit record, nor in the server's or the runner's log.
 // needs: git
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -15,13 +15,11 @@ import { openPostgres } from '../../functions/lib/db/postgres.ts';
 import { sql } from '../../functions/lib/db/port.ts';
 import { gitlabFake } from '../fakes/gitlab.ts';
 import type { GitLabFake } from '../fakes/gitlab.ts';
-import { serverDbEnv } from '../helpers/db.ts';
-import { startServer } from '../helpers/server.ts';
 import type { RunningServer } from '../helpers/server.ts';
-import { killDaemons, runCli, sandbox, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { killDaemons, runCli, startDaemon, waitUntil } from '../runner/_harness.ts';
+import { gitlabProject } from './_gitlab.ts';
 import type { Daemon, Sandbox } from '../runner/_harness.ts';
 
-const KEY = Buffer.alloc(32, 5).toString('base64');
 const PATH = 'acme/platform/svc-app';
 let gl: GitLabFake;
 let dbEnv: { env: Record<string, string>; cleanup: () => Promise<void> };
@@ -29,7 +27,8 @@ let server: RunningServer;
 let sb: Sandbox;
 let daemon: Daemon;
 let projectId: string;
-let hook: { url: string; secret: string };
+const hook = { url: '', secret: '' };
+let root: string;
 
 const command = async (name: string, args: Record<string, unknown> = {}) => {
   const res = await server.api(`/api/projects/${projectId}/commands`, { method: 'POST', json: { name, args } });
@@ -40,26 +39,8 @@ test.before(async () => {
   gl = await gitlabFake({ prefix: '/gitlab' });
   gl.project(PATH);
   gl.addIssue(PATH, { title: 'Queue me', labels: ['svc'] });
-  dbEnv = await serverDbEnv();
   // debug: the server logs when a delivery's collector.poll was answered and recorded (the last test waits for it)
-  server = await startServer({ admin: true, dbEnv: dbEnv.env, env: { APP_ENCRYPTION_KEY: KEY, LOG_LEVEL: 'debug' } });
-  assert.is((await server.api('/api/webhooks/allowlist', { method: 'PUT', json: { allowlist: '127.0.0.1' } })).status, 200);
-  sb = sandbox();
-  const made = await (await server.api('/api/runners', { method: 'POST', json: { name: 'gitlab' } })).json();
-  const paired = await runCli(sb, ['pair', '--server', server.url, '--code', made.code, '--no-detect']);
-  assert.is(paired.status, 0, paired.stderr);
-  sb.writeConfig({ ...sb.readConfig(), profiles: [{ id: 'cc', runtime: 'claude', env: {}, args: [] }] });
-  const root = join(sb.dir, 'work', 'app');
-  mkdirSync(root, { recursive: true });
-  execFileSync('git', ['init', '-q', '-b', 'main', root]);
-  const res = await server.api('/api/projects', { method: 'POST', json: { name: 'app', repo: 'acme/app', runnerId: made.runner.id, rootPath: root } });
-  assert.is(res.status, 201, await res.clone().text());
-  const body = await res.json();
-  projectId = body.id ?? body.project?.id;
-  const put = await server.api(`/api/projects/${projectId}/codehost`, { method: 'PUT', json: { kind: 'gitlab', baseUrl: gl.url, projectPath: PATH, token: gl.token } });
-  assert.is(put.status, 200, await put.clone().text());
-  const answer = await put.json();
-  hook = { url: answer.webhookUrl, secret: answer.webhookSecret };
+  ({ dbEnv, server, sb, projectId, root, codehost: { webhookUrl: hook.url, webhookSecret: hook.secret } } = await gitlabProject(gl, PATH, { keyByte: 5, serverEnv: { LOG_LEVEL: 'debug' } }));
   daemon = startDaemon(sb, { SVC_PR_POLL_MS: '300', SVC_QUEUE_POLL_MS: '300' });
 });
 test.after(async () => {
@@ -120,16 +101,60 @@ test('the webhook: a wrong X-Gitlab-Token is 401 (recorded), a delivery 202 once
   assert.equal(await other.json(), { deliveryId: 'u-3', status: 'accepted', projects: 0 });
 });
 
+// The orchestrator's merge step (skills/svc-orchestrator/SKILL.md step 3): `svc-runner pr-merge <N>` run in
+// the project asks the daemon over its local socket; the daemon merges through GitLab with the server's
+// token (the runner has none of its own), only with svc's approval, GitLab's refusal said on stderr.
+test('svc-runner pr-merge: refused without approval and while GitLab wants more approvals (exit 1, the reason), then merged', async () => {
+  const mr = gl.addMr(PATH, { title: 'Merge me', source: 'svc/w1/issue-3', sha: 'a'.repeat(40) });
+  mr.requiredApprovals = 2;
+  const merge = () => runCli(sb, ['pr-merge', String(mr.iid), '--project-root', join(root, 'src')]);
+  mkdirSync(join(root, 'src'), { recursive: true });
+  await waitUntil(() => existsSync(join(sb.env.XDG_STATE_HOME, 'svc', 'local', 'runner.sock')), 20_000, 'the local socket');
+  assert.is(statSync(join(sb.env.XDG_STATE_HOME, 'svc', 'local', 'runner.sock')).mode & 0o777, 0o600);
+  assert.is(statSync(join(sb.env.XDG_STATE_HOME, 'svc', 'local')).mode & 0o777, 0o700);
+
+  const unapproved = await merge();
+  assert.is(unapproved.status, 1, unapproved.stdout);
+  assert.match(unapproved.stderr, new RegExp(`merge request !${mr.iid} is not approved in svc.*\\[not_approved\\]`));
+
+  const approved = await command('pr.approve', { number: mr.iid });
+  assert.is(approved.status, 200, JSON.stringify(approved.body));
+  assert.equal(mr.approvedBy, ['svc-bot']);
+  const refused = await merge();
+  assert.is(refused.status, 1, refused.stdout);
+  assert.match(refused.stderr, /GitLab refuses to merge it now: approvals missing.*\[codehost_405\]/);
+  assert.is(mr.state, 'opened');
+
+  mr.approvedBy.push('ann');
+  const merged = await merge();
+  assert.is(merged.status, 0, merged.stderr);
+  assert.equal(JSON.parse(merged.stdout), { pr: mr.iid, merged: true, sha: 'e'.repeat(40) });
+  assert.is(mr.state, 'merged');
+  const puts = gl.requests.filter((r) => r.method === 'PUT' && r.path.endsWith(`/merge_requests/${mr.iid}/merge`));
+  assert.equal(puts.map((r) => [r.status, r.token]), [[405, gl.token], [200, gl.token]]);
+  assert.not.ok(merged.stdout.includes(gl.token) || refused.stderr.includes(gl.token));
+
+  const elsewhere = await runCli(sb, ['pr-merge', String(mr.iid), '--project-root', sb.dir]);
+  assert.is(elsewhere.status, 2, 'not inside a git project');
+  const other = join(sb.dir, 'other');
+  execFileSync('git', ['init', '-q', other]);
+  const unknown = await runCli(sb, ['pr-merge', String(mr.iid), '--project-root', other]);
+  assert.equal([unknown.status, /is not a project on this runner's watch list/.test(unknown.stderr)], [1, true]);
+  assert.equal(gl.unexpected, []);
+});
+
 test('the token is in no runner file, no audit record, no log', async () => {
   // The hook's poll (u-1) is recorded once the runner answered it: wait for that before stopping the runner.
   await waitUntil(() => /collector\.poll answered.*outcome=polled/.test(server.output()), 20_000, () => `u-1's poll recorded\n${server.output().slice(-2000)}`);
   await daemon.kill(); // its state files are written atomically (temp + rename): read them at rest
+  const noDaemon = await runCli(sb, ['pr-merge', '1', '--project-root', root]);
+  assert.equal([noDaemon.status, /the runner daemon is not running/.test(noDaemon.stderr)], [1, true]);
   const files: string[] = [];
   const walk = (d: string) => {
     for (const n of readdirSync(d)) {
       const p = join(d, n);
       if (statSync(p).isDirectory()) walk(p);
-      else files.push(p);
+      else if (statSync(p).isFile()) files.push(p);
     }
   };
   walk(sb.dir);

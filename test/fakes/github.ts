@@ -9,6 +9,8 @@
 //   POST /repos/:o/:r/pulls                             201; 422 when the head branch is not on the remote
 //   GET  /repos/:o/:r/pulls/:n/files, …/reviews         lists
 //   GET  /repos/:o/:r/commits/:sha/check-runs, …/status checks
+//   PUT  /repos/:o/:r/pulls/:n/merge                    {sha, merged, message}; 405 with `mergeBlocked` as the message
+//   DELETE /repos/:o/:r/git/refs/heads/:branch          204; 422 "Reference does not exist"
 // Every list is paginated (per_page, page; `Link: <…>; rel="next"`, rel="last"); every 200 carries an
 // ETag (a hash of the body) and a request with a matching If-None-Match gets 304, which does not count
 // against the rate limit (as on GitHub). x-ratelimit-limit/remaining/reset/used on every answer; when
@@ -45,6 +47,8 @@ export interface FakePull {
   merged: boolean;
   files: { filename: string; status: string; additions: number; deletions: number }[];
   reviews: { id: number; user: { login: string }; state: string; submitted_at: string }[];
+  /** Branch protection's refusal (PUT …/merge answers 405 with it) while set. */
+  mergeBlocked?: string;
 }
 export interface FakeRepo {
   name: string;
@@ -54,6 +58,8 @@ export interface FakeRepo {
   checkRuns: Record<string, FakeCheckRun[]>;
   statuses: Record<string, { context: string; state: string }[]>;
   next: number;
+  /** Head branches deleted through DELETE …/git/refs/heads/…. */
+  deletedBranches?: string[];
   /** A bare git repository the pull requests' head branches must exist in (POST /pulls checks it). */
   bare?: string;
 }
@@ -190,7 +196,7 @@ export async function githubFake(): Promise<GitHubFake> {
       if (!r) return send(404, { message: 'Not Found' });
       if (appToken?.valid && !appToken.repos.some((x) => x.toLowerCase() === r.name.toLowerCase())) return send(404, { message: 'Not Found' });
       const rest = m[3] ?? '';
-      const write = req.method === 'POST' || req.method === 'PATCH';
+      const write = req.method === 'POST' || req.method === 'PATCH' || req.method === 'PUT' || req.method === 'DELETE';
       if (write && fake.readOnly.has(token ?? '')) return send(403, { message: 'Resource not accessible by personal access token', documentation_url: 'https://docs.github.com/rest' });
       let g: RegExpExecArray | null;
       if (rest === '' && req.method === 'GET') return ok(fullRepositoryJson(r.name, r.defaultBranch));
@@ -228,6 +234,21 @@ export async function githubFake(): Promise<GitHubFake> {
         if (g[2] === '/files') return page(p.files.map(fileJson));
         if (g[2] === '/reviews') return page(p.reviews.map((x) => reviewJson(r.name, p.number, x)));
         return ok(pullJson(r, p));
+      }
+      if ((g = /^\/pulls\/(\d+)\/merge$/.exec(rest)) && req.method === 'PUT') {
+        const p = r.pulls.find((x) => x.number === Number(g![1]));
+        if (!p) return send(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest/pulls/pulls#merge-a-pull-request', status: '404' });
+        if (p.state !== 'open' || p.mergeBlocked) return send(405, { message: p.mergeBlocked ?? 'Pull Request is not mergeable', documentation_url: 'https://docs.github.com/rest/pulls/pulls#merge-a-pull-request', status: '405' });
+        Object.assign(p, { state: 'closed', merged: true });
+        return send(200, { sha: 'f'.repeat(40), merged: true, message: 'Pull Request successfully merged' });
+      }
+      if ((g = /^\/git\/refs\/heads\/(.+)$/.exec(rest)) && req.method === 'DELETE') {
+        const branch = decodeURIComponent(g[1]);
+        if (!r.pulls.some((p) => p.head === branch) || r.deletedBranches?.includes(branch)) return send(422, { message: 'Reference does not exist', documentation_url: 'https://docs.github.com/rest/git/refs#delete-a-reference', status: '422' });
+        (r.deletedBranches ??= []).push(branch);
+        record.status = 204;
+        res.writeHead(204, limits());
+        return res.end();
       }
       if ((g = /^\/commits\/([0-9a-f]{7,40})\/(check-runs|status)$/.exec(rest)) && req.method === 'GET') {
         if (g[2] === 'check-runs') {

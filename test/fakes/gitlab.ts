@@ -14,6 +14,7 @@
 // a token in `readOnly` (scope read_api) → 403 {"error":"insufficient_scope",…} on writes, as GitLab.
 // `limit(n, seconds)`: the next n requests get 429 with Retry-After (GitLab's rate limiter).
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { approvalsJson, issueJson, jobJson, mrJson, pipelineJson, projectJson } from './gitlab-shapes.ts';
 import type { FakeGlIssue, FakeGlJob, FakeGlMr, FakeGlPipeline, FakeGlProject } from './gitlab-shapes.ts';
@@ -51,7 +52,8 @@ export interface GitLabFake {
 
 const now = () => new Date().toISOString();
 
-export async function gitlabFake(o: { prefix?: string } = {}): Promise<GitLabFake> {
+/** `tls`: serve HTTPS with this key and certificate (a self-managed instance with its own CA). */
+export async function gitlabFake(o: { prefix?: string; tls?: { key: string; cert: string } } = {}): Promise<GitLabFake> {
   const prefix = o.prefix ?? '';
   const projects = new Map<string, FakeGlProject>();
   let ids = 100;
@@ -125,7 +127,7 @@ export async function gitlabFake(o: { prefix?: string } = {}): Promise<GitLabFak
     send(res, 200, items.slice((n - 1) * per, n * per).map(map), headers);
   };
 
-  const server = http.createServer((req, res) => {
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     let raw = '';
     req.on('data', (c) => (raw += c));
     req.on('end', () => {
@@ -226,9 +228,10 @@ export async function gitlabFake(o: { prefix?: string } = {}): Promise<GitLabFak
         answer(404, { message: '404 Not Found' });
       }
     });
-  });
+  };
+  const server = o.tls ? https.createServer(o.tls, handler) : http.createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  origin = `${o.tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`;
   fake.url = origin + prefix;
   return fake;
 }

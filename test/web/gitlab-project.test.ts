@@ -64,4 +64,41 @@ test('the Code host card: GitLab token checked; GitLab refusing it shown as the 
   assert.not.ok(((await page.content()) ?? '').includes(gl.token), 'the token is never on the page');
 });
 
+test("the Code host form: saved from the page, the webhook URL and its secret shown once, the check's result or GitLab's refusal", async () => {
+  const page = await open();
+  await page.waitForSelector('section.codehost-mode [data-mode]');
+  await page.click('details.codehost-edit summary');
+  const form = 'form.codehost-form';
+  await page.waitForFunction(() => (document.querySelector('form.codehost-form input[name=projectPath]') as HTMLInputElement | null)?.value === 'acme/platform/app');
+  await page.fill(`${form} input[name=baseUrl]`, 'not a url');
+  await page.click(`${form} button`);
+  await page.waitForSelector(`${form} [data-field=baseUrl]`);
+
+  await page.fill(`${form} input[name=baseUrl]`, gl.url);
+  await page.fill(`${form} input[name=token]`, gl.token);
+  await page.click(`${form} button`);
+  await page.waitForSelector(`${form} .webhook-secret`);
+  const secret = (await page.textContent(`${form} .webhook-secret`))!.trim();
+  const hookUrl = (await page.textContent(`${form} .webhook-url`))!.trim();
+  assert.match(hookUrl, new RegExp(`/hooks/gitlab/[A-Za-z0-9_-]+$`));
+  assert.is(await page.getAttribute(`${form} .codehost-check`, 'data-ok'), 'true');
+  assert.is(await page.inputValue(`${form} input[name=token]`), '', 'the token field is emptied');
+  await page.waitForSelector('section.codehost-mode [data-mode="gitlab"]');
+  // The secret works: GitLab's hook with it is accepted.
+  const hook = await fetch(hookUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gitlab-token': secret, 'x-gitlab-event': 'Issue Hook', 'x-gitlab-event-uuid': 'form-1' }, body: JSON.stringify({ object_kind: 'issue' }) });
+  assert.is(hook.status, 202, await hook.clone().text());
+
+  await page.reload();
+  await page.click('details.codehost-edit summary');
+  await page.waitForSelector(`${form} .webhook-url`);
+  assert.is(await page.$(`${form} .webhook-secret`), null, 'the secret is shown once');
+  assert.not.ok(((await page.content()) ?? '').includes(gl.token), 'the token is never on the page');
+
+  await page.fill(`${form} input[name=token]`, 'glpat-wrong-000000000000');
+  await page.click(`${form} button`);
+  await page.waitForSelector(`${form} .codehost-check[data-ok=false]`);
+  assert.match((await page.textContent(`${form} .codehost-check`)) ?? '', /GitLab answered HTTP 401.*401 Unauthorized/);
+  await page.waitForSelector('section.codehost-mode [role=alert]');
+});
+
 test.run();

@@ -15,6 +15,7 @@ import { ApiError, api, when } from '../api.ts';
 import { Alert, Badge, Dialog, FieldError, hashOf, hashQuery, usd, useAction } from '../components.ts';
 import { useLiveRefetch } from '../live.ts';
 import { can } from '../session.ts';
+import { CodehostForm } from './codehost-form.ts';
 import { Pool } from './project-pool.ts';
 import type { UserList } from '../../protocol/api/auth.ts';
 import type { Me, Role } from '../session.ts';
@@ -236,14 +237,15 @@ function DisabledCommands({ me, project }: { me: Me; project: Project }) {
 }
 
 /** Which token the project's code-host work runs on and why (GET …/codehost-mode), with a warning when neither works. */
-function CodehostModeCard({ project }: { project: Project }) {
+function CodehostModeCard({ project, admin }: { project: Project; admin: boolean }) {
   const [mode, setMode] = useState<CodehostMode | string | null>(null);
+  const [edits, setEdits] = useState(0);
   useEffect(() => {
     setMode(null);
     api<CodehostMode>(`/api/projects/${project.id}/codehost-mode`)
       .then(setMode)
       .catch((e) => setMode(`Could not tell: ${e.message}`));
-  }, [project.id, project.repo, project.runnerId]);
+  }, [project.id, project.repo, project.runnerId, edits]);
   const label = { app: 'App mode', runner: 'runner token', none: 'no token', gitlab: 'GitLab token' } as const;
   return html`<section class="card codehost-mode" aria-labelledby="codehost-h">
     <h3 id="codehost-h">Code host</h3>
@@ -254,6 +256,7 @@ function CodehostModeCard({ project }: { project: Project }) {
         : html`<p data-mode=${mode.mode}><${Badge} text=${label[mode.mode]} tone=${mode.mode === 'none' || mode.warning ? 'failed' : 'ok'} /> <span class="codehost-reason">${mode.reason}</span></p>
             ${mode.warning && html`<p class="field-error" role="alert">${mode.warning}</p>`}
             ${mode.mode === 'runner' && mode.appError && mode.appError.code !== 'no_app' && html`<p class="muted">GitHub App: ${mode.appError.message}</p>`}`}
+    ${admin && html`<details class="codehost-edit"><summary>Set the code host (GitLab)</summary><${CodehostForm} projectId=${project.id} onSaved=${() => setEdits((n) => n + 1)} /></details>`}
   </section>`;
 }
 
@@ -279,7 +282,7 @@ function ProjectDetail({ me, project, runners, onChanged }: { me: Me; project: P
           <dt>Budget</dt><dd>${project.budgetUsd === null ? 'none' : `${usd(project.budgetUsd)} a month, then ${project.budgetAction}`}</dd>
           <dt>Caps</dt><dd class="caps">per issue ${project.caps.perIssueUSD === null ? 'none' : usd(project.caps.perIssueUSD)}, per run ${project.caps.perRunUSD === null ? 'none' : usd(project.caps.perRunUSD)}</dd>
           <dt>Your role</dt><dd>${project.role ?? '—'}</dd></dl></div>`}
-    <${CodehostModeCard} project=${project} />
+    <${CodehostModeCard} project=${project} admin=${admin} />
     <${Members} me=${me} project=${project} />
     <${Pool} me=${me} projectId=${project.id} runners=${runners} />
     <${DisabledCommands} me=${me} project=${project} />
