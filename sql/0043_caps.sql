@@ -22,6 +22,7 @@ create table unit_caps (
   paused_cost_usd numeric(14, 6),
   paused_cap_usd numeric(14, 6),
   pauses integer not null default 0,
+  restopped_at timestamptz,                            -- the last stop sent again to a held issue's worker that still spent
   updated_at timestamptz not null default now(),
   primary key (project_id, unit, key)
 );

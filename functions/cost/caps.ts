@@ -30,21 +30,27 @@ export interface CapDeps {
   log: Logger;
 }
 
-type Unit = { projectId: string; unit: 'issue' | 'run'; key: string; slot: string | null };
+/** `at`: the newest request's time in the batch (epoch ms; 0 when the batch has only session metadata). */
+type Unit = { projectId: string; unit: 'issue' | 'run'; key: string; slot: string | null; at: number };
 
 /** The issues and runs a batch's usage names, per project (the latest slot seen for an issue). */
 export function unitsOf(events: RunnerEvent[]): Unit[] {
   const units = new Map<string, Unit>();
   for (const e of events) {
     if (e.kind !== LLM_REQUEST && e.kind !== SESSION_META) continue;
-    const p = e.payload as { project?: unknown; issue?: unknown; run?: unknown; slot?: unknown };
+    const p = e.payload as { project?: unknown; issue?: unknown; run?: unknown; slot?: unknown; at?: unknown };
     if (typeof p?.project !== 'string') continue;
     const slot = typeof p.slot === 'string' ? p.slot : null;
+    const at = e.kind === LLM_REQUEST && typeof p.at === 'string' ? Date.parse(p.at) || 0 : 0;
     if (typeof p.issue === 'string' && /^[0-9]{1,12}$/.test(p.issue)) {
       const k = `${p.project}\0issue\0${p.issue}`;
-      units.set(k, { projectId: p.project, unit: 'issue', key: p.issue, slot: slot ?? units.get(k)?.slot ?? null });
+      const had = units.get(k);
+      units.set(k, { projectId: p.project, unit: 'issue', key: p.issue, slot: slot ?? had?.slot ?? null, at: Math.max(at, had?.at ?? 0) });
     }
-    if (typeof p.run === 'string') units.set(`${p.project}\0run\0${p.run}`, { projectId: p.project, unit: 'run', key: p.run, slot: null });
+    if (typeof p.run === 'string') {
+      const k = `${p.project}\0run\0${p.run}`;
+      units.set(k, { projectId: p.project, unit: 'run', key: p.run, slot: null, at: Math.max(at, units.get(k)?.at ?? 0) });
+    }
   }
   return [...units.values()];
 }
@@ -103,6 +109,7 @@ export async function enforceCaps(deps: CapDeps, runnerId: string, events: Runne
 export async function checkUnit(deps: CapDeps, runnerId: string, u: Unit): Promise<'none' | 'warned' | 'paused'> {
   const { db } = deps;
   const cap = await unitCap(db, u);
+  if (u.unit === 'issue' && (cap.state === 'paused_cap' || cap.state === 'stopped')) return stopAgain(deps, runnerId, u);
   if (cap.cap === null || cap.state !== 'active') return 'none';
   const limit = cap.cap;
   const spent = await unitCost(db, u);
@@ -162,6 +169,29 @@ export async function checkUnit(deps: CapDeps, runnerId: string, u: Unit): Promi
     if (out.status !== 'done') log.warn('skill.cancel for a reached cap was not done', { status: out.status });
   }
   log.info('cap reached', { capUsd: cap.cap, costUsd: spent });
+  return 'paused';
+}
+
+/** How often a held issue's worker that goes on spending is sent the stop again, at most. */
+export const RESTOP_SECONDS = 30;
+
+/**
+ * Usage of an issue that is paused or stopped at its cap, made after its pause (late records of
+ * requests made before it do not count): a worker still works on it — its slot.stop did not arrive (the runner was offline, the command timed out), or
+ * someone removed the hold and dispatched it again. It is sent the stop with the hold again, at most
+ * every RESTOP_SECONDS (the claim is the row's restopped_at).
+ */
+async function stopAgain(deps: CapDeps, runnerId: string, u: Unit): Promise<'none' | 'paused'> {
+  const spent = await unitCost(deps.db, u);
+  const [row] = await deps.db.query<{ slot: string | null }>(sql`
+    update unit_caps set restopped_at = now(), slot = coalesce(${u.slot}, slot), updated_at = now()
+     where project_id = ${u.projectId} and unit = 'issue' and key = ${u.key} and state in ('paused_cap', 'stopped')
+       and ${spent} > coalesce(paused_cost_usd, 0) and paused_at < ${new Date(u.at)}
+       and (restopped_at is null or restopped_at < now() - make_interval(secs => ${RESTOP_SECONDS}))
+     returning slot`);
+  if (!row?.slot) return 'none';
+  const out = await deps.hub.command(runnerId, 'slot.stop', { projectId: u.projectId, slot: row.slot, hold: { issue: Number(u.key), reason: 'cap' } }, null);
+  deps.log.child({ area: 'caps', projectId: u.projectId, unit: u.unit, issue: u.key }).warn('a held issue spent again: its worker was sent the stop again', { slot: row.slot, status: out.status, costUsd: spent });
   return 'paused';
 }
 

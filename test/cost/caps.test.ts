@@ -131,10 +131,25 @@ test('an issue passes its cap: warning once at 80 %, slot.stop with a hold withi
   assert.equal([stopped.status, stopped.body.outcome], [200, `Issue #${issue} stopped`]);
   const s = await waitFor('stopped on the fleet view', async () => ((await call(`/api/projects/${project}/fleet`)).body.slots as any[]).find((x) => x.slot === 'a' && x.cap?.state === 'stopped'));
   assert.is(s.cap.state, 'stopped');
-  // Stopped stays stopped: more usage sends nothing and notifies nothing.
+  // Stopped stays stopped: late records (requests made before the pause) send nothing and notify nothing.
   await send(ws, [request(issue, 'a', 'sess-a')]);
   assert.is((await notifications('cap.reached')).length, 2);
   assert.is((await act(server, 'POST', tokenOf(second.actions[0].url), admin)).status, 409);
+  // A worker that works on it again anyway (its hold removed by hand, dispatched in slot b): its first
+  // request made after the stop sends it the stop with the hold again; a second one within 30 s does not.
+  const recent = () => {
+    const e = request(issue, 'b', 'sess-b');
+    return { ...e, payload: { ...e.payload, at: new Date().toISOString() } };
+  };
+  const again = send(ws, [recent()]);
+  const restop = await ws.next('command');
+  assert.equal([restop.name, restop.args], ['slot.stop', { projectId: project, slot: 'b', hold: { issue, reason: 'cap' } }]);
+  ws.send({ type: 'result', requestId: restop.requestId, ok: true, data: { stopped: true, slot: 'b', held: issue } });
+  await again;
+  const before = ws.frames.filter((f: any) => f.type === 'command').length;
+  await send(ws, [recent()]);
+  assert.is(ws.frames.filter((f: any) => f.type === 'command').length, before, 'at most one stop again every 30 s');
+  assert.is((await notifications('cap.reached')).length, 2, 'and no new notification');
 });
 
 test('a run passes its cap: skill.cancel, reason cap_reached, a notification', async () => {
