@@ -62,6 +62,9 @@ export interface HostAdapter {
   createPull(repo: string, body: { title: string; body: string; head: string; base: string }, o?: CallOptions): Promise<{ number: number; url: string }>;
   /** Approve on the host (GitLab's approvals; GitHub's decisions stay in the signal file): null when the host has no such step. */
   approve?(repo: string, n: number, o?: CallOptions): Promise<{ approved: boolean }>;
+  /** Set the cost block in the pull request's description (protocol/cost-block.ts): read, rewrite only the
+   *  block, write back when it changed. null: the pull request does not exist. */
+  describe(repo: string, n: number, block: string, o?: CallOptions): Promise<{ changed: boolean } | null>;
   merge?(repo: string, n: number, o?: CallOptions): Promise<{ merged: boolean; sha: string | null }>;
 }
 
