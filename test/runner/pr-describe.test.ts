@@ -12,6 +12,7 @@ import { prDescribe } from '../../runner/commands/pr.ts';
 import type { CommandContext } from '../../runner/commands/context.ts';
 import { validateConfig } from '../../runner/config.ts';
 import type { ProjectEntry } from '../../runner/config.ts';
+import { githubFake } from '../fakes/github.ts';
 import { gitlabFake } from '../fakes/gitlab.ts';
 
 const PATH = 'acme/platform/svc-app';
@@ -52,6 +53,33 @@ test('GitLab: the block is written into the MR description, the rest untouched; 
     assert.is(missing?.code, 'not_found');
   } finally {
     await gl.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('GitHub: PATCH /repos/:o/:r/pulls/:n {body} with the block alone in an empty body, then replaced between a person's text', async () => {
+  const gh = await githubFake();
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'svc-prdesc-')));
+  try {
+    const root = join(dir, 'app');
+    mkdirSync(root, { recursive: true });
+    const pr = gh.addPull('acme/app', { title: 'Change', head: 'svc/w1/issue-7' });
+    const projects: ProjectEntry[] = [{ id: 'p1', root, repo: 'acme/app' }];
+    const ctx: CommandContext = {
+      config: validateConfig('runner.json', { profiles: [], codehost: { apiUrl: gh.url } }),
+      projects: () => projects,
+      env: { GITHUB_TOKEN: gh.token, XDG_STATE_HOME: join(dir, 'state'), HOME: dir },
+      startedAt: Date.now(),
+    };
+    const patches = () => gh.requests.filter((r) => r.method === 'PATCH' && r.path === `/repos/acme/app/pulls/${pr.number}`);
+    assert.equal(await prDescribe({ projectId: 'p1', number: pr.number, block: 'cost one' }, ctx), { pr: pr.number, changed: true });
+    assert.equal(patches().map((r) => r.body), [{ body: `${COST_BLOCK_START}\ncost one\n${COST_BLOCK_END}` }]);
+    pr.body = `Summary by a person.\n\n${pr.body}\n\nFooter.`;
+    await prDescribe({ projectId: 'p1', number: pr.number, block: 'cost two' }, ctx);
+    assert.is(pr.body, `Summary by a person.\n\n${COST_BLOCK_START}\ncost two\n${COST_BLOCK_END}\n\nFooter.`);
+    assert.is(patches().length, 2);
+  } finally {
+    await gh.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
