@@ -57,7 +57,7 @@ test('GitLab: the block is written into the MR description, the rest untouched; 
   }
 });
 
-test('GitHub: PATCH /repos/:o/:r/pulls/:n {body} with the block alone in an empty body, then replaced between a person's text', async () => {
+test('GitHub: PATCH /repos/:o/:r/pulls/:n {body} with the block alone in an empty body, then replaced, the rest kept', async () => {
   const gh = await githubFake();
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'svc-prdesc-')));
   try {
