@@ -1,6 +1,7 @@
 // The serving process once its database is ready: keys, the hub, jobs, the HTTP server and its drain.
 // functions/server.ts imports this module while the migrations run (it is most of the bundle: the API's
 // routes and schemas, the hub, the workers), so compiling it overlaps PostgreSQL's DDL on a new database.
+import { costBlockJob } from './codehost/cost-block.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -119,6 +120,8 @@ export async function startServing(config: Config, log: Logger, db: Db, onShutdo
   if (clock !== systemClock) log.warn('TEST_CLOCK_OFFSET_SECONDS shifts this server\'s clock (NODE_ENV=test): for tests only', { seconds: config.TEST_CLOCK_OFFSET_SECONDS });
   // App mode: code-host commands and watch lists carry the App's installation tokens (docs/github-app.md).
   const hub = new Hub(db, log.child({ area: 'runners' }), { key: encryption, clock });
+  // The cost block in open pull requests' descriptions (docs/cost.md), through pr.describe.
+  scheduler.register(costBlockJob({ db, hub, log: log.child({ area: 'codehost' }) }));
   // A runner back online checks the project roots it could not check while offline (issue #34).
   // …and a pool runner back (or reporting its capacity) may take a queued pool run (functions/runs/pool.ts).
   hub.onHello = (runnerId) => {

@@ -21,6 +21,7 @@ export const COMMAND_NAMES = [
   'pr.approve',
   'pr.requestChanges',
   'pr.voidApproval',
+  'pr.describe',
   'terminal.attach',
   'skill.search',
   'skill.inspect',

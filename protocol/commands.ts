@@ -75,6 +75,9 @@ export const COMMANDS = {
   'pr.approve': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber, comment: text(10_000).optional() }), true),
   'pr.requestChanges': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber, comment: text(10_000).min(1) }), true),
   'pr.voidApproval': spec('operator', 10 * s, z.strictObject({ projectId, number: prNumber }), true),
+  // The server's cost block (protocol/cost-block.ts; docs/cost.md): the runner reads the description, rewrites
+  // only the marked block and writes it back when it changed. Sent by the server's job, never by a person.
+  'pr.describe': spec('admin', 30 * s, z.strictObject({ projectId, number: prNumber, block: text(4000).min(1) }), true),
   'terminal.attach': spec(
     'admin',
     10 * s,
@@ -120,7 +123,7 @@ export const READ_ONLY_COMMANDS: ReadonlySet<string> = new Set(['runner.ping', '
 
 /** Commands that act on a project's code-host repository: in App mode their frame carries the repository's
  *  installation token (protocol/frames.ts `codehost`), never their args (functions/runners/commands.ts). */
-export const CODEHOST_COMMANDS: ReadonlySet<string> = new Set(['issues.refresh', 'issue.create', 'pr.inspect', 'pr.approve', 'pr.requestChanges', 'pr.voidApproval', 'collector.poll', 'skill.run']);
+export const CODEHOST_COMMANDS: ReadonlySet<string> = new Set(['issues.refresh', 'issue.create', 'pr.inspect', 'pr.approve', 'pr.requestChanges', 'pr.voidApproval', 'pr.describe', 'collector.poll', 'skill.run']);
 
 export { COMMAND_NAMES };
 export type { CommandName };

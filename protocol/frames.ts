@@ -103,6 +103,9 @@ export const ROOTS_CAPABILITY = 'roots.check';
  * are sent pool runs.
  */
 export const POOL_CAPABILITY = 'skills.pool';
+/** The runner answers pr.describe (the cost block in a pull request's description, docs/cost.md): the server
+ *  sends it only to runners that announce this. */
+export const PR_DESCRIBE_CAPABILITY = 'pr.describe';
 /** A runner tag (PATCH /api/runners/:runnerId, `svc-runner pair --tags`): a lowercase word. */
 export const RUNNER_TAG = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 export const runnerTag = z.string().regex(RUNNER_TAG, { message: 'must be a lowercase word (a-z 0-9 _ -, at most 32, starting with a letter or digit)' });

@@ -64,6 +64,9 @@ export interface HostAdapter {
   approve?(repo: string, n: number, o?: CallOptions): Promise<{ approved: boolean }>;
   /** Merge through the host's API (its approval rules and branch protection apply); the refusal is the error. */
   merge?(repo: string, n: number, o?: CallOptions): Promise<{ merged: boolean; sha: string | null; branchDeleted?: boolean }>;
+  /** Set the cost block in the pull request's description (protocol/cost-block.ts): read, rewrite only the
+   *  block, write back when it changed. null: the pull request does not exist. */
+  describe(repo: string, n: number, block: string, o?: CallOptions): Promise<{ changed: boolean } | null>;
 }
 
 export type { Check, CheckState };

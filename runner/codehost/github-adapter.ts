@@ -2,7 +2,8 @@
 import type { HostAdapter, PullState } from './adapter.ts';
 import { CodeHostError } from './client.ts';
 import type { GitHubClient } from './client.ts';
-import { checksOf, createIssue, createPull, defaultBranch, deleteBranch, mergePull, openIssues, openPulls, pull, pullFiles, pullFromBranch, pullReviews } from './github.ts';
+import { rewriteCostBlock } from '../../protocol/cost-block.ts';
+import { checksOf, pullShape, createIssue, createPull, defaultBranch, deleteBranch, mergePull, openIssues, openPulls, pull, pullFiles, pullFromBranch, pullReviews } from './github.ts';
 import type { Pull } from './github.ts';
 
 /** The host a token may be sent to for git over https: github.com for api.github.com, else the API's host. */
@@ -70,6 +71,14 @@ export function githubAdapter(client: GitHubClient, apiUrl: string): HostAdapter
         checks,
         reviews: reviews.items.map((r) => ({ user: r.user?.login ?? null, state: r.state, submittedAt: r.submitted_at ?? null })),
       };
+    },
+    async describe(repo, n, block, o = {}) {
+      const pr = await pull(client, repo, n, { urgent: true });
+      if (!pr) return null;
+      const next = rewriteCostBlock(pr.body, block);
+      if (next === (pr.body ?? '')) return { changed: false };
+      await client.request('PATCH', `/repos/${repo.split('/').map(encodeURIComponent).join('/')}/pulls/${n}`, { schema: pullShape, body: { body: next }, urgent: true, token: o.token });
+      return { changed: true };
     },
     createIssue: (repo, body) => createIssue(client, repo, body),
     defaultBranch: (repo, o = {}) => defaultBranch(client, repo, o.token),

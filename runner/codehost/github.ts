@@ -32,6 +32,7 @@ export const pullShape = z.object({
   mergeable: z.boolean().nullable().optional(),
   mergeable_state: z.string().optional(),
   head: z.object({ ref: z.string(), sha: z.string() }),
+  body: z.string().nullable().optional(),
   base: z.object({ ref: z.string() }),
   user,
 });

@@ -8,6 +8,7 @@
 //   approvals     GET/POST /projects/:id/merge_requests/:iid/approvals|approve
 //   merge         PUT  /projects/:id/merge_requests/:iid/merge (GitLab's refusal said as it is)
 // Pagination is by `Link` or `x-next-page` (client.ts), 429 + Retry-After blocks like GitHub's limit.
+import { rewriteCostBlock } from '../../protocol/cost-block.ts';
 import * as z from 'zod';
 import type { Check, CheckState } from '../../protocol/checks.ts';
 import type { HostAdapter, PullState } from './adapter.ts';
@@ -29,6 +30,7 @@ export const glMergeRequest = z.object({
   merge_status: z.string().optional(),
   has_conflicts: z.boolean().optional(),
   merge_commit_sha: z.string().nullable().optional(),
+  description: z.string().nullable().optional(),
 });
 type MergeRequest = z.infer<typeof glMergeRequest>;
 const glPipeline = z.object({ id: z.number().int(), status: z.string(), sha: z.string() });
@@ -164,6 +166,14 @@ export function gitlabAdapter(client: GitHubClient, baseUrl: string): HostAdapte
     async createPull(repo, body, o = {}) {
       const a = await client.request('POST', `${projectPath(repo)}/merge_requests`, { schema: glMergeRequest, urgent: true, token: o.token, body: { source_branch: body.head, target_branch: body.base, title: body.title, description: body.body } });
       return { number: a.data.iid, url: a.data.web_url };
+    },
+    async describe(repo, n, block, o = {}) {
+      const m = await mr(repo, n, { urgent: true, token: o.token });
+      if (!m) return null;
+      const next = rewriteCostBlock(m.description, block);
+      if (next === (m.description ?? '')) return { changed: false };
+      await client.request('PUT', `${projectPath(repo)}/merge_requests/${n}`, { schema: glMergeRequest, urgent: true, token: o.token, body: { description: next } });
+      return { changed: true };
     },
     async approve(repo, n, o = {}) {
       try {

@@ -46,6 +46,14 @@ export async function prVoidApproval(args: CommandArgs<'pr.voidApproval'>, ctx: 
   }
 }
 
+/** pr.describe: the cost block of the pull request's description (docs/cost.md), on GitHub or GitLab. */
+export async function prDescribe(args: CommandArgs<'pr.describe'>, ctx: CommandContext) {
+  const p = hosted(ctx, args.projectId);
+  const r = await mapped(() => codeHostOf(ctx).adapter(p).describe(p.repo, args.number, args.block));
+  if (!r) throw new CommandError('not_found', `pull request ${args.number} of ${p.repo} does not exist`);
+  return { pr: args.number, ...r };
+}
+
 /** The orchestrator's merge step (`svc-runner pr-merge <N>`, docs/orchestrator.md): only while
  *  `.svc/pr/<N>.json` says `approve`, through the project's code host's API (GitLab's `PUT …/merge`,
  *  GitHub's squash merge and the head branch deleted), so the host's approval rules and branch

@@ -14,7 +14,7 @@ import { runnerDescribe } from './describe.ts';
 import { orchestratorStart, orchestratorStatus, orchestratorStop } from './orchestrator.ts';
 import { runnerPing } from './ping.ts';
 import { projectInspect, projectRefresh } from './project.ts';
-import { prApprove, prRequestChanges, prVoidApproval } from './pr.ts';
+import { prApprove, prDescribe, prRequestChanges, prVoidApproval } from './pr.ts';
 import { skillCancel, skillInspect, skillInstall, skillList, skillRun, skillSearch, skillUninstall } from './skill.ts';
 import { sessionBackfill } from './session.ts';
 import { slotMessage, slotResume, slotStop } from './slot.ts';
@@ -47,6 +47,7 @@ export const HANDLERS: Handlers = {
   'pr.approve': prApprove,
   'pr.requestChanges': prRequestChanges,
   'pr.voidApproval': prVoidApproval,
+  'pr.describe': prDescribe,
   'skill.run': skillRun,
   'skill.cancel': skillCancel,
   'skill.search': skillSearch,

@@ -7,6 +7,7 @@
 //   GET  /repos/:o/:r/pulls?state=open[&head=o:b]       open pull requests
 //   GET  /repos/:o/:r/pulls/:n                          one, with merged/merged_at/mergeable
 //   POST /repos/:o/:r/pulls                             201; 422 when the head branch is not on the remote
+//   PATCH /repos/:o/:r/pulls/:n {body?, title?}         edit (the cost block, pr.describe)
 //   GET  /repos/:o/:r/pulls/:n/files, …/reviews         lists
 //   GET  /repos/:o/:r/commits/:sha/check-runs, …/status checks
 //   PUT  /repos/:o/:r/pulls/:n/merge                    {sha, merged, message}; 405 with `mergeBlocked` as the message
@@ -249,6 +250,14 @@ export async function githubFake(): Promise<GitHubFake> {
         record.status = 204;
         res.writeHead(204, limits());
         return res.end();
+      }
+      if ((g = /^\/pulls\/(\d+)$/.exec(rest)) && req.method === 'PATCH') {
+        const p = r.pulls.find((x) => x.number === Number(g![1]));
+        if (!p) return send(404, { message: 'Not Found' });
+        if (body?.body !== undefined && body.body !== null && typeof body.body !== 'string') return send(422, { message: 'Validation Failed', errors: [{ resource: 'PullRequest', field: 'body', code: 'invalid' }] });
+        if (body?.body !== undefined) p.body = body.body ?? '';
+        if (typeof body?.title === 'string') p.title = body.title;
+        return ok(pullJson(r, p));
       }
       if ((g = /^\/commits\/([0-9a-f]{7,40})\/(check-runs|status)$/.exec(rest)) && req.method === 'GET') {
         if (g[2] === 'check-runs') {

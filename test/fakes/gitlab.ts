@@ -7,6 +7,7 @@
 //   GET  /projects/:id/issues?state=opened    POST /projects/:id/issues {title, description, labels}
 //   GET  /projects/:id/merge_requests?state=opened[&source_branch=]   POST (201)
 //   GET  /projects/:id/merge_requests/:iid    …/diffs, …/approvals, POST …/approve, PUT …/merge
+//   PUT  /projects/:id/merge_requests/:iid {description} (the cost block, pr.describe)
 //   GET  /projects/:id/pipelines?sha=&order_by=id&sort=desc           GET /projects/:id/pipelines/:pid/jobs
 // Pagination (page, per_page): `x-next-page`, `x-page`, `x-per-page`, `x-total` and, unless
 // `paging = 'headers'`, a `Link` header (GitLab sends both; keyset lists send Link only).
@@ -191,6 +192,13 @@ export async function gitlabFake(o: { prefix?: string; tls?: { key: string; cert
         }
         case 'GET /merge_requests/:n':
           return mr() ? answer(200, mrJson(p, mr()!, origin + prefix)) : answer(404, { message: '404 Not found' });
+        case 'PUT /merge_requests/:n': {
+          const x = mr();
+          if (!x) return answer(404, { message: '404 Not found' });
+          if (body?.description !== undefined && typeof body.description !== 'string') return answer(400, { message: { description: ['is invalid'] } });
+          if (typeof body?.description === 'string') x.description = body.description;
+          return answer(200, mrJson(p, x, origin + prefix));
+        }
         case 'GET /merge_requests/:n/diffs':
           return mr() ? page(res, url, mr()!.diffs ?? [], (d) => d) : answer(404, { message: '404 Not found' });
         case 'GET /merge_requests/:n/approvals':

@@ -55,7 +55,7 @@ test('connects to /runner with the bearer token, protocol and version headers; h
   assert.is(hello.version, pkg.version);
   assert.match(hello.target, /^linux-(amd64|arm64)$/);
   assert.is(hello.hostname, hostname());
-  assert.equal(hello.capabilities, ['terminal', 'codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'roots.check', 'skills.pool']);
+  assert.equal(hello.capabilities, ['terminal', 'codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'roots.check', 'skills.pool', 'pr.describe']);
   // Then its usable runtime profiles (docs/runner.md, "Agent runtimes reported"): none configured.
   assert.equal((await conn.next('profiles')).profiles, []);
   await d.waitFor(/no runtime profiles are configured/);
@@ -94,7 +94,7 @@ test('runner.describe: host facts and versions; disabling terminal.attach remove
   const d = startDaemon(sb);
   const conn = await fake.waitConns(1);
   const hello = await conn.next('hello');
-  assert.equal(hello.capabilities, ['codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'skills.pool']);
+  assert.equal(hello.capabilities, ['codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'skills.pool', 'pr.describe']);
   const r = await conn.command('runner.describe');
   assert.is(r.ok, true);
   assert.is(r.data.hostname, hostname());
@@ -102,7 +102,7 @@ test('runner.describe: host facts and versions; disabling terminal.attach remove
   assert.is(r.data.node, process.version);
   assert.is(r.data.version, pkg.version);
   assert.is(r.data.protocol, PROTOCOL_VERSION);
-  assert.equal(r.data.capabilities, ['codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'skills.pool']);
+  assert.equal(r.data.capabilities, ['codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'skills.pool', 'pr.describe']);
   assert.equal(r.data.runtimes, []);
   assert.equal(r.data.disabledCommands, ['terminal.attach', 'project.inspect']);
   await d.kill();
@@ -112,7 +112,7 @@ test('runner.describe: host facts and versions; disabling terminal.attach remove
   const d2 = startDaemon(sb);
   const conn2 = await fake.waitConns(2);
   const r2 = await conn2.command('runner.describe');
-  assert.equal(r2.data.capabilities, ['terminal', 'codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'roots.check', 'skills.pool']);
+  assert.equal(r2.data.capabilities, ['terminal', 'codehost', 'codehost.tokens', 'codehost.gitlab', 'commands.replay', 'profiles', 'roots.check', 'skills.pool', 'pr.describe']);
   assert.equal(r2.data.runtimes.map((x: any) => [x.runtime, x.version, x.authenticated]), [['claude', '2.0.1 (Claude Code)', false]]);
   await d2.kill();
 });

@@ -41,7 +41,7 @@ test('the Schedules page lists every system job with schedule, next and last run
   await signIn(page);
   await page.waitForSelector('tr[data-job]');
   const rows = await page.$$eval('tr[data-job]', (trs) => trs.map((tr) => [tr.getAttribute('data-job') ?? '', tr.textContent ?? '']));
-  assert.equal(rows.map((r) => r[0]), ['retention.activity', 'retention.events', 'retention.deliveries', 'retention.housekeeping', 'retention.codehost_deliveries', 'audit.verify', 'runners.offline']);
+  assert.equal(rows.map((r) => r[0]), ['retention.activity', 'retention.events', 'retention.deliveries', 'retention.housekeeping', 'retention.codehost_deliveries', 'audit.verify', 'runners.offline', 'codehost.cost_blocks']);
   assert.match(rows[0][1], /30 4 \* \* \*/);
   assert.match(rows[0][1], /ok/);
   assert.match(rows[1][1], /never/);
