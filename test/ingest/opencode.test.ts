@@ -3,7 +3,7 @@
 // `opencode run --format json`, succeeds with the agent's last text as its report, and the request OpenCode
 // stored in its SQLite database reaches the server: GET /api/cost and /api/sessions show it under runtime
 // opencode, at the seed's price, attached to the project (the session's directory is the project root).
-// needs: tmux
+// needs: tmux sqlite3
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

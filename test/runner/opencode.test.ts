@@ -3,6 +3,7 @@
 // through the bundle's `profiles --detect`; a skill run's argv (runs/prepare.ts) run for real, its stream read,
 // its exit code mapped; the request it stored read from the database once (its step-finish part not added);
 // a slot's argv with model and resume, and the TUI in real tmux whose session is counted.
+// needs: tmux sqlite3
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

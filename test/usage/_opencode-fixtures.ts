@@ -5,6 +5,7 @@
 // was migrated into the database too (counts once); messages with OpenCode's own `cost` > 0 that differs from
 // the price table (ccusage takes it, svc recomputes); a `total` above the four counts (reasoning, priced as
 // output); user messages, an assistant message without tokens, one without providerID and a corrupt row.
+// needs: sqlite3
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
