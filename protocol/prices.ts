@@ -109,6 +109,14 @@ export const DEFAULT_PRICES: ModelPrice[] = [
   google('gemini-3-flash-preview', 0.5, 0.05, 3),
   google('gemini-3.5-flash', 1.5, 0.15, 9),
   google('gemini-3.1-flash-lite', 0.25, 0.025, 1.5),
+  // OpenCode's models beyond the Claude, GPT and Gemini ones above (OpenCode Zen's and its providers' coding
+  // models; runner/runtimes/opencode). Source: ccusage 20.0.20 --offline (LiteLLM's snapshot), measured per term
+  // with `ccusage opencode session --json --offline` on one-term messages (docs/cost.md "OpenCode"); OpenCode's
+  // cache write is the 5-minute price. Only below 200,000 tokens per term was measured.
+  { model: 'glm-4.6', input: 0.6, output: 2.2, cacheWrite5m: 0, cacheWrite1h: 0, cacheRead: 0.11 },
+  { model: 'kimi-k2-thinking', input: 0.6, output: 2.5, cacheWrite5m: 0.75, cacheWrite1h: 0, cacheRead: 0.15 },
+  { model: 'qwen3-coder', input: 0.22, output: 0.95, cacheWrite5m: 0.275, cacheWrite1h: 0, cacheRead: 0.022 },
+  { model: 'grok-code-fast-1', input: 0.2, output: 1.5, cacheWrite5m: 0.25, cacheWrite1h: 0, cacheRead: 0.02 },
 ];
 
 /** A model id without a provider prefix (`anthropic/`, `bedrock/…/`) or a `-YYYYMMDD` date suffix. */

@@ -37,7 +37,7 @@ Commands:
   doctor              check config, pairing, state directory, daemon, server, token, tmux, git,
                       agent CLIs, OTLP port and Node.js: one ok/warn/fail line each; exit 1 on a fail
   usage daily|monthly|session [--json] [--since YYYY-MM-DD] [--until YYYY-MM-DD] [--tz ZONE]
-        [--runtime claude|codex|gemini] [--rescan]
+        [--runtime claude|codex|gemini|opencode] [--rescan]
                       tokens and cost from this machine's Claude Code and Codex transcripts, per
                       day/month, runtime and model, or per session (no server needed); reads only
                       what changed since the last call (an index in the state directory);

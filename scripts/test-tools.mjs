@@ -14,6 +14,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 /** Program → the Debian packages that bring it (and what else it needs to work). */
 export const TOOLS = {
   tmux: ['tmux'],
+  sqlite3: ['sqlite3'], // OpenCode's store: the fixtures and fake opencode write it, the runner reads it on Node < 22.5
   git: ['git'],
   curl: ['curl', 'ca-certificates'],
   openssl: ['openssl'],

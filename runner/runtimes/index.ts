@@ -5,12 +5,14 @@ import type { Runtime } from '../../protocol/usage.ts';
 import { claude } from './claude/index.ts';
 import { codex } from './codex/index.ts';
 import { gemini } from './gemini/index.ts';
+import { opencode } from './opencode/index.ts';
 import type { RuntimeDef } from './types.ts';
 
 export const RUNTIMES = {
   claude,
   codex,
   gemini,
+  opencode,
 } satisfies { [N in Runtime]: RuntimeDef<N> };
 
 export const RUNTIME_LIST: readonly RuntimeDef[] = Object.values(RUNTIMES);

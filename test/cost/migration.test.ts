@@ -16,7 +16,7 @@ import { ROOT, openTestDb } from '../helpers/db.ts';
 const quiet = createLogger('error');
 const seedText = readFileSync(join(ROOT, 'sql', 'seed.sql'), 'utf8');
 
-test('0011 keeps the prices an instance had, as versions from 1970; the seed adds none then, 0041 only the Gemini models it had no version of', async () => {
+test('0011 keeps the prices an instance had, as versions from 1970; the seed adds none then, 0041 and 0044 only the Gemini and OpenCode models it had no version of', async () => {
   const { db, cleanup } = await openTestDb();
   try {
     const all = loadMigrations(join(ROOT, 'sql'));
@@ -34,9 +34,14 @@ test('0011 keeps the prices an instance had, as versions from 1970; the seed add
     const gemini = DEFAULT_PRICES.filter((p) => p.model.startsWith('gemini-'))
       .map((p) => ({ model: p.model, i: p.input, o: p.output, r: p.cacheRead, w5: 0, w1: 0, from_start: true }));
     assert.ok(gemini.length >= 8, 'the Gemini defaults');
+    const OPENCODE = ['glm-4.6', 'kimi-k2-thinking', 'qwen3-coder', 'grok-code-fast-1'];
+    const opencode = DEFAULT_PRICES.filter((p) => OPENCODE.includes(p.model))
+      .map((p) => ({ model: p.model, i: p.input, o: p.output, r: p.cacheRead, w5: p.cacheWrite5m, w1: p.cacheWrite1h, from_start: true }));
+    assert.is(opencode.length, OPENCODE.length, "0044's models are in the seed");
     assert.equal(rows, [
       { model: 'claude-edited', i: 2.5, o: 12.5, r: 0.25, w5: 3.125, w1: 5, from_start: true },
       ...gemini,
+      ...opencode,
       { model: 'gpt-edited', i: 1, o: 8, r: 0.1, w5: 0, w1: 0, from_start: true },
     ].sort((a, b) => (a.model < b.model ? -1 : 1)));
   } finally {

@@ -164,7 +164,7 @@ test('PATH with only node: tmux, git and the agents are warnings, exit 0 when th
   );
   assert.match(line(r, 'tmux').detail, /^not found on PATH: orchestrator, worker and skill runs need it$/);
   assert.match(line(r, 'git').detail, /^not found on PATH/);
-  assert.match(line(r, 'agents').detail, /^none of claude, codex, gemini found/);
+  assert.match(line(r, 'agents').detail, /^none of claude, codex, gemini, opencode found/);
 });
 
 test('a configured profile whose binary is missing → warn naming the profile; its own PATH is used', async () => {

@@ -32,6 +32,8 @@ test('headless argv: Claude Code and Codex as before; Gemini -p last with its ap
   assert.equal(RUNTIMES.claude.headlessArgs({ output: 'pull_request', profileArgs: [], model: 'm' }, 'P'), ['-p', '--output-format', 'stream-json', '--verbose', '--model', 'm', '--permission-mode', 'acceptEdits', 'P']);
   assert.equal(RUNTIMES.codex.headlessArgs({ output: 'report', profileArgs: [] }, 'P'), ['exec', '--json', 'P']);
   assert.equal(RUNTIMES.gemini.headlessArgs({ output: 'report', profileArgs: [] }, 'P'), ['--output-format', 'stream-json', '--approval-mode', 'default', '-p', 'P']);
+  assert.equal(RUNTIMES.opencode.headlessArgs({ output: 'pull_request', profileArgs: [], model: 'claude-sonnet-4-5' }, 'P'), ['run', '--format', 'json', '-m', 'anthropic/claude-sonnet-4-5', 'P']);
+  assert.equal(RUNTIMES.opencode.headlessArgs({ output: 'report', profileArgs: [], model: 'zai/glm-4.6' }, 'P'), ['run', '--format', 'json', '-m', 'zai/glm-4.6', 'P']);
 });
 
 test("skills dirs: Claude's and Codex's as before, Gemini's below GEMINI_CLI_HOME/.gemini", async () => {
@@ -40,6 +42,8 @@ test("skills dirs: Claude's and Codex's as before, Gemini's below GEMINI_CLI_HOM
   assert.is(skillsDir('codex', { HOME: '/h' }), '/h/.codex/skills');
   assert.is(skillsDir('gemini', { HOME: '/h' }), '/h/.gemini/skills');
   assert.is(skillsDir('gemini', { HOME: '/h', GEMINI_CLI_HOME: '/g' }), '/g/.gemini/skills');
+  assert.is(skillsDir('opencode', { HOME: '/h' }), '/h/.opencode/skills');
+  assert.is(skillsDir('opencode', { HOME: '/h', OPENCODE_CONFIG_DIR: '/o' }), '/o/skills');
 });
 
 test.run();

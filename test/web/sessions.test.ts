@@ -221,4 +221,29 @@ test('a Gemini CLI session: chat message and OTel record one request at the Gemi
   await page.context().close();
 });
 
+test('an OpenCode session: its message one request at the seeded price (recorded cost kept aside), shown and filtered as OpenCode', async () => {
+  const oc = `ses_oc${uid()}`;
+  const t = tok(22000, 3000, 4000, 0, 50000);
+  await send(runner, [
+    meta('opencode', oc, { project: p1, models: ['qwen3-coder'], firstAt: iso(-600_000), lastAt: iso(-300_000) }),
+    transcriptReq('opencode', oc, 'qwen3-coder', `opencode:msg_${oc}`, t, { key: `opencode:msg_${oc}`, messageId: `msg_${oc}` }),
+  ]);
+  const s = (await callAs(server, '/api/sessions?runtime=opencode')).body.sessions as Record<string, any>[];
+  assert.equal(s.map((x) => x.sessionId), [oc]);
+  const detail = (await callAs(server, `/api/sessions/${s[0]!.id}`)).body;
+  assert.is(detail.requests.length, 1);
+  assert.ok(Math.abs(detail.costUsd - price('qwen3-coder', t)) < 1e-9, 'priced at the seeded OpenCode price');
+  const cost = (await callAs(server, '/api/cost?groupBy=model&runtime=opencode')).body.groups as Record<string, any>[];
+  assert.equal(cost.map((g) => [g.key, g.inputTokens]), [['qwen3-coder', 22000]], 'the cost API filters it by runtime opencode');
+  const page = await open('/#/sessions');
+  await page.waitForSelector(`tr[data-session="${oc}"]`);
+  assert.match(await rowText(page, oc), /OpenCode · qwen3-coder/);
+  await page.selectOption('select[name=runtime]', 'opencode');
+  await page.click('form.filters button');
+  await page.waitForFunction(() => document.querySelectorAll('table.sessions tbody tr').length === 1);
+  assert.equal(await listed(page), [oc]);
+  assert.equal(errorsOf(page), []);
+  await page.context().close();
+});
+
 test.run();
