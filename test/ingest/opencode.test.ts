@@ -71,8 +71,9 @@ test('a skill run with runtime opencode succeeds and its stored request is on th
   const g = cost.groups[0];
   assert.equal([g.key, g.inputTokens, g.outputTokens, g.cacheReadTokens], ['claude-sonnet-4-5', 12, 187, 19024]);
   assert.ok(Math.abs(g.costUsd - want) < 1e-9, `priced at the seed's price: ${g.costUsd} vs ${want}`);
-  const sessions = (await api('/api/sessions?runtime=opencode')).body.sessions;
-  assert.is(sessions.length, 1);
+  // The session's metadata may come in a later batch than its request: waited on, not read once.
+  let sessions: any[] = [];
+  await waitUntil(async () => (sessions = (await api('/api/sessions?runtime=opencode')).body.sessions).length === 1, 30_000, () => `the session on the server: ${JSON.stringify(sessions)}`);
   assert.equal([sessions[0].runtime, sessions[0].projectId], ['opencode', projectId]);
   assert.match(sessions[0].sessionId ?? sessions[0].id, /ses_/);
 });
