@@ -2,7 +2,7 @@
 // the real server, the real runner bundle and the fake GitHub with a registered App installed on one
 // repository (acme/app) and not on another (acme/other), both projects on one runner whose own token is
 // the fake's personal token.
-//   - the runner's polls and its issue.create / pr.inspect / issues.refresh on acme/app carry the App's
+//   - the runner's polls and its issue.create / pr.inspect / pr.describe / issues.refresh on acme/app carry the App's
 //     installation token (issues appear as the App's), on acme/other its own token;
 //   - tokens that near their expiry are replaced on the runner (the watch list is sent again) and the
 //     polls go on with the new one;
@@ -117,6 +117,12 @@ test("issue.create, issues.refresh and pr.inspect on acme/app go out with the Ap
   assert.is(inspected.status, 200, JSON.stringify(inspected.body));
   assert.is(inspected.body.data.number, pull.number);
   assert.ok(requestsTo('acme/app', 'GET', `/pulls/${pull.number}`).every((r) => isAppToken(r.token)), 'pr.inspect read with the App token');
+  // pr.describe (the PR's cost block, docs/cost.md) writes the description as the App too.
+  const described = await command(projects.app, 'pr.describe', { number: pull.number, block: 'This pull request cost $1.00 over 1 agent session.' });
+  assert.is(described.status, 200, JSON.stringify(described.body));
+  const patch = requestsTo('acme/app', 'PATCH', `/pulls/${pull.number}`).at(-1)!;
+  assert.ok(patch && isAppToken(patch.token), 'pr.describe wrote with the App token');
+  assert.match(patch.body.body, /<!-- svc:cost -->\nThis pull request cost \$1\.00 over 1 agent session\.\n<!-- \/svc:cost -->/);
 
   const other = await command(projects.other, 'issue.create', { title: 'Filed by the runner' });
   assert.is(other.status, 200, JSON.stringify(other.body));
