@@ -56,6 +56,9 @@ For agents (docs/orchestrator.md):
                       merge pull/merge request N through the project's code host (GitHub or
                       GitLab), asked of the running daemon; only when .svc/pr/<N>.json says
                       approve; exit 1 with the host's reason when it refuses
+  pr-create --title T [--body B] [--project-root DIR]
+                      push the branch checked out here and open its pull/merge request (or
+                      answer the open one), asked of the running daemon; prints {pr, url, branch}
 
 Internal (not for users):
   exec-run <runDir>   run a skill run inside its terminal-multiplexer session
@@ -82,6 +85,7 @@ const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
   'slot-start': { flags: SLOT_START_FLAGS, positional: 1 },
   usage: { flags: USAGE_FLAGS, positional: 1 },
   'pr-merge': { flags: ['project-root'], positional: 1 },
+  'pr-create': { flags: ['title', 'body', 'project-root'], positional: 0 },
 };
 
 function checkOptions(command: string, args: mri.Argv): void {
@@ -204,6 +208,8 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
       return (await import('./usage/command.ts')).usageCommand(args, env, out, err);
     case 'pr-merge':
       return (await import('./pr-merge.ts')).prMergeCommand(args, env, out, err);
+    case 'pr-create':
+      return (await import('./pr-create.ts')).prCreateCommand(args, env, out, err);
   }
   throw new UsageError(`unknown command '${command}'`);
 }

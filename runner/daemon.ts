@@ -30,7 +30,7 @@ import { reportedProfiles } from './profiles.ts';
 import { Terminals } from './terminal.ts';
 import { Ingest } from './usage/ingest.ts';
 import { serveLocal } from './local.ts';
-import { localPrMerge } from './commands/pr.ts';
+import { localRequestHandler } from './commands/pr.ts';
 
 const MAX_RUNNING_COMMANDS = 32;
 /** How often the usable profiles are re-read (an agent CLI installed or signed in meanwhile); SVC_PROFILES_POLL_MS overrides it for tests. */
@@ -156,8 +156,9 @@ class Daemon {
     log.info(`svc-runner ${VERSION} starting`, { server: this.config.server, runnerId: this.config.runnerId, spooled: this.spool.waiting, config: this.path });
     this.sender.watchSpool();
     void this.startOtlp();
-    // `svc-runner pr-merge` (the orchestrator's merge step) asks the daemon here: it holds the server's token.
-    void serveLocal(this.env, (req) => localPrMerge(req, this.ctx), (m) => log.warn(m)).then(
+    // `svc-runner pr-merge` (the orchestrator's merge step) and `pr-create` (a worker's pull request) ask the
+    // daemon here: it holds the server's token.
+    void serveLocal(this.env, (req) => localRequestHandler(req, this.ctx), (m) => log.warn(m)).then(
       (close) => (this.stopped ? close() : (this.closeLocal = close)),
       (e) => log.warn('the local channel (svc-runner pr-merge) could not start', { error: errorText(e) }),
     );

@@ -1,8 +1,9 @@
 // The daemon's local channel (docs/runner.md, "Local requests"): a Unix socket `<state>/svc/local/
 // runner.sock` in a directory only the runner's user may enter (0700; the socket itself 0600), for the
-// agent commands that need what only the running daemon holds — today `svc-runner pr-merge <N>`, which
-// merges through the project's code host with the token the server sent for that project (kept in the
-// daemon's memory, never on disk). One JSON line each way: a request, then its answer, then the
+// agent commands that need what only the running daemon holds — `svc-runner pr-merge <N>`, which merges
+// through the project's code host with the token the server sent for that project (kept in the daemon's
+// memory, never on disk), and `svc-runner pr-create`, which pushes a slot's branch and opens its pull or
+// merge request with that token. One JSON line each way: a request, then its answer, then the
 // connection closes. Only the requests below exist; the project is named by its root, which must be a
 // project on the daemon's watch list.
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
@@ -18,12 +19,19 @@ export const localSocketPath = (env: Env) => join(stateDir(env), 'local', 'runne
 const MAX_SOCKET_PATH = 100;
 const MAX_LINE = 64 * 1024;
 
-export const localRequest = z.object({
-  op: z.literal('pr.merge'),
-  /** The project's root (the main checkout, not a slot's worktree). */
-  root: z.string().min(1).max(4096),
-  number: z.number().int().min(1).max(2 ** 31 - 1),
-});
+/** The project's root (the main checkout, not a slot's worktree). */
+const root = z.string().min(1).max(4096);
+export const localRequest = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('pr.merge'), root, number: z.number().int().min(1).max(2 ** 31 - 1) }),
+  // `svc-runner pr-create`: push a slot's branch and open its pull or merge request (or find the open one).
+  z.object({
+    op: z.literal('pr.create'),
+    root,
+    branch: z.string().min(1).max(255).regex(/^(?!-)[A-Za-z0-9._/-]+$/, { message: 'must be a branch name' }),
+    title: z.string().trim().min(1).max(256),
+    body: z.string().max(60_000),
+  }),
+]);
 export type LocalRequest = z.infer<typeof localRequest>;
 
 export type LocalAnswer = { ok: true; result: unknown } | { ok: false; code: string; message: string };
@@ -89,4 +97,28 @@ export function askDaemon(env: Env, req: LocalRequest, timeoutMs = 120_000): Pro
       }
     });
   });
+}
+
+/**
+ * A CLI command's request to the daemon, its answer printed: the result as one JSON line (exit 0), or
+ * why not on stderr (exit 1: no daemon, no answer, a refusal with its code).
+ */
+export async function askAndPrint(env: Env, req: LocalRequest, command: string, out: { write: (s: string) => unknown }, err: { write: (s: string) => unknown }): Promise<number> {
+  let answer;
+  try {
+    answer = await askDaemon(env, req);
+  } catch (e) {
+    err.write(`svc-runner: ${command}: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+  if (!answer) {
+    err.write(`svc-runner: ${command}: the runner daemon is not running (or is older than ${command}): start it with \`svc-runner run\`; it holds the code-host token\n`);
+    return 1;
+  }
+  if (!answer.ok) {
+    err.write(`svc-runner: ${command}: ${answer.message} [${answer.code}]\n`);
+    return 1;
+  }
+  out.write(JSON.stringify(answer.result) + '\n');
+  return 0;
 }

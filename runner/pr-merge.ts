@@ -8,7 +8,7 @@
 import { resolve } from 'node:path';
 import { UsageError } from './cli-options.ts';
 import { locateProject } from './emit.ts';
-import { askDaemon } from './local.ts';
+import { askAndPrint } from './local.ts';
 import type { Env } from './paths.ts';
 
 type Out = { write: (s: string) => unknown };
@@ -21,21 +21,5 @@ export async function prMergeCommand(args: Record<string, unknown> & { _: unknow
   const where = (flag as string | undefined) ?? env.SVC_PROJECT_ROOT ?? cwd;
   const located = locateProject(resolve(cwd, where));
   if (!located) throw new UsageError(`pr-merge: ${where} is not inside a git project or a .wt-<repo>-<slot> worktree; pass --project-root`);
-  let answer;
-  try {
-    answer = await askDaemon(env, { op: 'pr.merge', root: located.root, number: n });
-  } catch (e) {
-    err.write(`svc-runner: pr-merge: ${e instanceof Error ? e.message : String(e)}\n`);
-    return 1;
-  }
-  if (!answer) {
-    err.write('svc-runner: pr-merge: the runner daemon is not running (or is older than pr-merge): start it with `svc-runner run`; it holds the code-host token\n');
-    return 1;
-  }
-  if (!answer.ok) {
-    err.write(`svc-runner: pr-merge: ${answer.message} [${answer.code}]\n`);
-    return 1;
-  }
-  out.write(JSON.stringify(answer.result) + '\n');
-  return 0;
+  return askAndPrint(env, { op: 'pr.merge', root: located.root, number: n }, 'pr-merge', out, err);
 }

@@ -35,6 +35,8 @@ export interface PublishInput {
   skill: string;
   profile: Profile | undefined;
   report: string | null;
+  /** The title and body to open it with (a slot's worker: `svc-runner pr-create`); else made from the report. */
+  text?: { title: string; body: string };
 }
 
 const SCOPE_HINT = 'give the token write access (GitHub fine-grained: Contents and Pull requests read and write; classic: the repo scope; GitLab: scopes api and write_repository, role Developer or more)';
@@ -99,7 +101,7 @@ export async function openRunPull(host: HostAdapter, tokens: Tokens, input: Publ
   try {
     const existing = await host.pullFromBranch(input.repo, input.branch, { token });
     if (existing) return existing;
-    const { title, body } = titleAndBody(input.report, input.skill, input.runId);
+    const { title, body } = input.text ?? titleAndBody(input.report, input.skill, input.runId);
     const pr = await host.createPull(input.repo, { title, body, head: input.branch, base: await host.defaultBranch(input.repo, { token }) }, { token });
     return { url: pr.url, number: pr.number };
   } catch (e) {

@@ -11,7 +11,8 @@ import { confined, prSignalPath, projectOf } from '../fleet-paths.ts';
 import { codeHostOf, mapped, project as hosted } from './codehost.ts';
 import type { CommandContext } from './context.ts';
 import { CommandError } from '../errors.ts';
-import type { LocalAnswer } from '../local.ts';
+import type { LocalAnswer, LocalRequest } from '../local.ts';
+import { openRunPull } from '../codehost/publish.ts';
 
 async function decide(projectId: string, pr: number, decision: 'approve' | 'request_changes', comment: string | undefined, ctx: CommandContext) {
   const project = await projectOf(ctx, projectId);
@@ -77,9 +78,9 @@ export async function prMerge(args: { projectId: string; number: number }, ctx: 
   return { pr: args.number, ...r };
 }
 
-/** `svc-runner pr-merge` through the daemon's local channel (runner/local.ts): the project is the
- *  primary watch-list entry whose root is the request's (the same directory, links resolved). */
-export async function localPrMerge(req: { root: string; number: number }, ctx: CommandContext): Promise<LocalAnswer> {
+/** A request of the daemon's local channel (runner/local.ts): `svc-runner pr-merge` or `pr-create`. The
+ *  project is the primary watch-list entry whose root is the request's (the same directory, links resolved). */
+export async function localRequestHandler(req: LocalRequest, ctx: CommandContext): Promise<LocalAnswer> {
   const real = (p: string) => {
     try {
       return realpathSync(p);
@@ -91,9 +92,24 @@ export async function localPrMerge(req: { root: string; number: number }, ctx: C
   const entry = ctx.projects().find((p) => !p.pool && p.root && real(p.root) === root);
   if (!entry) return { ok: false, code: 'unknown_project', message: `${req.root} is not a project on this runner's watch list` };
   try {
-    return { ok: true, result: await prMerge({ projectId: entry.id, number: req.number }, ctx) };
+    if (req.op === 'pr.merge') return { ok: true, result: await prMerge({ projectId: entry.id, number: req.number }, ctx) };
+    return await prCreate(entry.id, real(entry.root!), req, ctx);
   } catch (e) {
     if (e instanceof CommandError) return { ok: false, code: e.code, message: e.message };
     throw e;
   }
+}
+
+/**
+ * `svc-runner pr-create` (a slot's worker, skills/svc-worker step 4): push the branch to `origin` with the
+ * project's code-host token (the server's for a GitLab project or in App mode, else the runner's), then
+ * open the pull or merge request against the default branch, or answer the one already open from it —
+ * the same steps as a skill run's pull request (codehost/publish.ts), for GitHub and GitLab alike.
+ */
+async function prCreate(projectId: string, root: string, req: Extract<LocalRequest, { op: 'pr.create' }>, ctx: CommandContext): Promise<LocalAnswer> {
+  const p = hosted(ctx, projectId);
+  const host = codeHostOf(ctx);
+  const link = await openRunPull(host.adapter(p), p.host ? host.gitlabTokens : host.tokens, { root, repo: p.repo, branch: req.branch, runId: '', skill: '', profile: undefined, report: null, text: { title: req.title, body: req.body } });
+  if (link.openError || !link.number) return { ok: false, code: 'not_opened', message: link.openError ?? 'the code host answered without a number' };
+  return { ok: true, result: { pr: link.number, url: link.url ?? null, branch: req.branch } };
 }

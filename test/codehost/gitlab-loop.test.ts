@@ -5,7 +5,8 @@
 // worker's merge request on GitLab → its pipeline passes → Approve (pr.approve, what the Fleet page
 // sends: GitLab's approval and the signal file) → `svc-runner pr-merge` (the skill's step 3) → merged
 // on GitLab and recorded by the server. The steps the orchestrator agent would type are run here as
-// commands in the project; the worker's push and MR are made on the fake GitLab (it hosts no git).
+// commands in the project; the worker opens its MR with `svc-runner pr-create` (its branch pushed to a
+// bare repository standing in for GitLab's git side, the MR through GitLab's API).
 // needs: git tmux
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gitlabFake } from '../fakes/gitlab.ts';
+import { gitRemote } from '../fakes/git-remote.ts';
 import type { GitLabFake } from '../fakes/gitlab.ts';
 import type { RunningServer } from '../helpers/server.ts';
 import { killDaemons, runCli, startDaemon, waitUntil } from '../runner/_harness.ts';
@@ -68,8 +70,16 @@ test('issue labelled → slot takes it → MR opened → pipeline passes → App
   const sha = execFileSync('git', ['rev-parse', branch], { cwd: root, encoding: 'utf8' }).trim();
   await waitUntil(async () => (await fleetText()).includes(`"issue":${issue.iid}`), 20_000, () => `the slot in the fleet\n${lastFleet}`);
 
-  // The worker pushed its branch and opened the merge request on GitLab; its pipeline runs, then passes.
-  const mr = gl.addMr(PATH, { title: 'Loop me', source: branch, sha });
+  // The worker's step 4 (skills/svc-worker): `svc-runner pr-create` from its worktree. The daemon pushes
+  // the branch to origin (a bare repository: the fake GitLab hosts no git) and opens the merge request
+  // through GitLab's API with the server's token. Its pipeline runs, then passes.
+  const remote = gitRemote(join(sb.dir, 'remote'), PATH, root);
+  const created = await runCli(sb, ['pr-create', '--title', 'Loop me', '--body', `Closes #${issue.iid}`, '--project-root', worktree], env);
+  assert.is(created.status, 0, created.stderr);
+  assert.is(remote.branch(branch), sha, 'the branch was pushed');
+  const mr = gl.project(PATH).mrs.find((x) => x.source === branch)!;
+  assert.equal([JSON.parse(created.stdout).pr, mr.title, mr.description], [mr.iid, 'Loop me', `Closes #${issue.iid}`]);
+  mr.sha = sha; // the fake answers a fixed sha for a new MR (it has no git): the branch's commit, as GitLab would
   gl.pipeline(PATH, sha, { test: 'running' });
   await waitUntil(async () => (await fleetText()).includes(`"pr":{"number":${mr.iid}`), 30_000, () => `the MR on the slot in the fleet\n${lastFleet}`);
   gl.pipeline(PATH, sha, { test: 'success' });
