@@ -240,6 +240,8 @@ function DisabledCommands({ me, project }: { me: Me; project: Project }) {
 function CodehostModeCard({ project, admin }: { project: Project; admin: boolean }) {
   const [mode, setMode] = useState<CodehostMode | string | null>(null);
   const [edits, setEdits] = useState(0);
+  // The form reads the GitLab settings (404 for a project on GitHub) only once it is opened.
+  const [editing, setEditing] = useState(false);
   useEffect(() => {
     setMode(null);
     api<CodehostMode>(`/api/projects/${project.id}/codehost-mode`)
@@ -256,7 +258,9 @@ function CodehostModeCard({ project, admin }: { project: Project; admin: boolean
         : html`<p data-mode=${mode.mode}><${Badge} text=${label[mode.mode]} tone=${mode.mode === 'none' || mode.warning ? 'failed' : 'ok'} /> <span class="codehost-reason">${mode.reason}</span></p>
             ${mode.warning && html`<p class="field-error" role="alert">${mode.warning}</p>`}
             ${mode.mode === 'runner' && mode.appError && mode.appError.code !== 'no_app' && html`<p class="muted">GitHub App: ${mode.appError.message}</p>`}`}
-    ${admin && html`<details class="codehost-edit"><summary>Set the code host (GitLab)</summary><${CodehostForm} projectId=${project.id} onSaved=${() => setEdits((n) => n + 1)} /></details>`}
+    ${admin &&
+    html`<details class="codehost-edit" onToggle=${(e: Event) => setEditing((e.currentTarget as HTMLDetailsElement).open)}><summary>Set the code host (GitLab)</summary>
+      ${editing && html`<${CodehostForm} projectId=${project.id} onSaved=${() => setEdits((n) => n + 1)} />`}</details>`}
   </section>`;
 }
 
