@@ -57,15 +57,18 @@ function commandRefused(name: string, outcome: { status: string; error?: { code:
   throw new HttpError(502, 'command_failed', `the runner refused ${name}: ${outcome.error?.code ?? 'error'}: ${outcome.error?.message ?? ''}`);
 }
 
+/** The project a target names by id, when it exists. */
+async function projectNamed(db: Queryable, t: { projectId: string }): Promise<string | undefined> {
+  const [row] = await db.query<{ id: string }>(sql`select id from projects where id = ${t.projectId}`);
+  return row?.id;
+}
+
 const prApprove: ActionKind<PrTarget> = {
   kind: 'pr.approve',
   label: ACTION_LABELS['pr.approve'],
   target: prTarget,
   role: 'operator',
-  async projectOf(db, t) {
-    const [row] = await db.query<{ id: string }>(sql`select id from projects where id = ${t.projectId}`);
-    return row?.id;
-  },
+  projectOf: projectNamed,
   async describe(ctx, principal, t) {
     const [pull] = await ctx.db.query<{ title: string | null; url: string | null; state: string; checks: string; checks_summary: string | null }>(sql`
       select title, url, state, checks, checks_summary from codehost_pulls where project_id = ${t.projectId} and number = ${t.number}`);
@@ -140,10 +143,7 @@ const capRaise: ActionKind<CapTarget> = {
   label: ACTION_LABELS['cap.raise'],
   target: capTarget,
   role: 'admin',
-  async projectOf(db, t) {
-    const [row] = await db.query<{ id: string }>(sql`select id from projects where id = ${t.projectId}`);
-    return row?.id;
-  },
+  projectOf: projectNamed,
   async describe(ctx, _principal, t, pid) {
     const row = await pausedIssue(ctx.db, t);
     const by = t.by ?? 0;
@@ -171,7 +171,7 @@ const capStop: ActionKind<CapTarget> = {
   label: ACTION_LABELS['cap.stop'],
   target: capTarget,
   role: 'admin',
-  projectOf: capRaise.projectOf,
+  projectOf: projectNamed,
   async describe(ctx, _principal, t, pid) {
     const row = await pausedIssue(ctx.db, t);
     return { title: `Stop issue #${t.issue}`, summary: 'Ends the work on this issue: its worker stays stopped and the orchestrator does not dispatch it again (its worktree and branch are kept).', projectId: pid, facts: capFacts(row, t), source: 'stored', note: null };
