@@ -221,8 +221,10 @@ test('kill -9 of a runner with runs in flight: they end runner_lost, retries run
 
 test('a tag no runner has: the run waits, says why, and fails no_runner_available after the timeout; the admins are told', async () => {
   const [call] = await callPool(1, { targetTags: ['gpu'], queueTimeoutMinutes: 0.05 });
-  const waiting = await until(async () => (await runs()).find((r) => r.id === call.runId && r.state === 'queued' && r.queue?.reason), 10_000, 'the run queued with a reason');
-  assert.match(waiting.queue.reason, /gpu/);
+  // Until the dispatcher's first pass the reason is 'waiting for the dispatcher'; then it names the tag.
+  const waiting = await until(async () => (await runs()).find((r) => r.id === call.runId && r.state === 'queued' && /gpu/.test(r.queue?.reason ?? '')), 10_000, 'the run queued with a reason naming the tag',
+    async () => JSON.stringify((await runs()).find((r) => r.id === call.runId)));
+  assert.match(waiting.queue.reason, /no runner online with tag gpu/);
   const failed = await until(async () => (await runs()).find((r) => r.id === call.runId && r.state === 'failed'), 30_000, 'the run failed after the queue timeout');
   assert.is(failed.reason, 'no_runner_available');
   assert.is(failed.runnerId, null);
