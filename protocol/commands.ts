@@ -4,6 +4,7 @@
 import * as z from 'zod';
 import { COMMAND_NAMES } from './command-names.ts';
 import type { CommandName } from './command-names.ts';
+import { RUNTIMES } from './runtimes.ts';
 import { skillSource } from './skill-source.ts';
 
 export const ROLE_NAMES = ['viewer', 'operator', 'admin'] as const;
@@ -21,8 +22,8 @@ const prNumber = z.number().int().min(1).max(2 ** 31 - 1);
 const text = (max: number) => z.string().max(max);
 const none = z.strictObject({});
 
-/** Agent runtimes (runner/config.ts RUNTIME_NAMES). */
-const runtime = z.enum(['claude', 'codex']);
+/** Agent runtimes (protocol/runtimes.ts, runner/runtimes/): skills install into each one's skills directory. */
+const runtime = z.enum(RUNTIMES);
 export { skillSource } from './skill-source.ts';
 export type { SkillSource } from './skill-source.ts';
 const utf8 = new TextEncoder();

@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { auditRecordAnswer } from './audit.ts';
 import { iso, maybe } from './common.ts';
 import { totalsAnswer } from './cost.ts';
+import { RUNTIMES } from '../runtimes.ts';
 
 /** The checks as the server knew them (null state: it had not seen the pull request then). */
 export const checksAt = z.object({
@@ -34,7 +35,7 @@ export type PullStep = z.output<typeof pullStep>;
 
 export const recordSession = totalsAnswer.extend({
   id: z.string(),
-  runtime: z.enum(['claude', 'codex']),
+  runtime: z.enum(RUNTIMES),
   sessionId: z.string(),
   slot: maybe,
   issue: maybe,

@@ -140,6 +140,18 @@ test("skill.install into a profile's config dir or the codex skills dir; skill.u
   assert.is(team.data.profileId, 'team');
   const codex = await conn.command('skill.install', { source: { repo: catalog, path: 'skills/pdf' }, runtime: 'codex' });
   assert.is(codex.data.dir, join(f.sb.home, '.codex', 'skills', 'pdf'));
+  // Gemini CLI and OpenCode read skills from their own homes (runner/runtimes/<name> `home`).
+  const gemini = await conn.command('skill.install', { source: { repo: catalog, path: 'skills/pdf' }, runtime: 'gemini' });
+  assert.equal([gemini.ok, gemini.data?.dir, gemini.data?.runtime], [true, join(f.sb.home, '.gemini', 'skills', 'pdf'), 'gemini']);
+  const opencode = await conn.command('skill.install', { source: { repo: catalog, path: 'skills/pdf' }, runtime: 'opencode' });
+  assert.equal([opencode.ok, opencode.data?.dir], [true, join(f.sb.home, '.opencode', 'skills', 'pdf')]);
+  assert.ok(existsSync(join(opencode.data.dir, 'SKILL.md')));
+  const openGone = await conn.command('skill.uninstall', { name: 'pdf', runtime: 'opencode' });
+  assert.equal([openGone.data.removed, openGone.data.managed], [true, true]);
+  assert.not.ok(existsSync(opencode.data.dir));
+  assert.ok(existsSync(gemini.data.dir), 'only the OpenCode copy removed');
+  const unknownRuntime = await conn.command('skill.install', { source: { repo: catalog, path: 'skills/pdf' }, runtime: 'cursor' });
+  assert.equal([unknownRuntime.ok, unknownRuntime.error.code], [false, 'invalid_args']);
   const listed = (await conn.command('skill.list', {})).data.skills;
   assert.equal(listed.find((s: any) => s.dir === team.data.dir).profiles, ['team']);
   const wrong = await conn.command('skill.install', { source: { repo: catalog, path: 'skills/pdf' }, profileId: 'team', runtime: 'codex' });
