@@ -84,6 +84,8 @@ const { values: opts } = parseArgs({
     bundle: { type: 'string' },
     /** Node flags for the idle daemon (e.g. `--max-semi-space-size=1`), to find what its memory is. */
     'daemon-node-flags': { type: 'string', default: '' },
+    /** Environment for the idle daemon, `K=V` pairs separated by spaces (e.g. `MALLOC_ARENA_MAX=2`). */
+    'daemon-env': { type: 'string', default: '' },
     /** Write a heap snapshot of the idle daemon here (after its RSS is read) and print its largest parts. */
     'heap-snapshot': { type: 'string' },
   },
@@ -304,9 +306,9 @@ async function main() {
     const pad = 'x'.repeat(PAD);
 
     /** Start the daemon; resolves with the child and the time its "connected" line appeared. */
-    const startDaemon = (nodeFlags = []) => {
+    const startDaemon = (nodeFlags = [], extraEnv = {}) => {
       const prof = opts['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['profile-dir']}`] : nodeFlags;
-      const d = spawnTracked(process.execPath, [...prof, bundle, 'run'], { cwd: sb.dir, env: sb.env });
+      const d = spawnTracked(process.execPath, [...prof, bundle, 'run'], { cwd: sb.dir, env: { ...sb.env, ...extraEnv } });
       captureOutput(d);
       d.connected = new Promise((ok, fail) => {
         const check = () => {
@@ -414,7 +416,7 @@ async function main() {
     // (b) idle RSS: a fresh daemon on the empty spool and a bare node process, side by side.
     log(`idle: a fresh daemon and a bare node process, ${IDLE_SECONDS} s`);
     const bare = spawnTracked(process.execPath, ['-e', 'setInterval(()=>{},1e3)'], { cwd: sb.dir, env: sb.env });
-    const d = startDaemon([...(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...opts['daemon-node-flags'].split(' ').filter(Boolean)]);
+    const d = startDaemon([...(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...opts['daemon-node-flags'].split(' ').filter(Boolean)], Object.fromEntries(opts['daemon-env'].split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])));
     const connectedAt = await Promise.race([d.connected, sleep(30_000).then(() => Promise.reject(new Error(`svc-runner run did not connect within 30 s:\n${d.log}`)))]);
     const listed = await (await server.api('/api/runners')).json();
     const status = listed.runners?.find((x) => x.id === runnerId)?.status;

@@ -14,7 +14,7 @@ import type { RunResult } from './events.ts';
 import { FILES, readExit, stateFile, writeJson } from './files.ts';
 import type { RunFile, StateFile } from './files.ts';
 import { summarize } from './stream.ts';
-import { collectPatch, removeRunWorktree } from './worktree.ts';
+import { collectPatch, retireRunWorktree } from './worktree.ts';
 import type { PatchInfo } from './worktree.ts';
 import type { PullLink } from '../codehost/publish.ts';
 
@@ -81,7 +81,7 @@ export async function resendResult(dir: string, run: RunFile, done: ResultFile, 
   const wt = run.worktree;
   const patch = done.result.pullRequest;
   if (wt && patch) {
-    const kept = await removeRunWorktree(run.root, wt.path);
+    const kept = await retireRunWorktree(run.root, wt.path);
     if (kept) log.warn('the run worktree could not be removed', { runId: run.runId, error: kept });
     else if (patch.commits === 0) {
       const r = await git(run.root, ['branch', '-D', '--', wt.branch]);

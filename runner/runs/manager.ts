@@ -213,7 +213,7 @@ export class SkillRuns {
     log.debug('skill run starting', { runId }); // timing points of bench/trigger-agent.mjs (SVC_LOG=debug)
     const made = (async () => {
       if (t.run.worktree && !t.run.worktree.base) {
-        const base = await createRunWorktree(t.run.root, t.run.worktree.path, t.run.worktree.branch);
+        const base = await createRunWorktree(t.run.root, t.run.worktree.path, t.run.worktree.branch, this.config.skills.spareWorktrees);
         t.run = { ...t.run, worktree: { ...t.run.worktree, base } };
         writeJson(join(t.dir, FILES.run), t.run);
         log.debug('skill run worktree made', { runId });

@@ -10,6 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import { confine } from '../confine.ts';
 import { CommandError } from '../errors.ts';
 import { git } from '../commands/git.ts';
+import { keepAsSpare, spareAhead, takeSpare } from './spares.ts';
 
 export const runWorktreePath = (root: string, runId: string) => join(dirname(root), `.wt-${basename(root)}-run-${runId}`);
 export const runBranch = (runId: string) => `svc/run-${runId}`;
@@ -23,24 +24,36 @@ async function must(cwd: string, args: string[], what: string): Promise<string> 
 /** Runs start side by side (runs/manager.ts launch), but one `git worktree add` at a time per repository:
  *  checkouts of a large tree at once only share the disk, and each took longer than all in a row. */
 const adding = new Map<string, Promise<unknown>>();
-
-/** Create the run's worktree and branch from the root's HEAD; answers the base commit. */
-export function createRunWorktree(root: string, path: string, branch: string): Promise<string> {
-  const made = (adding.get(root) ?? Promise.resolve()).then(() => addWorktree(root, path, branch));
+function queued<T>(root: string, work: () => Promise<T>): Promise<T> {
+  const made = (adding.get(root) ?? Promise.resolve()).then(work);
   const tail = made.catch(() => {});
   adding.set(root, tail);
   void tail.then(() => adding.get(root) === tail && adding.delete(root));
   return made;
 }
 
-async function addWorktree(root: string, path: string, branch: string): Promise<string> {
+/**
+ * Create the run's worktree and branch from the root's HEAD; answers the base commit. With `spares` > 0
+ * (skills.spareWorktrees) a spare worktree is taken when one is ready (spares.ts), else the tree is checked
+ * out anew and, for a project without spares, one more is made ahead.
+ */
+export async function createRunWorktree(root: string, path: string, branch: string, spares = 0): Promise<string> {
   const c = await confine(path, [root]);
   if (!c.ok || !c.worktree) throw new CommandError('path_not_allowed', `the worktree ${path} is not a .wt-<repo>-* sibling of the project root`);
   if (existsSync(path)) throw new CommandError('worktree_exists', `${path} exists already`);
-  const base = await git(root, ['rev-parse', '--verify', '-q', 'HEAD^{commit}']);
-  if (base.code !== 0) throw new CommandError('no_commits', 'the project has no commit to start a pull request from');
-  await must(root, ['worktree', 'add', '-q', '-b', branch, '--', path, base.stdout.trim()], 'git worktree add');
-  return base.stdout.trim();
+  const head = await git(root, ['rev-parse', '--verify', '-q', 'HEAD^{commit}']);
+  if (head.code !== 0) throw new CommandError('no_commits', 'the project has no commit to start a pull request from');
+  const base = head.stdout.trim();
+  if (await takeSpare(root, spares, path, branch, base)) return base;
+  await queued(root, () => must(root, ['worktree', 'add', '-q', '-b', branch, '--', path, base], 'git worktree add'));
+  spareAhead(root, spares, (work) => queued(root, work));
+  return base;
+}
+
+/** Keep the finished run's worktree as a spare when its project keeps them, else remove it (the branch stays). */
+export async function retireRunWorktree(root: string, path: string): Promise<string | null> {
+  if (await keepAsSpare(root, path).catch(() => false)) return null;
+  return removeRunWorktree(root, path);
 }
 
 export interface PatchInfo {

@@ -1,0 +1,139 @@
+// Spare worktrees (docs/skill-runs.md, "Spare worktrees"). Checking out a large tree is the slowest step
+// of a pull request run's start: 10,000 files took 0.3 s on a quiet disk and 5 s of system time on this
+// project's test machines (docs/performance.md, "A trigger call to a working agent"). So a finished run's
+// worktree is kept as a spare instead of being removed: reset (`git reset --hard`, then `git clean -ffdx`,
+// so nothing the earlier run left stays, ignored files included), detached at the root's HEAD, and renamed
+// `.wt-<repo>-spare-<n>`. The next pull request run of the project moves a spare into place and checks
+// its new branch out from the base, which costs what differs between the two commits, not the tree's
+// size. The first run of a project also makes one spare ahead (behind its own checkout). At most
+// `skills.spareWorktrees` per project (0: off, every run checks out anew). The pool lives in this
+// daemon's memory only: spares an earlier daemon left are removed when the project's pool is first used.
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { git } from '../commands/git.ts';
+import { errorText, log } from '../log.ts';
+
+interface Pool {
+  max: number;
+  /** Spares ready to take, oldest first. */
+  ready: string[];
+  /** Spares being made or reset, counted against `max`. */
+  pending: number;
+  /** A spare being made ahead: a run that finds none ready waits for it rather than checking out anew. */
+  making: Promise<void> | null;
+  /** Spares of an earlier daemon removed (once per pool). */
+  swept: Promise<void>;
+  seq: number;
+}
+
+const pools = new Map<string, Pool>();
+const prefix = (root: string) => `.wt-${basename(root)}-spare-`;
+
+async function ok(cwd: string, args: string[]): Promise<boolean> {
+  const r = await git(cwd, args, { timeoutMs: 120_000 }).catch((e) => ({ code: -1, stdout: '', stderr: errorText(e) }));
+  if (r.code !== 0) log.debug('a spare worktree step failed', { args: args.join(' '), error: r.stderr.trim().slice(0, 300) });
+  return r.code === 0;
+}
+
+/** Remove the spares a daemon before this one left (registered worktrees first, then stray directories). */
+async function sweep(root: string): Promise<void> {
+  const listed = await git(root, ['worktree', 'list', '--porcelain']).catch(() => null);
+  const mine = prefix(root);
+  for (const line of listed?.stdout.split('\n') ?? []) {
+    const path = line.startsWith('worktree ') ? line.slice('worktree '.length) : null;
+    if (path && dirname(path) === dirname(root) && basename(path).startsWith(mine)) await ok(root, ['worktree', 'remove', '--force', '--', path]);
+  }
+  try {
+    for (const name of readdirSync(dirname(root))) if (name.startsWith(mine) && /^\d+$/.test(name.slice(mine.length))) rmSync(join(dirname(root), name), { recursive: true, force: true });
+  } catch {}
+  await ok(root, ['worktree', 'prune']);
+}
+
+function poolOf(root: string, max: number): Pool {
+  let p = pools.get(root);
+  if (!p) pools.set(root, (p = { max, ready: [], pending: 0, making: null, swept: sweep(root), seq: 0 }));
+  p.max = max;
+  return p;
+}
+
+function nextPath(root: string, p: Pool): string {
+  let path: string;
+  do path = join(dirname(root), `${prefix(root)}${++p.seq}`);
+  while (existsSync(path));
+  return path;
+}
+
+/** Give the run at `path` a spare, on `branch` from `base`. false: none ready, or the spare failed (then it is gone). */
+export async function takeSpare(root: string, max: number, path: string, branch: string, base: string): Promise<boolean> {
+  if (max <= 0) return false;
+  const p = poolOf(root, max);
+  await p.swept;
+  if (!p.ready.length && p.making) await p.making;
+  const spare = p.ready.shift();
+  if (!spare) return false;
+  if (!(await ok(root, ['worktree', 'move', '--', spare, path]))) {
+    await ok(root, ['worktree', 'remove', '--force', '--', spare]);
+    return false;
+  }
+  if (await ok(path, ['checkout', '-q', '-b', branch, base])) return true;
+  await ok(root, ['worktree', 'remove', '--force', '--', path]);
+  await ok(root, ['branch', '-D', '--', branch]);
+  return false;
+}
+
+/**
+ * Make one spare ahead when the project has none, through `queue` (one `git worktree add` at a time per
+ * repository, worktree.ts). The first pull request run of a project calls it after its own checkout.
+ */
+export function spareAhead(root: string, max: number, queue: (work: () => Promise<unknown>) => Promise<unknown>): void {
+  if (max <= 0) return;
+  const p = poolOf(root, max);
+  if (p.ready.length || p.pending || p.making) return;
+  p.pending++;
+  const made = queue(async () => {
+    await p.swept;
+    const path = nextPath(root, p);
+    if (await ok(root, ['worktree', 'add', '-q', '--detach', '--', path, 'HEAD'])) p.ready.push(path);
+  });
+  p.making = made.then(
+    () => {},
+    () => {},
+  );
+  void p.making.then(() => {
+    p.pending--;
+    p.making = null;
+  });
+}
+
+/**
+ * Keep a finished run's worktree as a spare (its patch is made and its branch committed): reset, cleaned of
+ * everything untracked or ignored, detached at the root's HEAD and renamed. false: not kept (no pool, the
+ * pool is full, or a step failed): the caller removes it as before.
+ */
+export async function keepAsSpare(root: string, path: string): Promise<boolean> {
+  const p = pools.get(root);
+  if (!p || p.max <= 0 || p.ready.length + p.pending >= p.max || !existsSync(path)) return false;
+  p.pending++;
+  try {
+    await p.swept;
+    const base = await git(root, ['rev-parse', '--verify', '-q', 'HEAD^{commit}']);
+    if (base.code !== 0) return false;
+    const steps = [
+      ['reset', '-q', '--hard'],
+      ['clean', '-ffdxq'],
+      ['checkout', '-q', '--detach', base.stdout.trim()],
+    ];
+    for (const step of steps) if (!(await ok(path, step))) return false;
+    const spare = nextPath(root, p);
+    if (!(await ok(root, ['worktree', 'move', '--', path, spare]))) return false;
+    p.ready.push(spare);
+    return true;
+  } finally {
+    p.pending--;
+  }
+}
+
+/** Forget every pool (tests; a daemon stops). The spares stay on disk and the next daemon removes them. */
+export function forgetSpares(): void {
+  pools.clear();
+}
