@@ -56,6 +56,8 @@ const { values: opts } = parseArgs({
     files: { type: 'string', default: '10000' },
     output: { type: 'string', default: 'pull_request' },
     'max-runs': { type: 'string', default: '32' },
+    /** skills.spareWorktrees of the runner (absent: the runner's default; 0: every run checks out anew). */
+    spares: { type: 'string' },
     profile: { type: 'boolean', default: false },
   },
   strict: true,
@@ -135,7 +137,13 @@ async function bareSample(i, o) {
   const wt = o.worktree ? join(o.repo, '..', `.wt-bare-${id}`) : o.repo; // a report run works in the root
   const t0 = wall();
   if (o.worktree) await run('git', ['worktree', 'add', '-q', '-b', `bare/${id}`, '--', wt, 'HEAD'], { cwd: o.repo, env: o.env });
-  await run('tmux', ['-L', o.socket, 'new-session', '-d', '-s', id, '-e', `SVC_RUN_ID=${id}`, '-e', `PATH=${o.env.PATH}`, '-e', `FAKE_AGENT_DIR=${o.agentDir}`, '-c', wt, '--', join(o.bin, 'claude'), '-p', '--output-format', 'stream-json', '--verbose', 'Use the quick skill. End with your report as your final message.'], { cwd: wt, env: o.env });
+  // tmux exits when its last session ends: a new-session that reaches it just then fails, and is tried
+  // again, as the runner does (runs/manager.ts newRunSession).
+  const newSession = (tries) => run('tmux', ['-L', o.socket, 'new-session', '-d', '-s', id, '-e', `SVC_RUN_ID=${id}`, '-e', `PATH=${o.env.PATH}`, '-e', `FAKE_AGENT_DIR=${o.agentDir}`, '-c', wt, '--', join(o.bin, 'claude'), '-p', '--output-format', 'stream-json', '--verbose', 'Use the quick skill. End with your report as your final message.'], { cwd: wt, env: o.env }).catch((e) => {
+      if (tries <= 1 || !/server exited unexpectedly|lost server|no server running/i.test(e.message)) throw e;
+      return newSession(tries - 1);
+    });
+  await newSession(4);
   const log = join(o.agentDir, 'started.log');
   const at = await until('the baseline agent', () => {
     const line = existsSync(log) && readFileSync(log, 'utf8').split('\n').find((l) => l.startsWith(`${id} `));
@@ -209,7 +217,7 @@ async function main() {
   if (paired.status !== 0) throw new Error(`pairing failed: ${paired.stderr}`);
   const configPath = join(env.XDG_CONFIG_HOME, 'svc', 'runner.json');
   const config = JSON.parse(readFileSync(configPath, 'utf8'));
-  writeFileSync(configPath, JSON.stringify({ ...config, profiles: [{ id: 'cc', runtime: 'claude', env: {}, args: [] }], skills: { ...config.skills, maxConcurrentRuns: MAX_RUNS } }), { mode: 0o600 });
+  writeFileSync(configPath, JSON.stringify({ ...config, profiles: [{ id: 'cc', runtime: 'claude', env: {}, args: [] }], skills: { ...config.skills, maxConcurrentRuns: MAX_RUNS, ...(opts.spares === undefined ? {} : { spareWorktrees: Number(opts.spares) }) } }), { mode: 0o600 });
   const daemon = spawnTracked(process.execPath, [bundle, 'run'], { cwd: dir, env: { ...env, ...profEnv } });
   let runnerLog = '';
   daemon.stderr.on('data', (d) => (runnerLog += d));
@@ -346,7 +354,7 @@ async function main() {
     }
   }
   const goalMet = results.every((r) => r.total.p99 < GOAL_P99_MS);
-  console.log(JSON.stringify({ bench: 'trigger-agent', machine: m, loadavg1End: os.loadavg()[0], settings: { rates: RATES, calls: CALLS, warmup: WARMUP, files: FILES, output: opts.output, maxRuns: MAX_RUNS }, goalP99Ms: GOAL_P99_MS, goalMet, results, profiles }));
+  console.log(JSON.stringify({ bench: 'trigger-agent', machine: m, loadavg1End: os.loadavg()[0], settings: { rates: RATES, calls: CALLS, warmup: WARMUP, files: FILES, output: opts.output, maxRuns: MAX_RUNS, spares: opts.spares ?? 'default' }, goalP99Ms: GOAL_P99_MS, goalMet, results, profiles }));
 }
 
 main().then(

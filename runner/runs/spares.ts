@@ -5,7 +5,8 @@
 // so nothing the earlier run left stays, ignored files included), detached at the root's HEAD, and renamed
 // `.wt-<repo>-spare-<n>`. The next pull request run of the project moves a spare into place and checks
 // its new branch out from the base, which costs what differs between the two commits, not the tree's
-// size. The first run of a project also makes one spare ahead (behind its own checkout). At most
+// size; a run that finds no spare ready waits for one being made or reset rather than checking out anew.
+// The first run of a project also makes one spare ahead (behind its own checkout). At most
 // `skills.spareWorktrees` per project (0: off, every run checks out anew). The pool lives in this
 // daemon's memory only: spares an earlier daemon left are removed when the project's pool is first used.
 import { existsSync, readdirSync, rmSync } from 'node:fs';
@@ -19,8 +20,9 @@ interface Pool {
   ready: string[];
   /** Spares being made or reset, counted against `max`. */
   pending: number;
-  /** A spare being made ahead: a run that finds none ready waits for it rather than checking out anew. */
-  making: Promise<void> | null;
+  /** Those spares' work: a run that finds none ready waits for one rather than checking out anew (a reset
+   *  costs what the last run changed; a checkout, the whole tree). */
+  work: Set<Promise<unknown>>;
   /** Spares of an earlier daemon removed (once per pool). */
   swept: Promise<void>;
   seq: number;
@@ -51,7 +53,7 @@ async function sweep(root: string): Promise<void> {
 
 function poolOf(root: string, max: number): Pool {
   let p = pools.get(root);
-  if (!p) pools.set(root, (p = { max, ready: [], pending: 0, making: null, swept: sweep(root), seq: 0 }));
+  if (!p) pools.set(root, (p = { max, ready: [], pending: 0, work: new Set(), swept: sweep(root), seq: 0 }));
   p.max = max;
   return p;
 }
@@ -68,7 +70,7 @@ export async function takeSpare(root: string, max: number, path: string, branch:
   if (max <= 0) return false;
   const p = poolOf(root, max);
   await p.swept;
-  if (!p.ready.length && p.making) await p.making;
+  while (!p.ready.length && p.work.size) await Promise.race(p.work);
   const spare = p.ready.shift();
   if (!spare) return false;
   if (!(await ok(root, ['worktree', 'move', '--', spare, path]))) {
@@ -88,20 +90,24 @@ export async function takeSpare(root: string, max: number, path: string, branch:
 export function spareAhead(root: string, max: number, queue: (work: () => Promise<unknown>) => Promise<unknown>): void {
   if (max <= 0) return;
   const p = poolOf(root, max);
-  if (p.ready.length || p.pending || p.making) return;
-  p.pending++;
-  const made = queue(async () => {
-    await p.swept;
-    const path = nextPath(root, p);
-    if (await ok(root, ['worktree', 'add', '-q', '--detach', '--', path, 'HEAD'])) p.ready.push(path);
-  });
-  p.making = made.then(
-    () => {},
-    () => {},
+  if (p.ready.length || p.pending) return;
+  void pending(p, () =>
+    queue(async () => {
+      await p.swept;
+      const path = nextPath(root, p);
+      if (await ok(root, ['worktree', 'add', '-q', '--detach', '--', path, 'HEAD'])) p.ready.push(path);
+    }),
   );
-  void p.making.then(() => {
+}
+
+/** Count a spare's work against the pool's limit until it settles (never rejects). */
+function pending<T>(p: Pool, work: () => Promise<T>): Promise<T | false> {
+  p.pending++;
+  const done = work().catch(() => false as const);
+  p.work.add(done);
+  return done.finally(() => {
     p.pending--;
-    p.making = null;
+    p.work.delete(done);
   });
 }
 
@@ -113,8 +119,7 @@ export function spareAhead(root: string, max: number, queue: (work: () => Promis
 export async function keepAsSpare(root: string, path: string): Promise<boolean> {
   const p = pools.get(root);
   if (!p || p.max <= 0 || p.ready.length + p.pending >= p.max || !existsSync(path)) return false;
-  p.pending++;
-  try {
+  return (await pending(p, async () => {
     await p.swept;
     const base = await git(root, ['rev-parse', '--verify', '-q', 'HEAD^{commit}']);
     if (base.code !== 0) return false;
@@ -128,12 +133,5 @@ export async function keepAsSpare(root: string, path: string): Promise<boolean> 
     if (!(await ok(root, ['worktree', 'move', '--', path, spare]))) return false;
     p.ready.push(spare);
     return true;
-  } finally {
-    p.pending--;
-  }
-}
-
-/** Forget every pool (tests; a daemon stops). The spares stay on disk and the next daemon removes them. */
-export function forgetSpares(): void {
-  pools.clear();
+  })) === true;
 }
