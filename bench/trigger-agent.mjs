@@ -132,11 +132,14 @@ const run = (cmd, args, options) =>
   new Promise((resolve, reject) => execFile(cmd, args, options, (err, stdout, stderr) => (err ? reject(new Error(`${cmd} ${args[0]}: ${stderr || err.message}`)) : resolve(stdout))));
 
 /** The baseline's one sample: worktree, session, the agent's first line (ms); then its clean-up. */
+let bareAdds = Promise.resolve();
 async function bareSample(i, o) {
   const id = `bare-${i}-${randomBytes(3).toString('hex')}`;
   const wt = o.worktree ? join(o.repo, '..', `.wt-bare-${id}`) : o.repo; // a report run works in the root
   const t0 = wall();
-  if (o.worktree) await run('git', ['worktree', 'add', '-q', '-b', `bare/${id}`, '--', wt, 'HEAD'], { cwd: o.repo, env: o.env });
+  // One `git worktree add` at a time, as the runner does: concurrent adds in one repository can fail
+  // ("failed to read .git/worktrees/…/commondir"), which this baseline met at 10 calls/s.
+  if (o.worktree) await (bareAdds = bareAdds.catch(() => {}).then(() => run('git', ['worktree', 'add', '-q', '-b', `bare/${id}`, '--', wt, 'HEAD'], { cwd: o.repo, env: o.env })));
   // tmux exits when its last session ends: a new-session that reaches it just then fails, and is tried
   // again, as the runner does (runs/manager.ts newRunSession).
   const newSession = (tries) => run('tmux', ['-L', o.socket, 'new-session', '-d', '-s', id, '-e', `SVC_RUN_ID=${id}`, '-e', `PATH=${o.env.PATH}`, '-e', `FAKE_AGENT_DIR=${o.agentDir}`, '-c', wt, '--', join(o.bin, 'claude'), '-p', '--output-format', 'stream-json', '--verbose', 'Use the quick skill. End with your report as your final message.'], { cwd: wt, env: o.env }).catch((e) => {

@@ -6,7 +6,8 @@
 // `.wt-<repo>-spare-<n>`. The next pull request run of the project moves a spare into place and checks
 // its new branch out from the base, which costs what differs between the two commits, not the tree's
 // size; a run that finds no spare ready waits for one being made or reset rather than checking out anew.
-// The first run of a project also makes one spare ahead (behind its own checkout). At most
+// A project left without spares after a run's start gets one made ahead (behind that run's checkout, if
+// it made one); a finished run's worktree then fills the pool, so sequential runs check nothing out. At most
 // `skills.spareWorktrees` per project (0: off, every run checks out anew). The pool lives in this
 // daemon's memory only: spares an earlier daemon left are removed when the project's pool is first used.
 import { existsSync, readdirSync, rmSync } from 'node:fs';
@@ -84,8 +85,8 @@ export async function takeSpare(root: string, max: number, path: string, branch:
 }
 
 /**
- * Make one spare ahead when the project has none, through `queue` (one `git worktree add` at a time per
- * repository, worktree.ts). The first pull request run of a project calls it after its own checkout.
+ * Make one spare ahead when the project has none ready or on the way, through `queue` (one `git worktree
+ * add` at a time per repository, worktree.ts). Called after each pull request run's worktree is made.
  */
 export function spareAhead(root: string, max: number, queue: (work: () => Promise<unknown>) => Promise<unknown>): void {
   if (max <= 0) return;

@@ -35,7 +35,7 @@ function queued<T>(root: string, work: () => Promise<T>): Promise<T> {
 /**
  * Create the run's worktree and branch from the root's HEAD; answers the base commit. With `spares` > 0
  * (skills.spareWorktrees) a spare worktree is taken when one is ready (spares.ts), else the tree is checked
- * out anew and, for a project without spares, one more is made ahead.
+ * out anew; either way, a project left without spares gets one made ahead.
  */
 export async function createRunWorktree(root: string, path: string, branch: string, spares = 0): Promise<string> {
   const c = await confine(path, [root]);
@@ -44,8 +44,7 @@ export async function createRunWorktree(root: string, path: string, branch: stri
   const head = await git(root, ['rev-parse', '--verify', '-q', 'HEAD^{commit}']);
   if (head.code !== 0) throw new CommandError('no_commits', 'the project has no commit to start a pull request from');
   const base = head.stdout.trim();
-  if (await takeSpare(root, spares, path, branch, base)) return base;
-  await queued(root, () => must(root, ['worktree', 'add', '-q', '-b', branch, '--', path, base], 'git worktree add'));
+  if (!(await takeSpare(root, spares, path, branch, base))) await queued(root, () => must(root, ['worktree', 'add', '-q', '-b', branch, '--', path, base], 'git worktree add'));
   spareAhead(root, spares, (work) => queued(root, work));
   return base;
 }

@@ -21,7 +21,7 @@ test.after.each(async () => {
   await f.cleanup();
 });
 
-const RUN_ENV = { SVC_RUNS_POLL_MS: '100' };
+const RUN_ENV = { SVC_RUNS_POLL_MS: '100', SVC_LOG: 'debug' };
 const profiles = () => PROFILES(f.agentDir).map((p) => ({ ...p, env: { ...p.env, FAKE_LEAVE_IGNORED: '1' } }));
 const spares = () => readdirSync(dirname(f.root)).filter((n) => n.startsWith('.wt-repo-spare-'));
 const worktrees = () => f.git(f.root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => l.slice(9));
@@ -33,18 +33,22 @@ async function prRun(skill = 'edit') {
   return { runId: r.runId as string, pr: final.result.pullRequest };
 }
 
-test("a finished run's worktree is kept as the spare; the next run starts in it on its own branch from the new base, with nothing of the earlier run (ignored files included)", async () => {
+test("a finished run's worktree is kept as a spare; a later run starts in it on its own branch from the new base, with nothing of the earlier run (ignored files included)", async () => {
   await f.start({ profiles: profiles() }, RUN_ENV);
-  // The first run checks out anew and makes one spare ahead (skills.spareWorktrees: 1); the second takes
-  // that spare, and its own worktree, left with an ignored build output, is kept as the next spare.
+  // skills.spareWorktrees is 2: the first run checks out anew and one spare is made ahead; the run's own
+  // worktree, left with an ignored build output, is kept as the second. The second run takes the older
+  // spare and its worktree is kept in turn; the third run takes the first run's.
   const first = await prRun();
-  await waitUntil(() => spares().length === 1, 15_000, () => `one spare; saw ${JSON.stringify(spares())}`);
+  const run1 = join(dirname(f.root), `.wt-repo-run-${first.runId}`);
+  await waitUntil(() => spares().length === 2 && !existsSync(run1), 15_000, () => `two spares; saw ${JSON.stringify(spares())}`);
+  for (const s of spares()) {
+    assert.is(f.git(join(dirname(f.root), s), 'status', '--porcelain', '--ignored'), '', `${s} is clean: no untracked or ignored file`);
+    assert.not.ok(existsSync(join(dirname(f.root), s, 'build')), 'the ignored output is gone');
+  }
   const second = await prRun();
   assert.is(startOf(second.runId).cwd, join(dirname(f.root), `.wt-repo-run-${second.runId}`));
-  await waitUntil(() => spares().length === 1 && !existsSync(join(dirname(f.root), `.wt-repo-run-${second.runId}`)), 15_000, () => `the second run's worktree kept; saw ${JSON.stringify(spares())}`);
-  const spare = join(dirname(f.root), spares()[0]);
-  assert.is(f.git(spare, 'status', '--porcelain', '--ignored'), '', 'the spare is clean: no untracked or ignored file');
-  assert.not.ok(existsSync(join(spare, 'build')), 'the ignored output is gone');
+  assert.not.ok(startOf(second.runId).entries.includes('build'));
+  await waitUntil(() => spares().length === 2 && !existsSync(join(dirname(f.root), `.wt-repo-run-${second.runId}`)), 15_000, () => `the second run's worktree kept; saw ${JSON.stringify(spares())}`);
   for (const r of [first, second]) assert.is(f.git(f.root, 'branch', '--list', `svc/run-${r.runId}`).trim(), `svc/run-${r.runId}`, 'the branches stay');
 
   // The base moves on before the third run.
@@ -56,16 +60,16 @@ test("a finished run's worktree is kept as the spare; the next run starts in it 
   const third = await prRun();
   const agent = startOf(third.runId);
   assert.is(agent.cwd, join(dirname(f.root), `.wt-repo-run-${third.runId}`));
-  assert.not.ok(existsSync(spare), 'the third run took the spare');
   assert.ok(agent.entries.includes('NEXT.md'), 'the worktree is at the new base');
-  assert.not.ok(agent.entries.includes('build'), `no ignored file of the earlier run: ${JSON.stringify(agent.entries)}`);
-  assert.not.ok(agent.entries.includes('src'), "no file of the earlier run's branch");
+  assert.not.ok(agent.entries.includes('build'), `no ignored file of an earlier run: ${JSON.stringify(agent.entries)}`);
+  assert.not.ok(agent.entries.includes('src'), "no file of an earlier run's branch");
   assert.equal([third.pr.base, third.pr.branch, third.pr.commits, third.pr.files], [base, `svc/run-${third.runId}`, 1, 2]);
   const patch = f.readRunFile(third.runId, 'patch.diff') as string;
   assert.is(patch, f.git(f.root, 'diff', '--binary', '--no-color', base, third.pr.head), 'the patch holds this run only');
   assert.not.match(patch, /build\/out/);
   assert.is(f.git(f.root, 'rev-parse', `svc/run-${third.runId}^`).trim(), base, "the run's commit sits on the new base");
   assert.is(f.git(f.root, 'status', '--porcelain'), '', 'the main checkout is untouched');
+  assert.not.match(f.daemon!.output(), /a spare worktree step failed/, 'no spare step failed');
 });
 
 test('skills.spareWorktrees 0: no spare, every run checks out anew and its worktree is removed', async () => {
@@ -81,17 +85,16 @@ test('skills.spareWorktrees 0: no spare, every run checks out anew and its workt
 test("a spare left by an earlier daemon is removed at its project's next run; a run that changed nothing still leaves no branch", async () => {
   await f.start({ profiles: profiles() }, RUN_ENV);
   await prRun();
-  await waitUntil(() => spares().length === 1, 15_000, 'one spare');
-  const left = join(dirname(f.root), spares()[0]);
-  writeFileSync(join(left, 'stale.txt'), 'written after the daemon kept it\n');
+  await waitUntil(() => spares().length === 2, 15_000, 'two spares');
+  for (const s of spares()) writeFileSync(join(dirname(f.root), s, 'stale.txt'), 'written after the daemon kept it\n');
   await f.daemon!.kill();
   await f.start({ profiles: profiles() }, RUN_ENV);
   const same = await prRun('echo');
-  assert.not.ok(startOf(same.runId).entries.includes('stale.txt'), 'the run did not get the earlier daemon\'s spare');
-  assert.not.ok(existsSync(left) && existsSync(join(left, 'stale.txt')), "the earlier daemon's spare is gone");
+  assert.not.ok(startOf(same.runId).entries.includes('stale.txt'), "the run did not get the earlier daemon's spare");
   assert.is(same.pr.commits, 0);
   assert.is(f.git(f.root, 'branch', '--list', `svc/run-${same.runId}`), '');
-  await waitUntil(() => spares().length === 1, 15_000, () => `one spare again; saw ${JSON.stringify(spares())}`);
+  await waitUntil(() => spares().length === 2, 15_000, () => `two spares again; saw ${JSON.stringify(spares())}`);
+  for (const s of spares()) assert.not.ok(existsSync(join(dirname(f.root), s, 'stale.txt')), `${s}: the earlier daemon's spares are gone`);
   assert.ok(worktrees().every((w) => existsSync(w)), 'no worktree registered without its directory');
 });
 
