@@ -3,7 +3,7 @@
 // project's test machines (docs/performance.md, "A trigger call to a working agent"). So a finished run's
 // worktree is kept as a spare instead of being removed: reset (`git reset --hard`, then `git clean -ffdx`,
 // so nothing the earlier run left stays, ignored files included), detached at the root's HEAD, and renamed
-// `.wt-<repo>-spare-<n>`. The next pull request run of the project moves a spare into place and checks
+// `.wt-<repo>-spare.<n>`. The next pull request run of the project moves a spare into place and checks
 // its new branch out from the base, which costs what differs between the two commits, not the tree's
 // size; a run that finds no spare ready waits for one being made or reset rather than checking out anew.
 // A project left without spares after a run's start gets one made ahead (behind that run's checkout, if
@@ -30,7 +30,8 @@ interface Pool {
 }
 
 const pools = new Map<string, Pool>();
-const prefix = (root: string) => `.wt-${basename(root)}-spare-`;
+/** A dot, which no slot label has (protocol/commands.ts): a slot's worktree is never taken for a spare. */
+const prefix = (root: string) => `.wt-${basename(root)}-spare.`;
 
 async function ok(cwd: string, args: string[]): Promise<boolean> {
   const r = await git(cwd, args, { timeoutMs: 120_000 }).catch((e) => ({ code: -1, stdout: '', stderr: errorText(e) }));

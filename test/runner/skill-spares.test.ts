@@ -23,7 +23,7 @@ test.after.each(async () => {
 
 const RUN_ENV = { SVC_RUNS_POLL_MS: '100', SVC_LOG: 'debug' };
 const profiles = () => PROFILES(f.agentDir).map((p) => ({ ...p, env: { ...p.env, FAKE_LEAVE_IGNORED: '1' } }));
-const spares = () => readdirSync(dirname(f.root)).filter((n) => n.startsWith('.wt-repo-spare-'));
+const spares = () => readdirSync(dirname(f.root)).filter((n) => n.startsWith('.wt-repo-spare.'));
 const worktrees = () => f.git(f.root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => l.slice(9));
 const startOf = (runId: string) => f.agentStarts().find((a) => a.env.SVC_RUN_ID === runId);
 
@@ -87,6 +87,10 @@ test("a spare left by an earlier daemon is removed at its project's next run; a 
   await prRun();
   await waitUntil(() => spares().length === 2, 15_000, 'two spares');
   for (const s of spares()) writeFileSync(join(dirname(f.root), s, 'stale.txt'), 'written after the daemon kept it\n');
+  // A slot named spare-1 has the worktree .wt-repo-spare-1: it is not a spare, and stays.
+  const slotWt = join(dirname(f.root), '.wt-repo-spare-1');
+  f.git(f.root, 'worktree', 'add', '-q', '-b', 'svc/spare-1/issue-1', '--', slotWt);
+  writeFileSync(join(slotWt, 'work.txt'), 'a worker is busy here\n');
   await f.daemon!.kill();
   await f.start({ profiles: profiles() }, RUN_ENV);
   const same = await prRun('echo');
@@ -95,7 +99,9 @@ test("a spare left by an earlier daemon is removed at its project's next run; a 
   assert.is(f.git(f.root, 'branch', '--list', `svc/run-${same.runId}`), '');
   await waitUntil(() => spares().length === 2, 15_000, () => `two spares again; saw ${JSON.stringify(spares())}`);
   for (const s of spares()) assert.not.ok(existsSync(join(dirname(f.root), s, 'stale.txt')), `${s}: the earlier daemon's spares are gone`);
+  assert.ok(existsSync(join(slotWt, 'work.txt')), "the slot's worktree and its work stay");
   assert.ok(worktrees().every((w) => existsSync(w)), 'no worktree registered without its directory');
+  assert.ok(worktrees().includes(slotWt));
 });
 
 test.run();
