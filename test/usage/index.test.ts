@@ -167,6 +167,21 @@ test('an appended duplicate of a line in another file takes the full dedup, and 
   assert.not.ok(got.stats.merged);
 });
 
+test('an append to a Codex rollout (alone or with a Claude append of new ids) takes the current path, equal to a full scan', async () => {
+  await usage('--rescan');
+  const x3 = join(fx.codexHome, 'sessions', '2026', '01', '22', 'rollout-2026-01-22T08-00-00-019b0000-0000-7000-8000-000000000003.jsonl');
+  const u = (a: number[]) => ({ input_tokens: a[0], cached_input_tokens: a[1], output_tokens: a[2], reasoning_output_tokens: a[3], total_tokens: a[0]! + a[2]! });
+  const tc = (ts: string, total: number[], last: number[]) => JSON.stringify({ timestamp: ts, type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: u(total), last_token_usage: u(last), model_context_window: 272_000 } } }) + '\n';
+  appendFileSync(x3, tc('2026-01-22T08:05:00.000Z', [460_000, 101_000, 21_000, 5_100], [10_000, 1_000, 1_000, 100]));
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'with-codex', 3));
+  const both = await indexedEqualsFull('codex and claude', { mode: 'indexed' });
+  assert.not.ok(both.stats.merged);
+  appendFileSync(x3, tc('2026-01-22T08:06:00.000Z', [470_000, 102_000, 22_000, 5_200], [10_000, 1_000, 1_000, 100]));
+  const codex = await indexedEqualsFull('codex alone', { mode: 'indexed' });
+  assert.not.ok(codex.stats.merged);
+  assert.ok(codex.stdout.includes('"2026-01-22"'));
+});
+
 test('a corrupted, malformed or foreign index means a full scan; --rescan forces one', async () => {
   const want = (await usage('--rescan')).stdout;
   for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":2,"build":"x","gen":"g","linesGen":"g","journal":0,"files":{}}', 'index of another build'], [null, 'index unreadable']] as const) {
