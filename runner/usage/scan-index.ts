@@ -217,7 +217,7 @@ export class UsageIndex {
     const r = loadResult(this.path, old.gen, resultKey);
     const order = r?.order;
     const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
-    if (!r || !order || !Array.isArray(order.mids) || !Array.isArray(order.rowFile) || order.files.length !== claudeJobs.length || order.files.some((f, i) => f !== claudeJobs[i])) return 'no ordered result';
+    if (!r || !order || !Array.isArray(order.mids) || !Array.isArray(order.rowFile) || order.rowFile.length !== order.claude || !order.rowFile.every(Number.isInteger) || order.files.length !== claudeJobs.length || order.files.some((f, i) => f !== claudeJobs[i])) return 'no ordered result';
     const known = new Set(order.mids);
     const fresh: Appended['fresh'] = [];
     const files: Record<string, FileRec> = {};
