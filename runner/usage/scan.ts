@@ -321,8 +321,9 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   }
   const all = [...claude, ...requests, ...records];
   const order = (): ResultOrder => ({ files: [...claudeIndex.keys()], rowFile, claude: claude.length, mids: [...new Set(dedup.entries.map((e) => e.messageId).filter((m) => m !== null))] as string[] });
-  index?.save(resultKey, () => all.map(toRow), corrupt, order);
-  const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt) : undefined;
+  // The stored forms keep the transcripts' corrupt lines only: the record readers' are added when read back.
+  index?.save(resultKey, () => all.map(toRow), corrupt - recordCorrupt, order);
+  const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt - recordCorrupt) : undefined;
   return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats, saveOutput };
 }
 
