@@ -7,15 +7,19 @@
 // offset) is read whole. The index keeps the lines, not per-day totals: the Claude dedup (claude.ts) picks
 // one line among duplicates that can sit in different files, so a line appended later can replace one
 // already counted, and `--tz`, `--since`, the session report all need the request's own time. So the
-// cross-file rules run on the whole set every time, as on a full scan, and the results are equal by
-// construction. A missing, unreadable or malformed index, or one written by another build, is a full scan,
-// and `--rescan` forces one. Three files: usage-index.json (format, build, a generation id and each file's
+// cross-file rules run on the whole set whenever a message id already counted may be involved, as on a full
+// scan. An append of Claude lines whose message ids the stored result does not know cannot touch a stored
+// line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
+// among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
+// A missing, unreadable or malformed index, or one written by another build, is a full scan, and
+// `--rescan` forces one. Three files: usage-index.json (format, build, a generation id and each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
 // usage-index.result.json (the daily/monthly scan's deduplicated requests, for a run where no file
 // changed: then neither the lines nor the dedup are needed), and usage-index.output.json (the last report
-// printed with its arguments: the same call again with no file changed prints it as it is). Each is written to a temp file and renamed,
-// the small one last (it names the generation the other two must carry); with no fsync, as a crash costs
-// only a full scan.
+// printed with its arguments: the same call again with no file changed prints it as it is), and
+// usage-index.journal.jsonl (Claude lines appended since the lines file; the meta file says how many of its
+// bytes count). Each but the journal is written to a temp file and renamed, the small one last (it names the
+// generation the others must carry); with no fsync, as a crash costs only a full scan.
 import { appendFileSync, mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BUILD_VERSION } from '../../protocol/version.ts';
