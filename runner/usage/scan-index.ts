@@ -12,7 +12,7 @@
 // line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
 // among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
 // A missing, unreadable or malformed index, or one written by another build, is a full scan, and
-// `--rescan` forces one. Three files: usage-index.json (format, build, a generation id and each file's
+// `--rescan` forces one. The files: usage-index.json (format, build, a generation id and each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
 // usage-index.result.json (the daily/monthly scan's deduplicated requests, for a run where no file
 // changed: then neither the lines nor the dedup are needed), and usage-index.output.json (the last report
