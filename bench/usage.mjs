@@ -21,6 +21,7 @@
 //   node --import tsx bench/usage.mjs [--only all|scan|otlp] [--mb 200] [--rounds 3] [--profile yes|no]
 //                                     [--profile-dir DIR] [--seconds 10] [--warmup 3] [--connections 4]
 //                                     [--keep-files DIR (generate there and keep them)]
+//                                     [--profile-append DIR (a --cpu-prof of each after-append run there)]
 //                                     [--also BUNDLE (another svc-runner.mjs, e.g. built at an earlier
 //                                      commit, measured in the same rounds: before/after in one run)]
 // Loopback only; bounded in time; every process and temp dir it makes is removed at the end, also on
@@ -66,6 +67,7 @@ const { values: opts } = parseArgs({
     warmup: { type: 'string', default: '3' },
     connections: { type: 'string', default: '4' },
     'keep-files': { type: 'string' },
+    'profile-append': { type: 'string' },
     also: { type: 'string' },
     spool: { type: 'string' },
   },
@@ -439,7 +441,12 @@ async function scanBench() {
   let appendRound = 0;
   const runAppended = async () => {
     appendFileSync(appendTarget, freshLines(appendTarget, ++appendRound, 1 << 20));
-    return runIndexed();
+    // What the run did (SVC_USAGE_STATS=1): merged into the stored requests, or the full dedup and why.
+    const prof = opts['profile-append'] ? ['--cpu-prof', `--cpu-prof-dir=${opts['profile-append']}`] : [];
+    const r = await runMeasured(process.execPath, [...prof, RUNNER, 'usage', 'daily', '--json'], { env: { ...env, SVC_USAGE_STATS: '1' }, cwd: root });
+    const line = (r.stderr ?? '').split('\n').find((l) => l.startsWith('{"usageIndex"'));
+    r.usageIndex = line ? JSON.parse(line).usageIndex : null;
+    return r;
   };
   const runTheirs = () => runMeasured(ccu.bin, ['daily', '--json', '--offline'], { env, cwd: root });
   // The floor in Node (bench/usage-floor.mjs): the same files read and split into lines, then also the
@@ -478,7 +485,7 @@ async function scanBench() {
       ccusage: { seconds: round(got.ccusage.seconds, 3), cpuSeconds: round(got.ccusage.cpuSeconds, 2), mbPerSecond: round(mbytes / got.ccusage.seconds, 1), maxRssMiB: round(got.ccusage.maxRssKiB / 1024, 1) },
       ...(got.also ? { also: { seconds: round(got.also.seconds, 3), cpuSeconds: round(got.also.cpuSeconds, 2), mbPerSecond: round(mbytes / got.also.seconds, 1), maxRssMiB: round(got.also.maxRssKiB / 1024, 1) } } : {}),
       indexed: measured(got.indexed),
-      appended: measured(got.appended),
+      appended: { ...measured(got.appended), merged: got.appended.usageIndex?.merged === true, fallback: got.appended.usageIndex?.fallback ?? null },
       floorRead: measured(got.floorRead),
       floorParse: measured(got.floorParse),
       loadavg1: round(os.loadavg()[0], 2),
@@ -494,7 +501,7 @@ async function scanBench() {
     row.oursOverFloor = round(row.ours.mbPerSecond / row.floorParse.mbPerSecond, 3);
     rounds.push(row);
     if (row.also) log(`round ${r}: ${opts.also} ${row.also.seconds} s, ${row.also.cpuSeconds} CPU s (${row.also.mbPerSecond} MiB/s, ${row.also.maxRssMiB} MiB); ratio ${row.also.ratio}, per CPU s ${row.also.cpuRatio}`);
-    log(`round ${r}: indexed ${row.indexed.seconds} s (${row.indexed.cpuSeconds} CPU s, ${row.indexed.maxRssMiB} MiB), after 1 MiB appended ${row.appended.seconds} s; ccusage ÷ indexed ${row.indexedSpeedup}, ÷ appended ${row.appendedSpeedup}`);
+    log(`round ${r}: indexed ${row.indexed.seconds} s (${row.indexed.cpuSeconds} CPU s, ${row.indexed.maxRssMiB} MiB), after 1 MiB appended ${row.appended.seconds} s (merged: ${row.appended.merged}${row.appended.fallback ? `, ${row.appended.fallback}` : ''}); ccusage ÷ indexed ${row.indexedSpeedup}, ÷ appended ${row.appendedSpeedup}`);
     log(`round ${r}: svc-runner ${row.ours.seconds} s, ${row.ours.cpuSeconds} CPU s (${row.ours.mbPerSecond} MiB/s, ${row.ours.maxRssMiB} MiB), ccusage ${row.ccusage.seconds} s, ${row.ccusage.cpuSeconds} CPU s (${row.ccusage.mbPerSecond} MiB/s, ${row.ccusage.maxRssMiB} MiB); ratio ${row.ratio}, per CPU s ${row.cpuRatio}; floor (read ${row.floorRead.seconds} s, + parse ${row.floorParse.seconds} s) ÷ ccusage ${row.floorRatio}, svc-runner ÷ floor ${row.oursOverFloor}; load ${row.loadavg1}`);
   }
 

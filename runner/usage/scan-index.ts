@@ -7,53 +7,32 @@
 // offset) is read whole. The index keeps the lines, not per-day totals: the Claude dedup (claude.ts) picks
 // one line among duplicates that can sit in different files, so a line appended later can replace one
 // already counted, and `--tz`, `--since`, the session report all need the request's own time. So the
-// cross-file rules run on the whole set every time, as on a full scan, and the results are equal by
-// construction. A missing, unreadable or malformed index, or one written by another build, is a full scan,
-// and `--rescan` forces one. Three files: usage-index.json (format, build, a generation id and each file's
+// cross-file rules run on the whole set whenever a message id already counted may be involved, as on a full
+// scan. An append of Claude lines whose message ids the stored result does not know cannot touch a stored
+// line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
+// among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
+// A missing, unreadable or malformed index, or one written by another build, is a full scan, and
+// `--rescan` forces one. The files: usage-index.json (format, build, a generation id and each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
 // usage-index.result.json (the daily/monthly scan's deduplicated requests, for a run where no file
 // changed: then neither the lines nor the dedup are needed), and usage-index.output.json (the last report
-// printed with its arguments: the same call again with no file changed prints it as it is). Each is written to a temp file and renamed,
-// the small one last (it names the generation the other two must carry); with no fsync, as a crash costs
-// only a full scan.
-import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+// printed with its arguments: the same call again with no file changed prints it as it is), and
+// usage-index.journal.jsonl (Claude lines appended since the lines file; the meta file says how many of its
+// bytes count). Each but the journal is written to a temp file and renamed, the small one last (it names the
+// generation the others must carry); with no fsync, as a crash costs only a full scan.
+import { appendFileSync, mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BUILD_VERSION } from '../../protocol/version.ts';
 import { fileContext, parseClaudeLine } from '../runtimes/claude/transcript.ts';
 import { codexFileSession, parseCodexLine, THREAD_SPAWN_WINDOW } from '../runtimes/codex/transcript.ts';
-import type { CodexFileState } from '../runtimes/codex/transcript.ts';
 import { newlineBefore, readLinesSync } from './lines.ts';
 import { decodeEntry, encodeEntry } from './parse.ts';
-import type { EncodedEntry, ParseJob, ParsedFile } from './parse.ts';
-
-/** Bumped when what a record holds changes; the build is part of the key too (parsing rules change with it). */
-const FORMAT = 1;
-
-interface FileRec {
-  runtime: 'claude' | 'codex';
-  dev: number;
-  ino: number;
-  size: number;
-  mtimeMs: number;
-  offset: number;
-  corrupt: number;
-  entries?: EncodedEntry[];
-  events?: NonNullable<ParsedFile['events']>;
-  codex?: CodexFileState;
-}
-
-interface IndexDoc {
-  format: number;
-  build: string;
-  gen: string;
-  files: Record<string, FileRec>;
-}
-
-/** What each file holds: the meta file carries FileRec without the lines, the lines file only them. */
-type Lines = Pick<FileRec, 'entries' | 'events' | 'codex'>;
-
-/** A counted request as the daily and monthly reports need it: ms, runtime (0 claude, 1 codex), report model, price model, speed, tokens. */
-export type ResultRow = [number, number, string, string, 'standard' | 'fast' | null, number, number, number, number, number];
+import type { ParseJob, ParsedFile } from './parse.ts';
+import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
+import { FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, outputPath, resultPath, writeReplace } from './index-store.ts';
+import type { Appended, FileRec, IndexDoc, Lines, ResultOrder, ResultRow } from './index-store.ts';
+export type { Appended, ResultOrder, ResultRow } from './index-store.ts';
+export { loadIndex } from './index-store.ts';
 
 /** What a scan did (printed as one JSON line on stderr with SVC_USAGE_STATS=1: tests and benchmarks). */
 export interface IndexStats {
@@ -75,86 +54,10 @@ export interface IndexStats {
   result: boolean;
   /** The report itself was taken from usage-index.output.json (no file changed, the same arguments). */
   output?: boolean;
-}
-
-const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
-
-function validMeta(r: unknown): r is FileRec {
-  if (typeof r !== 'object' || r === null) return false;
-  const f = r as FileRec;
-  return (f.runtime === 'claude' || f.runtime === 'codex') && [f.dev, f.ino, f.size, f.mtimeMs, f.offset, f.corrupt].every(isNum) && f.offset >= 0 && f.offset <= f.size;
-}
-
-const validLines = (f: FileRec) => (f.runtime === 'claude' ? Array.isArray(f.entries) && f.entries.every(Array.isArray) : Array.isArray(f.events) && typeof f.codex === 'object' && f.codex !== null);
-
-const readJson = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8'));
-
-/** Temp file + rename: a reader sees the old file or the new one. No fsync: a torn index is a full scan. */
-function writeReplace(path: string, text: string): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  try {
-    writeFileSync(tmp, text, { mode: 0o600 });
-    renameSync(tmp, path);
-  } catch (e) {
-    try {
-      unlinkSync(tmp);
-    } catch {}
-    throw e;
-  }
-}
-
-const linesPath = (path: string) => path.replace(/\.json$/, '.lines.json');
-const resultPath = (path: string) => path.replace(/\.json$/, '.result.json');
-const outputPath = (path: string) => path.replace(/\.json$/, '.output.json');
-
-/** The index's meta file at `path` (records without their lines), or why it cannot be used. */
-export function loadIndex(path: string): IndexDoc | string {
-  let doc: IndexDoc;
-  try {
-    doc = readJson(path) as IndexDoc;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no index' : 'index unreadable';
-  }
-  if (typeof doc !== 'object' || doc === null || doc.format !== FORMAT || typeof doc.gen !== 'string' || typeof doc.files !== 'object' || doc.files === null) return 'index unreadable';
-  if (doc.build !== BUILD_VERSION) return 'index of another build';
-  for (const r of Object.values(doc.files)) if (!validMeta(r)) return 'index unreadable';
-  return doc;
-}
-
-/** The lines of every record, from the lines file of the same generation; false when it does not fit. */
-function loadLines(path: string, doc: IndexDoc): boolean {
-  let lines: { gen: string; files: Record<string, Lines> };
-  try {
-    lines = readJson(linesPath(path)) as typeof lines;
-  } catch {
-    return false;
-  }
-  if (typeof lines !== 'object' || lines === null || lines.gen !== doc.gen || typeof lines.files !== 'object' || lines.files === null) return false;
-  for (const [file, rec] of Object.entries(doc.files)) {
-    Object.assign(rec, lines.files[file]);
-    if (!validLines(rec)) return false;
-  }
-  return true;
-}
-
-/** The deduplicated requests for `key` if the result file is of this generation. */
-function loadResult(path: string, gen: string, key: string): { rows: ResultRow[]; corrupt: number } | null {
-  try {
-    const r = readJson(resultPath(path)) as { gen: string; key: string; corrupt: number; rows: ResultRow[] };
-    return r && r.gen === gen && r.key === key && Array.isArray(r.rows) && isNum(r.corrupt) ? r : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The last report printed, if it was made from this generation with the same arguments (`key`). */
-function loadOutput(path: string, gen: string, key: string): { output: string; corrupt: number } | null {
-  try {
-    const r = readJson(outputPath(path)) as { gen: string; key: string; corrupt: number; output: string };
-    return r && r.gen === gen && r.key === key && typeof r.output === 'string' && isNum(r.corrupt) ? r : null;
-  } catch {
-    return null;
-  }
+  /** Claude lines appended with message ids known nowhere else: merged into the stored result, no full dedup. */
+  merged?: boolean;
+  /** Why an append took the full dedup (a known message id, a Codex file, no ordered result). */
+  fallback?: string;
 }
 
 type Stat = { dev: number; ino: number; size: number; mtimeMs: number };
@@ -233,7 +136,7 @@ export class UsageIndex {
     this.stats = { mode: this.old ? 'indexed' : 'full', reason: this.old ? null : (loaded as string), files: 0, reused: 0, appended: 0, whole: 0, appendedBytes: 0, written: false, result: false };
   }
 
-  async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null, outputKey: string | null): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number } | { output: string; corrupt: number }> {
+  async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null, outputKey: string | null): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number } | { output: string; corrupt: number } | Appended> {
     const stats = this.stats;
     stats.files = jobs.length;
     const stat: (Stat | null)[] = jobs.map((j) => {
@@ -257,6 +160,11 @@ export class UsageIndex {
         Object.assign(stats, { reused: jobs.length, result: true });
         return r;
       }
+    }
+    if (old && !gone && resultKey !== null && plans.some((p) => p === 'append')) {
+      const a = this.appendOnly(jobs, plans, stat as Stat[], old, resultKey);
+      if (typeof a !== 'string') return a;
+      stats.fallback = a;
     }
     if (old && plans.some((p) => p === 'reuse' || p === 'append') && !loadLines(this.path, old)) {
       Object.assign(stats, { mode: 'full', reason: 'index unreadable' });
@@ -299,8 +207,73 @@ export class UsageIndex {
     return { parsed: parsed as ParsedFile[] };
   }
 
+  private pendingFiles: Record<string, FileRec> | null = null;
+  private pendingJournal = '';
+
+  /**
+   * The fast path of an append: every changed file is a Claude transcript that grew, the stored result carries
+   * its order, and no appended line has a message id the index already knows (then no stored line can be its
+   * duplicate). Reads only the new bytes; anything else answers why not, and the caller takes the full path.
+   */
+  private appendOnly(jobs: readonly ParseJob[], plans: string[], stat: Stat[], old: IndexDoc, resultKey: string): Appended | string {
+    if (plans.some((p) => p !== 'append' && p !== 'reuse')) return 'a file read whole';
+    if (plans.some((p, i) => p === 'append' && jobs[i]!.runtime !== 'claude')) return 'codex append';
+    const r = loadResult(this.path, old.gen, resultKey);
+    const order = r?.order;
+    const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
+    if (!r || !order || !Array.isArray(order.mids) || !Array.isArray(order.rowFile) || order.rowFile.length !== order.claude || !order.rowFile.every(Number.isInteger) || order.files.length !== claudeJobs.length || order.files.some((f, i) => f !== claudeJobs[i])) return 'no ordered result';
+    const known = new Set(order.mids);
+    const fresh: Appended['fresh'] = [];
+    const files: Record<string, FileRec> = {};
+    let corrupt = 0, bytes = 0, journal = '';
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i]!, rec = old.files[job.file]!;
+      if (plans[i] !== 'append') {
+        files[job.file] = rec;
+        continue;
+      }
+      const ctx = fileContext(job.file);
+      const entries: ClaudeEntry[] = [];
+      let bad = 0;
+      const got = readLinesSync(job.file, rec.offset, (line, at) => {
+        const v = parseClaudeLine(line, at, ctx);
+        if ('corrupt' in v) bad++;
+        else if ('entry' in v) entries.push(v.entry);
+      });
+      if (entries.some((e) => e.messageId !== null && known.has(e.messageId))) return 'known message id appended';
+      bytes += got.offset - rec.offset;
+      corrupt += bad + got.oversized;
+      files[job.file] = { ...rec, size: got.size, mtimeMs: stat[i]!.mtimeMs, offset: got.offset, corrupt: rec.corrupt + bad + got.oversized };
+      if (entries.length) {
+        fresh.push({ file: claudeJobs.indexOf(job.file), entries });
+        journal += JSON.stringify([job.file, entries.map(encodeEntry)]) + '\n';
+      }
+    }
+    Object.assign(this.stats, { appended: plans.filter((p) => p === 'append').length, reused: plans.filter((p) => p === 'reuse').length, appendedBytes: bytes, merged: true });
+    this.pendingFiles = files;
+    this.pendingJournal = journal;
+    return { rows: r.rows, corrupt: r.corrupt + corrupt, order, fresh };
+  }
+
+  /** After appendOnly: the journal gets the new lines, the meta file the new offsets, the result the merged rows. */
+  saveAppended(resultKey: string, rows: ResultRow[], order: ResultOrder, corrupt: number): void {
+    const old = this.old!;
+    try {
+      const gen = `${Date.now().toString(36)}.${process.pid}`;
+      const jp = journalPath(this.path);
+      // Bytes past old.journal are of a run that did not finish: cut them before appending.
+      if (old.journal > 0) truncateSync(jp, old.journal);
+      else writeFileSync(jp, '', { mode: 0o600 });
+      appendFileSync(jp, this.pendingJournal);
+      writeReplace(resultPath(this.path), JSON.stringify({ gen, key: resultKey, corrupt, rows, order }));
+      writeReplace(this.path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, gen, linesGen: old.linesGen, journal: old.journal + Buffer.byteLength(this.pendingJournal), files: this.pendingFiles! } satisfies IndexDoc));
+      this.gen = gen;
+      this.stats.written = true;
+    } catch {}
+  }
+
   /** Writes the lines and the meta file when a file changed, and the result for `resultKey` (when given). */
-  save(resultKey: string | null, rows: () => ResultRow[], corrupt: number): void {
+  save(resultKey: string | null, rows: () => ResultRow[], corrupt: number, order?: () => ResultOrder): void {
     try {
       mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 });
       if (this.changed) {
@@ -312,11 +285,11 @@ export class UsageIndex {
           lines[f] = { entries, events, codex };
         }
         writeReplace(linesPath(this.path), JSON.stringify({ gen: this.gen, files: lines }));
-        if (resultKey !== null) writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows() }));
-        writeReplace(this.path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, gen: this.gen, files: meta } satisfies IndexDoc));
+        if (resultKey !== null) writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows(), order: order?.() }));
+        writeReplace(this.path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, gen: this.gen, linesGen: this.gen, journal: 0, files: meta } satisfies IndexDoc));
         this.stats.written = true;
       } else if (resultKey !== null && !this.stats.result) {
-        writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows() }));
+        writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows(), order: order?.() }));
         this.stats.written = true;
       }
     } catch {

@@ -20,7 +20,7 @@ import { readHeadSync, readLines, readLinesSync } from './lines.ts';
 import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
 import { UsageIndex } from './scan-index.ts';
-import type { IndexStats, ResultRow } from './scan-index.ts';
+import type { Appended, IndexStats, ResultOrder, ResultRow } from './scan-index.ts';
 
 export { detectCodexReplaySync };
 
@@ -279,6 +279,13 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   const outputKey = opts.index?.outputKey === undefined ? undefined : `${opts.index.outputKey} ${context}`;
   const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey, outputKey ?? null) : { parsed: await parseFiles(jobs, opts.workerBytes) };
   if ('output' in opened) return { requests: [], sessions: [], files: jobs.length, corrupt: opened.corrupt + recordCorrupt, index: index!.stats, output: opened.output };
+  if ('fresh' in opened) {
+    const a = opened as unknown as Appended; // (the union reduces Appended into the plain rows' shape)
+    const merged = mergeAppended(a, prices);
+    index!.saveAppended(resultKey!, merged.rows, merged.order, a.corrupt);
+    const saveOutput = outputKey !== undefined ? (text: string) => index!.saveOutput(outputKey, text, a.corrupt) : undefined;
+    return { requests: merged.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: a.corrupt + recordCorrupt, index: index!.stats, saveOutput };
+  }
   if ('rows' in opened) {
     const saveOutput = outputKey !== undefined ? (text: string) => index!.saveOutput(outputKey, text, opened.corrupt) : undefined;
     return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt + recordCorrupt, index: index!.stats, saveOutput };
@@ -304,15 +311,49 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
     }
   }
   const claude: ScannedRequest[] = [];
+  const claudeIndex = new Map(jobs.filter((j) => j.runtime === 'claude').map((j, i) => [j.file, i]));
+  const rowFile: number[] = [];
   for (const e of dedup.entries) {
     if (e.model === null || e.priceModel === null) continue; // <synthetic> or no model: not a request
+    rowFile.push(claudeIndex.get(e.file)!);
     claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms });
     if (opts.sessions !== false) tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
   }
   const all = [...claude, ...requests, ...records];
-  index?.save(resultKey, () => all.map(toRow), corrupt);
-  const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt) : undefined;
+  const order = (): ResultOrder => ({ files: [...claudeIndex.keys()], rowFile, claude: claude.length, mids: [...new Set(dedup.entries.map((e) => e.messageId).filter((m) => m !== null))] as string[] });
+  // The stored forms keep the transcripts' corrupt lines only: the record readers' are added when read back.
+  index?.save(resultKey, () => all.map(toRow), corrupt - recordCorrupt, order);
+  const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt - recordCorrupt) : undefined;
   return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats, saveOutput };
+}
+
+/**
+ * The Claude lines of an append whose message ids the index did not know, deduplicated among themselves (no
+ * stored line can match them) and each request put where a full scan puts it: after the rows of its file and
+ * of the files before, before those of the files after.
+ */
+function mergeAppended(a: Appended, prices: readonly ModelPrice[]): { rows: ResultRow[]; order: ResultOrder } {
+  const dedup = new ClaudeDedup(prices, 'daily');
+  for (const f of a.fresh) for (const e of f.entries) dedup.add(e);
+  const fileOf = new Map(a.fresh.map((f) => [f.entries[0]!.file, f.file]));
+  const { order } = a;
+  const rows = a.rows.slice(0, order.claude), rowFile = order.rowFile.slice();
+  const added: [number, ResultRow][] = [];
+  for (const e of dedup.entries) {
+    if (e.model === null || e.priceModel === null) continue;
+    added.push([fileOf.get(e.file)!, toRow({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: '', ms: e.ms })]);
+  }
+  // Both lists are in (file, line) order: merge them, a new request after the stored ones of its file.
+  const outRows: ResultRow[] = [], outFile: number[] = [];
+  let i = 0;
+  for (const [file, row] of added) {
+    while (i < rows.length && rowFile[i]! <= file) (outRows.push(rows[i]!), outFile.push(rowFile[i++]!));
+    outRows.push(row);
+    outFile.push(file);
+  }
+  while (i < rows.length) (outRows.push(rows[i]!), outFile.push(rowFile[i++]!));
+  const mids = order.mids.concat([...new Set(a.fresh.flatMap((f) => f.entries.map((e) => e.messageId)).filter((m) => m !== null))] as string[]);
+  return { rows: outRows.concat(a.rows.slice(order.claude)), order: { files: order.files, rowFile: outFile, claude: outRows.length, mids } };
 }
 
 const toRow = (s: ScannedRequest): ResultRow => {

@@ -3,7 +3,7 @@
 // token counts exactly, per day, runtime and model, and its cost within 0.5 %. Both paths: a full scan and a
 // run from the usage index (runner/usage/scan-index.ts) must print the same.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -70,6 +70,23 @@ async function ours(tz: string) {
   const fromLines = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
   assert.match(fromLines.stderr, /"mode":"indexed".*"whole":0.*"result":false/);
   assert.is(fromLines.stdout, r.stdout, 'from the index lines = full scan, byte for byte');
+  // An append: each Claude transcript's last line taken off, the index written (full scan), the line put back.
+  // New message ids are merged into the stored requests without the full dedup, a known one takes the full
+  // path: either way the bytes of the full scan (which the tests compare with ccusage).
+  let merged = 0;
+  const claudeFiles = fx.claudeConfigDir.split(',').flatMap((d) => (readdirSync(d, { recursive: true }) as string[]).filter((f) => f.endsWith('.jsonl')).map((f) => join(d, f)));
+  for (const file of claudeFiles) {
+    const text = readFileSync(file, 'utf8');
+    const cut = text.lastIndexOf('\n', text.length - 2) + 1;
+    if (cut <= 0) continue;
+    writeFileSync(file, text.slice(0, cut));
+    assert.is((await runCli(sb, ['usage', 'daily', '--json', '--tz', tz, '--rescan'], env)).status, 0);
+    writeFileSync(file, text.slice(cut), { flag: 'a' });
+    const appended = await runCli(sb, ['usage', 'daily', '--json', '--tz', tz], { ...env, SVC_USAGE_STATS: '1' });
+    if (/"merged":true/.test(appended.stderr)) merged++;
+    assert.is(appended.stdout, r.stdout, `after an append to ${file} (${appended.stderr.trim()}) = full scan, byte for byte`);
+  }
+  assert.ok(merged > 0, 'some appends merged');
   const days: any[] = JSON.parse(r.stdout).days;
   const by = (rt: string) => new Map(days.filter((d) => d.runtime === rt).map((d) => [`${d.date} ${d.model}`, d]));
   return { claude: by('claude'), codex: by('codex'), days };

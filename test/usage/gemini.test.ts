@@ -71,6 +71,9 @@ test('daily: ccusage gemini daily per day and model, with the documented differe
   const { out, stderr } = await ours('daily');
   assert.ok(compare('date', ref, out.days) >= 6);
   assert.match(stderr, /skipped 1 corrupt transcript line/);
+  // The same call again, from the index's stored report, and from its stored requests: still one, not two.
+  assert.match((await ours('daily')).stderr, /skipped 1 corrupt transcript line/);
+  assert.match((await ours('daily', ['--tz', 'UTC'])).stderr, /skipped 1 corrupt transcript line/);
   // The traps are in the figures: the rewound message (2.5-flash on the 17th) and the copy (flash-lite) exist.
   assert.ok(out.days.some((d: any) => d.date === '2026-05-17' && d.model === 'gemini-2.5-flash' && d.inputTokens === 22000 + 12 + 5000 + 3));
   assert.ok(fx.copied.size === 1 && out.days.some((d: any) => d.model === 'gemini-2.5-flash-lite'));

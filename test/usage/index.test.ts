@@ -106,9 +106,85 @@ test('a truncated file, a file rewritten at the same size and a replaced one (an
   assert.not.ok(fileB in JSON.parse(readFileSync(indexFile, 'utf8')).files, 'a deleted file leaves the index');
 });
 
+const resultFile = indexFile.replace('.json', '.result.json');
+const stored = () => JSON.parse(readFileSync(resultFile, 'utf8'));
+
+/** A merged run (no full dedup) stores the same rows, in the same order, as a full scan, and prints the same. */
+async function mergedEqualsFull(what: string, merged: boolean) {
+  const got = await usage();
+  assert.is(got.stats.merged === true, merged, `${what}: merged ${JSON.stringify(got.stats)}`);
+  const { rows, order } = stored();
+  const full = await usage('--rescan');
+  assert.is(got.stdout, full.stdout, `${what}: the same report as a full scan`);
+  assert.equal(rows, stored().rows, `${what}: the same rows in the same order`);
+  assert.equal(order.rowFile, stored().order.rowFile, `${what}: the same file order`);
+  assert.equal([...order.mids].sort(), [...stored().order.mids].sort(), `${what}: the same message ids`);
+  return got;
+}
+
+test('append of new message ids only: merged into the stored result without the full dedup, equal to a full scan', async () => {
+  const a = 'aaaaaaaa-1111-4111-8111-111111111111', b = 'bbbbbbbb-2222-4222-8222-222222222222';
+  appendFileSync(fileB, line(b, 'seed-b', 1)); // (deleted by the test before)
+  appendFileSync(fileA, line(a, 'seed-a', 1));
+  // An append with a file read whole (here a new one) is never merged.
+  assert.equal((await usage()).stats.fallback, 'a file read whole');
+  await usage('--rescan');
+  // New ids in both files, a duplicate among the new lines across files (the first in file order stays).
+  appendFileSync(fileA, line(a, 'new-1', 3, '2026-01-22') + line(a, 'new-2', 4));
+  appendFileSync(fileB, line(b, 'new-2', 4) + line(b, 'new-3', 6, '2026-01-24'));
+  const got = await mergedEqualsFull('first append', true);
+  assert.equal([got.stats.appended, got.stats.whole, got.stats.mode], [2, 0, 'indexed']);
+  // Several appends in a row: the journal grows, each merged run still equals a full scan (rows in file order).
+  for (let k = 0; k < 3; k++) {
+    await usage(); // the same call: the stored report
+    appendFileSync(k % 2 ? fileB : fileA, line(k % 2 ? b : a, `row-${k}`, 1 + k));
+    await mergedEqualsFull(`append ${k}`, true);
+  }
+  // Three merged runs without a rescan between them; then lines from the journal must give the full path's answer.
+  for (let k = 0; k < 3; k++) {
+    appendFileSync(fileA, line(a, `chain-${k}`, 2 + k));
+    assert.ok((await usage()).stats.merged, `chain ${k}`);
+  }
+  assert.ok(JSON.parse(readFileSync(indexFile, 'utf8')).journal > 0, 'the journal carries the appended lines');
+  appendFileSync(fileB, line(b, 'chain-0', 2)); // a known id: the full dedup, on the stored lines and the journal
+  const fallback = await usage();
+  assert.equal([fallback.stats.merged, fallback.stats.fallback, fallback.stats.mode], [undefined, 'known message id appended', 'indexed']);
+  assert.is(fallback.stdout, (await usage('--rescan')).stdout);
+});
+
+test('an appended duplicate of a line in another file takes the full dedup, and a torn journal is cut', async () => {
+  await usage('--rescan');
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-1', 9));
+  assert.ok((await usage()).stats.merged);
+  const journal = indexFile.replace('.json', '.journal.jsonl');
+  appendFileSync(journal, '["garbage of a run that did not finish"'); // past the meta file's length: ignored, then cut
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-2', 10));
+  await mergedEqualsFull('after a torn journal', true);
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-3', 10));
+  assert.ok((await usage()).stats.merged);
+  appendFileSync(fileB, line('bbbbbbbb-2222-4222-8222-222222222222', 'after-1', 9)); // the same call, in the other file
+  const got = await indexedEqualsFull('known id', { mode: 'indexed', fallback: 'known message id appended' });
+  assert.not.ok(got.stats.merged);
+});
+
+test('an append to a Codex rollout (alone or with a Claude append of new ids) takes the current path, equal to a full scan', async () => {
+  await usage('--rescan');
+  const x3 = join(fx.codexHome, 'sessions', '2026', '01', '22', 'rollout-2026-01-22T08-00-00-019b0000-0000-7000-8000-000000000003.jsonl');
+  const u = (a: number[]) => ({ input_tokens: a[0], cached_input_tokens: a[1], output_tokens: a[2], reasoning_output_tokens: a[3], total_tokens: a[0]! + a[2]! });
+  const tc = (ts: string, total: number[], last: number[]) => JSON.stringify({ timestamp: ts, type: 'event_msg', payload: { type: 'token_count', info: { total_token_usage: u(total), last_token_usage: u(last), model_context_window: 272_000 } } }) + '\n';
+  appendFileSync(x3, tc('2026-01-22T08:05:00.000Z', [460_000, 101_000, 21_000, 5_100], [10_000, 1_000, 1_000, 100]));
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'with-codex', 3));
+  const both = await indexedEqualsFull('codex and claude', { mode: 'indexed' });
+  assert.not.ok(both.stats.merged);
+  appendFileSync(x3, tc('2026-01-22T08:06:00.000Z', [470_000, 102_000, 22_000, 5_200], [10_000, 1_000, 1_000, 100]));
+  const codex = await indexedEqualsFull('codex alone', { mode: 'indexed' });
+  assert.not.ok(codex.stats.merged);
+  assert.ok(codex.stdout.includes('"2026-01-22"'));
+});
+
 test('a corrupted, malformed or foreign index means a full scan; --rescan forces one', async () => {
   const want = (await usage('--rescan')).stdout;
-  for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":1,"build":"x","gen":"g","files":{}}', 'index of another build'], [null, 'index unreadable']] as const) {
+  for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":2,"build":"x","gen":"g","linesGen":"g","journal":0,"files":{}}', 'index of another build'], [null, 'index unreadable']] as const) {
     if (text === null) {
       const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
       doc.files[fileA].offset = -1;
@@ -120,7 +196,7 @@ test('a corrupted, malformed or foreign index means a full scan; --rescan forces
   }
   // A lines file of another generation (a crash between the writes): a full scan, not a mix.
   await usage('--rescan');
-  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-11', 1)); // so the lines are needed
+  appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-1', 1)); // a known message id: so the lines are needed
   const linesFile = indexFile.replace('.json', '.lines.json');
   writeFileSync(linesFile, JSON.stringify({ ...JSON.parse(readFileSync(linesFile, 'utf8')), gen: 'other' }));
   const mixed = await usage();

@@ -1,0 +1,155 @@
+// The usage index's files (scan-index.ts, docs/runner.md "The index"): what each holds, how each is read
+// and checked against the meta file's generation, and written (temp file + rename, no fsync).
+import { readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
+import type { CodexFileState } from '../runtimes/codex/transcript.ts';
+import type { EncodedEntry, ParsedFile } from './parse.ts';
+import { BUILD_VERSION } from '../../protocol/version.ts';
+/** Bumped when what a record holds changes; the build is part of the key too (parsing rules change with it). */
+export const FORMAT = 2;
+
+export interface FileRec {
+  runtime: 'claude' | 'codex';
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  offset: number;
+  corrupt: number;
+  entries?: EncodedEntry[];
+  events?: NonNullable<ParsedFile['events']>;
+  codex?: CodexFileState;
+}
+
+export interface IndexDoc {
+  format: number;
+  build: string;
+  gen: string;
+  /** The generation of the lines file, and how many bytes of the journal (Claude lines appended since) go with it. */
+  linesGen: string;
+  journal: number;
+  files: Record<string, FileRec>;
+}
+
+/**
+ * What the stored result needs for an append to be merged without the full dedup: the Claude files in scan
+ * order, for each of the first `claude` rows the index of the file of its request's first line (rows are in
+ * dedup order, which is (file, line) of that line), and every message id of every counted Claude line.
+ */
+export interface ResultOrder {
+  files: string[];
+  rowFile: number[];
+  claude: number;
+  mids: string[];
+}
+
+/** The stored result with the Claude lines appended since, which scan.ts deduplicates and merges. */
+export interface Appended {
+  rows: ResultRow[];
+  corrupt: number;
+  order: ResultOrder;
+  /** Per appended file (its index in order.files), its new lines in file order. */
+  fresh: { file: number; entries: ClaudeEntry[] }[];
+}
+
+/** What each file holds: the meta file carries FileRec without the lines, the lines file only them. */
+export type Lines = Pick<FileRec, 'entries' | 'events' | 'codex'>;
+
+/** A counted request as the daily and monthly reports need it: ms, runtime (0 claude, 1 codex), report model, price model, speed, tokens. */
+export type ResultRow = [number, number, string, string, 'standard' | 'fast' | null, number, number, number, number, number];
+
+export const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+
+export function validMeta(r: unknown): r is FileRec {
+  if (typeof r !== 'object' || r === null) return false;
+  const f = r as FileRec;
+  return (f.runtime === 'claude' || f.runtime === 'codex') && [f.dev, f.ino, f.size, f.mtimeMs, f.offset, f.corrupt].every(isNum) && f.offset >= 0 && f.offset <= f.size;
+}
+
+const validLines = (f: FileRec) => (f.runtime === 'claude' ? Array.isArray(f.entries) && f.entries.every(Array.isArray) : Array.isArray(f.events) && typeof f.codex === 'object' && f.codex !== null);
+
+export const readJson = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8'));
+
+/** Temp file + rename: a reader sees the old file or the new one. No fsync: a torn index is a full scan. */
+export function writeReplace(path: string, text: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  try {
+    writeFileSync(tmp, text, { mode: 0o600 });
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {}
+    throw e;
+  }
+}
+
+export const linesPath = (path: string) => path.replace(/\.json$/, '.lines.json');
+export const resultPath = (path: string) => path.replace(/\.json$/, '.result.json');
+export const outputPath = (path: string) => path.replace(/\.json$/, '.output.json');
+export const journalPath = (path: string) => path.replace(/\.json$/, '.journal.jsonl');
+
+/** The index's meta file at `path` (records without their lines), or why it cannot be used. */
+export function loadIndex(path: string): IndexDoc | string {
+  let doc: IndexDoc;
+  try {
+    doc = readJson(path) as IndexDoc;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no index' : 'index unreadable';
+  }
+  if (typeof doc !== 'object' || doc === null || doc.format !== FORMAT || typeof doc.gen !== 'string' || typeof doc.linesGen !== 'string' || !isNum(doc.journal) || typeof doc.files !== 'object' || doc.files === null) return 'index unreadable';
+  if (doc.build !== BUILD_VERSION) return 'index of another build';
+  for (const r of Object.values(doc.files)) if (!validMeta(r)) return 'index unreadable';
+  return doc;
+}
+
+/** The lines of every record, from the lines file of the same generation; false when it does not fit. */
+export function loadLines(path: string, doc: IndexDoc): boolean {
+  let lines: { gen: string; files: Record<string, Lines> };
+  try {
+    lines = readJson(linesPath(path)) as typeof lines;
+  } catch {
+    return false;
+  }
+  if (typeof lines !== 'object' || lines === null || lines.gen !== doc.linesGen || typeof lines.files !== 'object' || lines.files === null) return false;
+  for (const [file, rec] of Object.entries(doc.files)) {
+    Object.assign(rec, lines.files[file]);
+    if (!validLines(rec)) return false;
+  }
+  if (doc.journal === 0) return true;
+  try {
+    // Each journal line: [file, its Claude lines appended]; bytes past doc.journal are of a run that did not finish.
+    const text = readFileSync(journalPath(path)).subarray(0, doc.journal).toString('utf8');
+    if (Buffer.byteLength(text) !== doc.journal || !text.endsWith('\n')) return false;
+    for (const l of text.slice(0, -1).split('\n')) {
+      const [file, entries] = JSON.parse(l) as [string, EncodedEntry[]];
+      const rec = doc.files[file];
+      if (!rec || rec.runtime !== 'claude' || !Array.isArray(entries)) return false;
+      rec.entries!.push(...entries);
+    }
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+/** The deduplicated requests for `key` if the result file is of this generation. */
+export function loadResult(path: string, gen: string, key: string): { rows: ResultRow[]; corrupt: number; order?: ResultOrder } | null {
+  try {
+    const r = readJson(resultPath(path)) as { gen: string; key: string; corrupt: number; rows: ResultRow[]; order?: ResultOrder };
+    return r && r.gen === gen && r.key === key && Array.isArray(r.rows) && isNum(r.corrupt) ? r : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The last report printed, if it was made from this generation with the same arguments (`key`). */
+export function loadOutput(path: string, gen: string, key: string): { output: string; corrupt: number } | null {
+  try {
+    const r = readJson(outputPath(path)) as { gen: string; key: string; corrupt: number; output: string };
+    return r && r.gen === gen && r.key === key && typeof r.output === 'string' && isNum(r.corrupt) ? r : null;
+  } catch {
+    return null;
+  }
+}
+
