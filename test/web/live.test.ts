@@ -235,8 +235,10 @@ test('Audit page: a verification run through the API shows its result without a 
 test('a cut live connection: what changed during the gap shows once the page is connected again', async () => {
   // The page's /api/live goes through this route: it can be cut, and the next connection held back.
   let cut: () => void = () => {};
-  let connected!: () => void;
-  const firstConnection = new Promise<void>((r) => (connected = r));
+  // The page counts a connection once the server's `ready` reached it (web-static/live.ts): only a cut
+  // after that is a gap it catches up on. Waiting for the socket alone raced with `ready` on a slow machine.
+  let ready!: () => void;
+  const firstReady = new Promise<void>((r) => (ready = r));
   let gate: Promise<void> | null = null;
   let reached!: () => void;
   const reconnecting = new Promise<void>((r) => (reached = r));
@@ -249,12 +251,15 @@ test('a cut live connection: what changed during the gap shows once the page is 
         await gate;
       }
       const upstream = ws.connectToServer();
+      upstream.onMessage((m) => {
+        ws.send(m); // forwarded in order: `ready` reaches the page before a later close does
+        if (String(m).includes('"type":"ready"')) ready();
+      });
       cut = () => (ws.close({ code: 1012, reason: 'cut by the test' }), upstream.close());
-      connected();
     }),
   );
   await page.waitForSelector('tr[data-project=Live]');
-  await firstConnection;
+  await firstReady;
   let open!: () => void;
   gate = new Promise<void>((r) => (open = r));
   cut();
