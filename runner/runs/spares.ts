@@ -19,10 +19,8 @@ interface Pool {
   max: number;
   /** Spares ready to take, oldest first. */
   ready: string[];
-  /** Spares being made or reset, counted against `max`. */
-  pending: number;
-  /** Those spares' work: a run that finds none ready waits for one rather than checking out anew (a reset
-   *  costs what the last run changed; a checkout, the whole tree). */
+  /** Spares being made or reset, counted against `max`: a run that finds none ready waits for one rather
+   *  than checking out anew (a reset costs what the last run changed; a checkout, the whole tree). */
   work: Set<Promise<unknown>>;
   /** Spares of an earlier daemon removed (once per pool). */
   swept: Promise<void>;
@@ -55,7 +53,7 @@ async function sweep(root: string): Promise<void> {
 
 function poolOf(root: string, max: number): Pool {
   let p = pools.get(root);
-  if (!p) pools.set(root, (p = { max, ready: [], pending: 0, work: new Set(), swept: sweep(root), seq: 0 }));
+  if (!p) pools.set(root, (p = { max, ready: [], work: new Set(), swept: sweep(root), seq: 0 }));
   p.max = max;
   return p;
 }
@@ -92,7 +90,7 @@ export async function takeSpare(root: string, max: number, path: string, branch:
 export function spareAhead(root: string, max: number, queue: (work: () => Promise<unknown>) => Promise<unknown>): void {
   if (max <= 0) return;
   const p = poolOf(root, max);
-  if (p.ready.length || p.pending) return;
+  if (p.ready.length || p.work.size) return;
   void pending(p, () =>
     queue(async () => {
       await p.swept;
@@ -104,13 +102,9 @@ export function spareAhead(root: string, max: number, queue: (work: () => Promis
 
 /** Count a spare's work against the pool's limit until it settles (never rejects). */
 function pending<T>(p: Pool, work: () => Promise<T>): Promise<T | false> {
-  p.pending++;
   const done = work().catch(() => false as const);
   p.work.add(done);
-  return done.finally(() => {
-    p.pending--;
-    p.work.delete(done);
-  });
+  return done.finally(() => p.work.delete(done));
 }
 
 /**
@@ -120,7 +114,7 @@ function pending<T>(p: Pool, work: () => Promise<T>): Promise<T | false> {
  */
 export async function keepAsSpare(root: string, path: string): Promise<boolean> {
   const p = pools.get(root);
-  if (!p || p.max <= 0 || p.ready.length + p.pending >= p.max || !existsSync(path)) return false;
+  if (!p || p.max <= 0 || p.ready.length + p.work.size >= p.max || !existsSync(path)) return false;
   return (await pending(p, async () => {
     await p.swept;
     const base = await git(root, ['rev-parse', '--verify', '-q', 'HEAD^{commit}']);
