@@ -59,6 +59,16 @@ For agents (docs/orchestrator.md):
   pr-create --title T [--body B] [--project-root DIR]
                       push the branch checked out here and open its pull/merge request (or
                       answer the open one), asked of the running daemon; prints {pr, url, branch}
+  pr-list [--project-root DIR]
+                      the open pull/merge requests with their checks (state, summary, each check)
+  pr-view <N> [--project-root DIR]
+                      one pull/merge request: state, branch, files, checks, reviews, mergeability
+  issue-list [--project-root DIR]
+                      the project's open issues (its queue)
+  issue-view <N> [--project-root DIR]
+                      one issue: title, body, labels, author and its comments, oldest first
+                      (these four read the code host through the running daemon with the
+                      project's token, GitHub and GitLab alike, and print one JSON line)
 
 Internal (not for users):
   exec-run <runDir>   run a skill run inside its terminal-multiplexer session
@@ -85,6 +95,10 @@ const OPTIONS: Record<string, { flags: string[]; positional: number }> = {
   'slot-start': { flags: SLOT_START_FLAGS, positional: 1 },
   usage: { flags: USAGE_FLAGS, positional: 1 },
   'pr-merge': { flags: ['project-root'], positional: 1 },
+  'pr-view': { flags: ['project-root'], positional: 1 },
+  'issue-view': { flags: ['project-root'], positional: 1 },
+  'pr-list': { flags: ['project-root'], positional: 0 },
+  'issue-list': { flags: ['project-root'], positional: 0 },
   'pr-create': { flags: ['title', 'body', 'project-root'], positional: 0 },
 };
 
@@ -207,7 +221,11 @@ async function dispatch(command: string, args: mri.Argv, env: Env, out: Out, err
     case 'usage':
       return (await import('./usage/command.ts')).usageCommand(args, env, out, err);
     case 'pr-merge':
-      return (await import('./pr-merge.ts')).prMergeCommand(args, env, out, err);
+    case 'pr-view':
+    case 'issue-view':
+    case 'pr-list':
+    case 'issue-list':
+      return (await import('./host-commands.ts')).hostCommand(command, args, env, out, err);
     case 'pr-create':
       return (await import('./pr-create.ts')).prCreateCommand(args, env, out, err);
   }

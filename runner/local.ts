@@ -2,8 +2,8 @@
 // runner.sock` in a directory only the runner's user may enter (0700; the socket itself 0600), for the
 // agent commands that need what only the running daemon holds — `svc-runner pr-merge <N>`, which merges
 // through the project's code host with the token the server sent for that project (kept in the daemon's
-// memory, never on disk), and `svc-runner pr-create`, which pushes a slot's branch and opens its pull or
-// merge request with that token. One JSON line each way: a request, then its answer, then the
+// memory, never on disk), `svc-runner pr-create`, which pushes a slot's branch and opens its pull or
+// merge request with that token, and the reads of issues and pull requests the agents' skills make. One JSON line each way: a request, then its answer, then the
 // connection closes. Only the requests below exist; the project is named by its root, which must be a
 // project on the daemon's watch list.
 import { chmodSync, mkdirSync, rmSync } from 'node:fs';
@@ -21,8 +21,9 @@ const MAX_LINE = 64 * 1024;
 
 /** The project's root (the main checkout, not a slot's worktree). */
 const root = z.string().min(1).max(4096);
+const number = z.number().int().min(1).max(2 ** 31 - 1);
 export const localRequest = z.discriminatedUnion('op', [
-  z.object({ op: z.literal('pr.merge'), root, number: z.number().int().min(1).max(2 ** 31 - 1) }),
+  z.object({ op: z.literal('pr.merge'), root, number }),
   // `svc-runner pr-create`: push a slot's branch and open its pull or merge request (or find the open one).
   z.object({
     op: z.literal('pr.create'),
@@ -31,6 +32,12 @@ export const localRequest = z.discriminatedUnion('op', [
     title: z.string().trim().min(1).max(256),
     body: z.string().max(60_000),
   }),
+  // The agents' reads of the code host (`svc-runner issue-list | issue-view <N> | pr-list | pr-view <N>`),
+  // for GitHub and GitLab alike, with the project's token, instead of `gh`.
+  z.object({ op: z.literal('issue.list'), root }),
+  z.object({ op: z.literal('pr.list'), root }),
+  z.object({ op: z.literal('issue.view'), root, number }),
+  z.object({ op: z.literal('pr.view'), root, number }),
 ]);
 export type LocalRequest = z.infer<typeof localRequest>;
 

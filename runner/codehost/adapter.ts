@@ -38,6 +38,21 @@ export interface Inspection extends PullState {
   reviews: { user: string | null; state: string; submittedAt: string | null }[];
 }
 
+/** One issue as a worker reads it (`svc-runner issue-view`): its text and its comments, oldest first
+ *  (GitLab's system notes left out). */
+export interface IssueView {
+  number: number;
+  title: string;
+  url: string;
+  state: 'open' | 'closed';
+  body: string;
+  labels: string[];
+  author: string | null;
+  comments: { author: string | null; body: string; createdAt: string | null }[];
+  /** false: more comments than one read takes (1,000). */
+  commentsComplete: boolean;
+}
+
 export interface CallOptions {
   urgent?: boolean;
   /** This token instead of the client's (a skill run's profile, a command's server token). */
@@ -54,6 +69,8 @@ export interface HostAdapter {
   /** Open pull requests with their head commits' checks. */
   openPulls(repo: string, o?: CallOptions): Promise<{ items: OpenPull[]; complete: boolean }>;
   pull(repo: string, n: number, o?: CallOptions): Promise<PullState | null>;
+  /** One issue with its comments (null: it does not exist). */
+  issue(repo: string, n: number, o?: CallOptions): Promise<IssueView | null>;
   inspect(repo: string, n: number, o?: CallOptions): Promise<Inspection | null>;
   createIssue(repo: string, body: { title: string; body: string; labels?: string[] }, o?: CallOptions): Promise<{ number: number; url: string }>;
   defaultBranch(repo: string, o?: CallOptions): Promise<string>;

@@ -3,7 +3,7 @@ import type { HostAdapter, PullState } from './adapter.ts';
 import { CodeHostError } from './client.ts';
 import type { GitHubClient } from './client.ts';
 import { rewriteCostBlock } from '../../protocol/cost-block.ts';
-import { checksOf, pullShape, createIssue, createPull, defaultBranch, deleteBranch, mergePull, openIssues, openPulls, pull, pullFiles, pullFromBranch, pullReviews } from './github.ts';
+import { checksOf, pullShape, createIssue, createPull, defaultBranch, deleteBranch, issueWithComments, mergePull, openIssues, openPulls, pull, pullFiles, pullFromBranch, pullReviews } from './github.ts';
 import type { Pull } from './github.ts';
 
 /** The host a token may be sent to for git over https: github.com for api.github.com, else the API's host. */
@@ -56,6 +56,22 @@ export function githubAdapter(client: GitHubClient, apiUrl: string): HostAdapter
     async pull(repo, n, o = {}) {
       const pr = await pull(client, repo, n, o);
       return pr && state(pr);
+    },
+    async issue(repo, n, o = {}) {
+      const r = await issueWithComments(client, repo, n, o);
+      if (!r) return null;
+      const i = r.issue;
+      return {
+        number: i.number,
+        title: i.title,
+        url: i.html_url,
+        state: i.state === 'open' ? 'open' : 'closed',
+        body: i.body ?? '',
+        labels: i.labels.map((l) => (typeof l === 'string' ? l : l.name)),
+        author: i.user?.login ?? null,
+        comments: r.comments.items.map((c) => ({ author: c.user?.login ?? null, body: c.body ?? '', createdAt: c.created_at ?? null })),
+        commentsComplete: r.comments.complete,
+      };
     },
     async inspect(repo, n) {
       const pr = await pull(client, repo, n, { urgent: true });

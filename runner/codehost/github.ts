@@ -17,6 +17,7 @@ export const issueShape = z.object({
   labels: z.array(label).default([]),
   user,
   updated_at: z.string().optional(),
+  body: z.string().nullable().optional(),
   /** The issues list also returns pull requests; those carry this key. */
   pull_request: z.unknown().optional(),
 });
@@ -38,6 +39,7 @@ export const pullShape = z.object({
 });
 export type Pull = z.infer<typeof pullShape>;
 
+const commentShape = z.object({ user, body: z.string().nullable().optional(), created_at: z.string().nullable().optional() });
 const fileShape = z.object({ filename: z.string(), status: z.string(), additions: z.number().int(), deletions: z.number().int(), changes: z.number().int().optional() });
 const reviewShape = z.object({ id: z.number(), user, state: z.string(), submitted_at: z.string().nullable().optional() });
 const repoShape = z.object({ default_branch: z.string(), full_name: z.string().optional() });
@@ -70,6 +72,14 @@ export async function checksOf(c: GitHubClient, repo: string, sha: string, o: Ca
   const runs = await c.request('GET', `${repoPath(repo)}/commits/${encodeURIComponent(sha)}/check-runs?per_page=100`, { schema: checkRuns, urgent: o.urgent });
   const status = await c.request('GET', `${repoPath(repo)}/commits/${encodeURIComponent(sha)}/status`, { schema: combinedStatus, urgent: o.urgent });
   return checksOfCommit(runs.data.check_runs, status.data.statuses);
+}
+
+/** One issue (or pull request: GitHub numbers them alike) and its comments, oldest first. */
+export async function issueWithComments(c: GitHubClient, repo: string, n: number, o: CallOptions = {}) {
+  const a = await c.request('GET', `${repoPath(repo)}/issues/${n}`, { schema: issueShape, accept: [404, 410], urgent: o.urgent });
+  if (a.status >= 400) return null;
+  const comments = await c.paginate(`${repoPath(repo)}/issues/${n}/comments?per_page=100`, commentShape, 10, o.urgent);
+  return { issue: a.data, comments };
 }
 
 export const pullFiles = (c: GitHubClient, repo: string, n: number) => c.paginate(`${repoPath(repo)}/pulls/${n}/files?per_page=100`, fileShape, 100, true);

@@ -2,6 +2,7 @@
 // a self-managed instance at `<baseUrl>/api/v4` (a path prefix allowed), a project by its full path
 // (nested groups: `group/sub/app`, URL-encoded as one path segment). Only the fields read are declared.
 //   queue         GET  /projects/:id/issues?state=opened                 (labels are names)
+//   one issue     GET  /projects/:id/issues/:iid and …/notes (system notes left out)
 //   pull requests GET  /projects/:id/merge_requests?state=opened          (iid is the number)
 //   checks        GET  /projects/:id/pipelines?sha=<head>  → the newest pipeline's jobs (retried jobs
 //                 left out: only each job's latest attempt counts, so a retry changes the checks once)
@@ -16,7 +17,16 @@ import { CodeHostError } from './client.ts';
 import type { GitHubClient } from './client.ts';
 
 const user = z.object({ username: z.string() }).nullable().optional();
-export const glIssue = z.object({ iid: z.number().int(), title: z.string(), web_url: z.string(), state: z.string(), labels: z.array(z.string()).default([]) });
+export const glIssue = z.object({
+  iid: z.number().int(),
+  title: z.string(),
+  web_url: z.string(),
+  state: z.string(),
+  labels: z.array(z.string()).default([]),
+  description: z.string().nullable().optional(),
+  author: user,
+});
+const glNote = z.object({ body: z.string(), author: user, created_at: z.string().optional(), system: z.boolean().default(false) });
 export const glMergeRequest = z.object({
   iid: z.number().int(),
   title: z.string(),
@@ -131,6 +141,23 @@ export function gitlabAdapter(client: GitHubClient, baseUrl: string): HostAdapte
     async pull(repo, n, o = {}) {
       const m = await mr(repo, n, o);
       return m && pullState(m);
+    },
+    async issue(repo, n, o = {}) {
+      const a = await client.request('GET', `${projectPath(repo)}/issues/${n}`, { schema: glIssue, accept: [404], urgent: o.urgent, token: o.token });
+      if (a.status >= 400) return null;
+      const notes = await client.paginate(`${projectPath(repo)}/issues/${n}/notes?sort=asc&order_by=created_at&per_page=100`, glNote, 10, o.urgent);
+      const i = a.data;
+      return {
+        number: i.iid,
+        title: i.title,
+        url: i.web_url,
+        state: i.state === 'opened' ? 'open' : 'closed',
+        body: i.description ?? '',
+        labels: i.labels,
+        author: i.author?.username ?? null,
+        comments: notes.items.filter((x) => !x.system).map((x) => ({ author: x.author?.username ?? null, body: x.body, createdAt: x.created_at ?? null })),
+        commentsComplete: notes.complete,
+      };
     },
     async inspect(repo, n, o = {}) {
       const u = { urgent: true, token: o.token };

@@ -249,7 +249,7 @@ export class CodeHost {
         writeFileAtomic(this.pullsFile, JSON.stringify(all) + '\n');
       }
       this.polled();
-      return { projectId: p.id, repo: p.repo, open: open.length, events: events.map((e) => e.event.type) };
+      return { projectId: p.id, repo: p.repo, open: open.length, pulls: open, events: events.map((e) => e.event.type) };
     } catch (e) {
       this.report('pull requests', p, e);
       throw e;

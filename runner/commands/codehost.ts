@@ -82,5 +82,32 @@ export async function prInspect(args: CommandArgs<'pr.inspect'>, ctx: CommandCon
   });
 }
 
+/** `svc-runner issue-list`: the project's open issues (its queue), read now: the queue's poll, so a
+ *  change is also reported as the timed poll would. */
+export async function issueList(projectId: string, ctx: CommandContext) {
+  const r = await issuesRefresh({ projectId }, ctx);
+  return { repo: r?.repo ?? project(ctx, projectId).repo, issues: r?.issues ?? [] };
+}
+
+/** `svc-runner pr-list`: the open pull (merge) requests with their head commits' checks, read now (the
+ *  pull requests' poll: what changed is reported as pr.* events, as the timed poll would). */
+export async function prList(projectId: string, ctx: CommandContext) {
+  const p = project(ctx, projectId);
+  const [r] = await mapped(() => host(ctx).pollPulls(projectId, true));
+  return {
+    repo: p.repo,
+    pulls: (r?.pulls ?? []).map((pr) => ({ number: pr.number, title: pr.title, branch: pr.branch, url: pr.url, head: pr.sha, checks: { state: overall(pr.checks), summary: checksSummary(pr.checks), items: pr.checks } })),
+  };
+}
+
+/** `svc-runner issue-view <N>`: one issue, its text and comments (a worker's first step). */
+export async function issueView(projectId: string, n: number, ctx: CommandContext) {
+  const p = project(ctx, projectId);
+  const h = host(ctx).adapter(p);
+  const issue = await mapped(() => h.issue(p.repo, n, { urgent: true }));
+  if (!issue) throw new CommandError('not_found', `issue #${n} of ${p.repo} does not exist`);
+  return issue;
+}
+
 /** The daemon's code host (or one for this command), for pr.ts. */
 export { host as codeHostOf };

@@ -8,7 +8,7 @@ import { readFileSync, realpathSync, unlinkSync } from 'node:fs';
 import type { CommandArgs } from '../../protocol/commands.ts';
 import { writeFileAtomic } from '../config.ts';
 import { confined, prSignalPath, projectOf } from '../fleet-paths.ts';
-import { codeHostOf, mapped, project as hosted } from './codehost.ts';
+import { codeHostOf, issueList, issueView, mapped, prInspect, prList, project as hosted } from './codehost.ts';
 import type { CommandContext } from './context.ts';
 import { CommandError } from '../errors.ts';
 import type { LocalAnswer, LocalRequest } from '../local.ts';
@@ -78,7 +78,8 @@ export async function prMerge(args: { projectId: string; number: number }, ctx: 
   return { pr: args.number, ...r };
 }
 
-/** A request of the daemon's local channel (runner/local.ts): `svc-runner pr-merge` or `pr-create`. The
+/** A request of the daemon's local channel (runner/local.ts): `svc-runner pr-merge`, `pr-create` or a read
+ *  (`issue-list`, `issue-view`, `pr-list`, `pr-view`). The
  *  project is the primary watch-list entry whose root is the request's (the same directory, links resolved). */
 export async function localRequestHandler(req: LocalRequest, ctx: CommandContext): Promise<LocalAnswer> {
   const real = (p: string) => {
@@ -92,8 +93,20 @@ export async function localRequestHandler(req: LocalRequest, ctx: CommandContext
   const entry = ctx.projects().find((p) => !p.pool && p.root && real(p.root) === root);
   if (!entry) return { ok: false, code: 'unknown_project', message: `${req.root} is not a project on this runner's watch list` };
   try {
-    if (req.op === 'pr.merge') return { ok: true, result: await prMerge({ projectId: entry.id, number: req.number }, ctx) };
-    return await prCreate(entry.id, real(entry.root!), req, ctx);
+    switch (req.op) {
+      case 'pr.merge':
+        return { ok: true, result: await prMerge({ projectId: entry.id, number: req.number }, ctx) };
+      case 'pr.create':
+        return await prCreate(entry.id, real(entry.root!), req, ctx);
+      case 'issue.list':
+        return { ok: true, result: await issueList(entry.id, ctx) };
+      case 'pr.list':
+        return { ok: true, result: await prList(entry.id, ctx) };
+      case 'issue.view':
+        return { ok: true, result: await issueView(entry.id, req.number, ctx) };
+      case 'pr.view':
+        return { ok: true, result: await prInspect({ projectId: entry.id, number: req.number }, ctx) };
+    }
   } catch (e) {
     if (e instanceof CommandError) return { ok: false, code: e.code, message: e.message };
     throw e;

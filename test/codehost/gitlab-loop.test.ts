@@ -5,7 +5,8 @@
 // worker's merge request on GitLab → its pipeline passes → Approve (pr.approve, what the Fleet page
 // sends: GitLab's approval and the signal file) → `svc-runner pr-merge` (the skill's step 3) → merged
 // on GitLab and recorded by the server. The steps the orchestrator agent would type are run here as
-// commands in the project; the worker opens its MR with `svc-runner pr-create` (its branch pushed to a
+// commands in the project (its reads too: `issue-list`, `pr-list`, `pr-view`, and the worker's
+// `issue-view`, none of them `gh`); the worker opens its MR with `svc-runner pr-create` (its branch pushed to a
 // bare repository standing in for GitLab's git side, the MR through GitLab's API).
 // needs: git tmux
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -58,8 +59,12 @@ test('issue labelled → slot takes it → MR opened → pipeline passes → App
   const issue = gl.addIssue(PATH, { title: 'Loop me', labels: ['svc'] });
   await waitUntil(async () => (await (await server.api(`/api/projects/${projectId}/queue`)).text()).includes('Loop me'), 30_000, () => `the issue in the server's queue\n${daemon.output().slice(-1500)}`);
 
-  // The orchestrator's dispatch (skill step 5), run in the project as the agent runs it.
+  // The orchestrator's dispatch (skill step 5), run in the project as the agent runs it: the open issues
+  // from `svc-runner issue-list` (not `gh`), then `slot-start`.
   const env = { SVC_TMUX_SOCKET: socket, SVC_PROJECT_ID: projectId };
+  const listed = await runCli(sb, ['issue-list'], { ...env, SVC_PROJECT_ROOT: root });
+  assert.is(listed.status, 0, listed.stderr);
+  assert.equal(JSON.parse(listed.stdout).issues.map((i: { number: number; title: string; labels: string[] }) => [i.number, i.title, i.labels]), [[issue.iid, 'Loop me', ['svc']]]);
   const started = await runCli(sb, ['slot-start', 'a', '--issue', String(issue.iid), '--title', 'Loop me', '--project-root', root], env);
   assert.is(started.status, 0, started.stderr);
   const session = `svc-${projectId}-slot-a`;
@@ -69,6 +74,18 @@ test('issue labelled → slot takes it → MR opened → pipeline passes → App
   const branch = `svc/a/issue-${issue.iid}`;
   const sha = execFileSync('git', ['rev-parse', branch], { cwd: root, encoding: 'utf8' }).trim();
   await waitUntil(async () => (await fleetText()).includes(`"issue":${issue.iid}`), 20_000, () => `the slot in the fleet\n${lastFleet}`);
+
+  // The worker's step 1: its issue with the comments, from its worktree (GitLab's system notes left out).
+  issue.description = 'The loop must close.';
+  issue.notes = [
+    { id: 1, body: 'added ~svc label', username: 'ada', system: true, at: '2026-11-01T00:00:00Z' },
+    { id: 2, body: 'Please keep it small.', username: 'ada', system: false, at: '2026-11-01T00:01:00Z' },
+  ];
+  const read = await runCli(sb, ['issue-view', String(issue.iid)], { ...env, SVC_PROJECT_ROOT: worktree });
+  assert.is(read.status, 0, read.stderr);
+  const viewed = JSON.parse(read.stdout);
+  assert.equal([viewed.number, viewed.title, viewed.body, viewed.state, viewed.author], [issue.iid, 'Loop me', 'The loop must close.', 'open', 'ada']);
+  assert.equal(viewed.comments, [{ author: 'ada', body: 'Please keep it small.', createdAt: '2026-11-01T00:01:00Z' }]);
 
   // The worker's step 4 (skills/svc-worker): `svc-runner pr-create` from its worktree. The daemon pushes
   // the branch to origin (a bare repository: the fake GitLab hosts no git) and opens the merge request
@@ -84,6 +101,14 @@ test('issue labelled → slot takes it → MR opened → pipeline passes → App
   await waitUntil(async () => (await fleetText()).includes(`"pr":{"number":${mr.iid}`), 30_000, () => `the MR on the slot in the fleet\n${lastFleet}`);
   gl.pipeline(PATH, sha, { test: 'success' });
   await waitUntil(async () => /"checks":\{[^}]*"passed"/.test(await fleetText()), 30_000, () => `checks passed in the fleet\n${lastFleet}`);
+
+  // The orchestrator's step 3 reads the open merge requests and their pipeline's jobs as checks.
+  const pulls = await runCli(sb, ['pr-list'], { ...env, SVC_PROJECT_ROOT: root });
+  assert.is(pulls.status, 0, pulls.stderr);
+  assert.equal(JSON.parse(pulls.stdout).pulls.map((p: { number: number; branch: string; checks: { state: string } }) => [p.number, p.branch, p.checks.state]), [[mr.iid, branch, 'passed']]);
+  const viewMr = await runCli(sb, ['pr-view', `!${mr.iid}`], { ...env, SVC_PROJECT_ROOT: root });
+  assert.is(viewMr.status, 0, viewMr.stderr);
+  assert.equal((({ number, state, branch: b, base }) => ({ number, state, branch: b, base }))(JSON.parse(viewMr.stdout)), { number: mr.iid, state: 'open', branch, base: 'main' });
 
   // Approve (the Fleet page sends pr.approve): GitLab's approval, then svc's signal file.
   const approved = await server.api(`/api/projects/${projectId}/commands`, { method: 'POST', json: { name: 'pr.approve', args: { number: mr.iid } } });

@@ -68,6 +68,14 @@ export function issueJson(fullName: string, i: { number: number; title: string; 
   });
 }
 
+/** A comment on an issue (issue-comment). */
+export function issueCommentJson(fullName: string, issue: number, c: { id: number; user: string; body: string; at: string }) {
+  return overlay(githubExample('issue-comment'), {
+    id: c.id, node_id: `IC_${c.id}`, body: c.body, user: userJson(c.user), created_at: c.at, updated_at: c.at,
+    url: `${API}/repos/${fullName}/issues/comments/${c.id}`, html_url: `${WEB}/${fullName}/issues/${issue}#issuecomment-${c.id}`, issue_url: `${API}/repos/${fullName}/issues/${issue}`,
+  });
+}
+
 export interface PullFields {
   number: number;
   title: string;

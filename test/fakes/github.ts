@@ -4,6 +4,7 @@
 //   GET  /repos/:o/:r                                   default_branch, full_name
 //   GET  /repos/:o/:r/issues?state=open                 issues (and pull requests, with `pull_request`, as GitHub does)
 //   POST /repos/:o/:r/issues                            201, {number, html_url, …}
+//   GET  /repos/:o/:r/issues/:n, …/comments             one issue (404 when none), its comments
 //   GET  /repos/:o/:r/pulls?state=open[&head=o:b]       open pull requests
 //   GET  /repos/:o/:r/pulls/:n                          one, with merged/merged_at/mergeable
 //   POST /repos/:o/:r/pulls                             201; 422 when the head branch is not on the remote
@@ -28,7 +29,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { appFake, repoId } from './github-app.ts';
 import type { AppFake } from './github-app.ts';
-import { checkRunJson, combinedStatusJson, fileJson, fullRepositoryJson, issueJson as issueShape, overlay, pullJson as pullShape, reviewJson } from './github-shapes.ts';
+import { checkRunJson, combinedStatusJson, fileJson, fullRepositoryJson, issueCommentJson, issueJson as issueShape, overlay, pullJson as pullShape, reviewJson } from './github-shapes.ts';
 import { githubExample, openapiRecorder } from './openapi-check.ts';
 import type { OpenapiRecorder } from './openapi-check.ts';
 
@@ -54,7 +55,7 @@ export interface FakePull {
 export interface FakeRepo {
   name: string;
   defaultBranch: string;
-  issues: { number: number; title: string; body: string; labels: string[]; state: 'open' | 'closed' }[];
+  issues: { number: number; title: string; body: string; labels: string[]; state: 'open' | 'closed'; comments?: { id: number; user: string; body: string; at: string }[] }[];
   pulls: FakePull[];
   checkRuns: Record<string, FakeCheckRun[]>;
   statuses: Record<string, { context: string; state: string }[]>;
@@ -210,6 +211,12 @@ export async function githubFake(): Promise<GitHubFake> {
         const issue = { number: r.next++, title: body.title, body: body.body ?? '', labels: body.labels ?? [], state: 'open' as const };
         r.issues.push(issue);
         return ok(issueJson(r, issue), 201);
+      }
+      if ((g = /^\/issues\/(\d+)(\/comments)?$/.exec(rest)) && req.method === 'GET') {
+        const issue = r.issues.find((i) => i.number === Number(g![1]));
+        if (!issue) return send(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest/issues/issues#get-an-issue', status: '404' });
+        if (!g[2]) return ok(issueJson(r, issue));
+        return page((issue.comments ?? []).map((c) => issueCommentJson(r.name, issue.number, c)));
       }
       if (rest === '/pulls' && req.method === 'GET') {
         const head = url.searchParams.get('head');

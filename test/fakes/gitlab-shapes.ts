@@ -1,7 +1,7 @@
 // The fake GitLab's answers (test/fakes/gitlab.ts), each typed against @gitbeaker/core's schema for that
 // endpoint (devDependency, exact version; docs/testing.md): `satisfies Pick<Schema, …>` makes tsc check
 // every field the fake sends — its name and its type — against GitLab's documented shape.
-import type { IssueSchema, JobSchema, MergeRequestLevelMergeRequestApprovalSchema, MergeRequestSchema, PipelineSchema, ProjectSchema } from '@gitbeaker/core';
+import type { IssueNoteSchema, IssueSchema, JobSchema, MergeRequestLevelMergeRequestApprovalSchema, MergeRequestSchema, PipelineSchema, ProjectSchema } from '@gitbeaker/core';
 
 export interface FakeGlIssue {
   id: number;
@@ -11,6 +11,8 @@ export interface FakeGlIssue {
   labels: string[];
   state: 'opened' | 'closed';
   at: string;
+  /** Comments and GitLab's system notes ("changed the description", label changes…). */
+  notes?: { id: number; body: string; username: string; system: boolean; at: string }[];
 }
 export interface FakeGlMr {
   id: number;
@@ -91,6 +93,22 @@ export const issueJson = (p: FakeGlProject, i: FakeGlIssue, base: string) =>
     confidential: false,
     references: { short: `#${i.iid}`, relative: `#${i.iid}`, full: `${p.path}#${i.iid}` },
   }) satisfies Pick<IssueSchema, 'id' | 'iid' | 'project_id' | 'title' | 'description' | 'state' | 'labels' | 'author' | 'type' | 'created_at' | 'updated_at' | 'web_url' | 'upvotes' | 'downvotes' | 'merge_requests_count' | 'user_notes_count' | 'confidential' | 'references'>;
+
+export const noteJson = (p: FakeGlProject, i: FakeGlIssue, n: NonNullable<FakeGlIssue['notes']>[number]) =>
+  ({
+    id: n.id,
+    body: n.body,
+    attachment: null,
+    author: { ...author, id: n.username === author.username ? author.id : 8, username: n.username, name: n.username },
+    created_at: n.at,
+    updated_at: n.at,
+    system: n.system,
+    noteable_id: i.id,
+    noteable_type: 'Issue',
+    noteable_iid: i.iid,
+    project_id: p.id,
+    resolvable: false,
+  }) satisfies Pick<IssueNoteSchema, 'id' | 'body' | 'attachment' | 'author' | 'created_at' | 'updated_at' | 'system' | 'noteable_id' | 'noteable_type' | 'noteable_iid' | 'project_id' | 'resolvable'>;
 
 export const mrJson = (p: FakeGlProject, m: FakeGlMr, base: string) =>
   ({

@@ -5,6 +5,7 @@
 // (self-managed `https://host/gitlab`): `<prefix>/api/v4/...`.
 //   GET  /projects/:id                        :id is the numeric id or the URL-encoded full path
 //   GET  /projects/:id/issues?state=opened    POST /projects/:id/issues {title, description, labels}
+//   GET  /projects/:id/issues/:iid            …/notes?sort=asc&order_by=created_at (with system notes)
 //   GET  /projects/:id/merge_requests?state=opened[&source_branch=]   POST (201)
 //   GET  /projects/:id/merge_requests/:iid    …/diffs, …/approvals, POST …/approve, PUT …/merge
 //   PUT  /projects/:id/merge_requests/:iid {description} (the cost block, pr.describe)
@@ -17,7 +18,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { approvalsJson, issueJson, jobJson, mrJson, pipelineJson, projectJson } from './gitlab-shapes.ts';
+import { approvalsJson, issueJson, jobJson, mrJson, noteJson, pipelineJson, projectJson } from './gitlab-shapes.ts';
 import type { FakeGlIssue, FakeGlJob, FakeGlMr, FakeGlPipeline, FakeGlProject } from './gitlab-shapes.ts';
 
 export type { FakeGlIssue, FakeGlJob, FakeGlMr, FakeGlPipeline, FakeGlProject } from './gitlab-shapes.ts';
@@ -178,6 +179,17 @@ export async function gitlabFake(o: { prefix?: string; tls?: { key: string; cert
           const i = fake.addIssue(p.path, { title: body.title, labels: body.labels ? String(body.labels).split(',') : [] });
           i.description = String(body.description ?? '');
           return answer(201, issueJson(p, i, origin + prefix));
+        }
+        case 'GET /issues/:n': {
+          const i = p.issues.find((x) => x.iid === nums[0]);
+          return i ? answer(200, issueJson(p, i, origin + prefix)) : answer(404, { message: '404 Not found' });
+        }
+        case 'GET /issues/:n/notes': {
+          const i = p.issues.find((x) => x.iid === nums[0]);
+          if (!i) return answer(404, { message: '404 Not found' });
+          if (!['asc', 'desc', null].includes(q.get('sort')) || !['created_at', 'updated_at', null].includes(q.get('order_by'))) return answer(400, { error: 'sort, order_by does not have a valid value' });
+          const notes = [...(i.notes ?? [])].sort((a, b) => (q.get('sort') === 'asc' ? a.id - b.id : b.id - a.id));
+          return page(res, url, notes, (n) => noteJson(p, i, n));
         }
         case 'GET /merge_requests': {
           const list = p.mrs.filter((x) => (q.get('state') ?? 'all') === 'all' || x.state === q.get('state')).filter((x) => !q.get('source_branch') || x.source === q.get('source_branch'));
