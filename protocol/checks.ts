@@ -55,3 +55,20 @@ export function checksOfCommit(
     ...statuses.map((s) => ({ name: s.context, state: checkState(s.state, null), url: s.target_url ?? null })),
   ];
 }
+
+/** A GitLab job's status → the four check states (an allowed failure does not fail the checks): the
+ *  runner's pipeline checks (runner/codehost/gitlab.ts) and a Pipeline Hook's jobs on the server. */
+export function jobState(status: string, allowFailure: boolean): CheckState {
+  switch (status) {
+    case 'success':
+    case 'skipped':
+      return 'passed';
+    case 'failed':
+    case 'canceled':
+      return allowFailure ? 'passed' : 'failed';
+    case 'manual':
+      return allowFailure ? 'passed' : 'pending';
+    default: // created, waiting_for_resource, preparing, pending, running, scheduled
+      return 'pending';
+  }
+}

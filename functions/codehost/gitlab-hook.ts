@@ -5,10 +5,11 @@
 //      unknown, so the work is the same): unknown → 404; wrong → 401, recorded as `unauthorized`;
 //   4. X-Gitlab-Event and X-Gitlab-Event-UUID must be there (400 naming the header);
 //   5. one insert per (project, X-Gitlab-Event-UUID): a redelivery answers 200 `duplicate`;
-//   6. Issue, Merge Request, Pipeline, Job and Note hooks send collector.poll to the project's runner at
-//      once (polls.ts, the answers recorded on the delivery): the runner's poll turns the change into the
-//      queue and pr.* events with their stable ids, so the same change seen by the hook and by a timed
-//      poll is one event. Other events are recorded as `ignored`.
+//   6. Issue, Merge Request, Pipeline and Note hooks are applied to the server's queue and pull request
+//      state before the answer (gitlab-apply.ts: the arbiters emit a pr.* event on a transition only);
+//      then these and Job and Push hooks send collector.poll to the project's runner (polls.ts, the
+//      answers recorded on the delivery), the safety net: the same change seen by the hook and by a poll
+//      is one event. Other events are recorded as `ignored`.
 import { randomUUID } from 'node:crypto';
 import { hookAccepted, hookDuplicate } from '../../protocol/api/codehost.ts';
 import { route } from '../lib/context.ts';
@@ -21,6 +22,7 @@ import { empty } from '../lib/respond.ts';
 import { PUBLIC_ID } from './apps.ts';
 import { gitlabPublicIdHash, gitlabSecretAad } from './gitlab-config.ts';
 import type { CodehostRow } from './gitlab-config.ts';
+import { applyGitlabHook } from './gitlab-apply.ts';
 import { pollProjects } from './polls.ts';
 import { hookParams } from './schema.ts';
 
@@ -35,7 +37,7 @@ async function hook(publicId: string, request: Request, ctx: AppContext): Promis
   const [found] = await ctx.db.query<CodehostRow & { runner_id: string | null; public_id_hash: string }>(sql`
     select c.*, p.runner_id from project_codehosts c join projects p on p.id = c.project_id where c.public_id_hash = ${gitlabPublicIdHash(publicId)}`);
   const row = found && PUBLIC_ID.test(publicId) && found.public_id === publicId ? found : null;
-  await readBody(request, GITLAB_BODY_LIMIT, ctx.config.TRIGGER_BODY_TIMEOUT_SECONDS * 1000);
+  const raw = await readBody(request, GITLAB_BODY_LIMIT, ctx.config.TRIGGER_BODY_TIMEOUT_SECONDS * 1000);
   let secret: string | null = null;
   try {
     secret = row ? decryptSecret(ctx.keys.encryption, row.webhook_secret_ciphertext, gitlabSecretAad(row.project_id)) : null;
@@ -61,13 +63,31 @@ async function hook(publicId: string, request: Request, ctx: AppContext): Promis
     values (${id}, ${row.project_id}, ${uuid}, ${event}, ${row.project_path}, ${polling ? 'polling' : 'ignored'})
     on conflict (project_id, delivery_id) where project_id is not null do nothing returning id`);
   if (!inserted.length) return json({ deliveryId: uuid, status: 'duplicate' });
-  if (polling) setImmediate(() => void pollProjects(ctx, id, [{ projectId: row.project_id, runnerId: row.runner_id }]));
+  if (polling) {
+    await apply(ctx, row.project_id, event, raw);
+    setImmediate(() => void pollProjects(ctx, id, [{ projectId: row.project_id, runnerId: row.runner_id }]));
+  }
   return json({ deliveryId: uuid, status: 'accepted', projects: polling ? 1 : 0 }, { status: 202 });
+}
+
+/** Step 6: what the hook says, applied at once (gitlab-apply.ts); a failure is logged, the poll still goes. */
+async function apply(ctx: AppContext, projectId: string, event: string, raw: Uint8Array): Promise<void> {
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder().decode(raw));
+  } catch {
+    return; // not JSON: recorded, and the runner's poll reads the state
+  }
+  try {
+    await applyGitlabHook(ctx.db, projectId, event, body);
+  } catch (err) {
+    ctx.log.error('could not apply a GitLab hook to the server state; the runner poll will', { projectId, event, error: err instanceof Error ? err.message : String(err) });
+  }
 }
 
 export const routes: Route[] = [
   route({ method: 'POST', path: '/hooks/gitlab/:appPublicId', tag: 'codehost', access: 'public',
-    summary: "A GitLab project's webhook: X-Gitlab-Token verified in constant time, each X-Gitlab-Event-UUID recorded once, collector.poll sent to the project's runner for issue, merge request, pipeline, job and note events",
+    summary: "A GitLab project's webhook: X-Gitlab-Token verified in constant time, each X-Gitlab-Event-UUID recorded once; issue, merge request, pipeline and note events applied to the queue and pull request state at once, and collector.poll sent to the project's runner as the safety net",
     rawBody: true,
     params: hookParams,
     status: 202,

@@ -104,45 +104,73 @@ export async function refreshAnswered(db: Db, log: Logger, runnerId: string, req
   }
 }
 
-/** An `issues` delivery for the projects of its repository: that row at once, unless older than it. */
-export async function issueDelivery(q: Queryable, projectIds: string[], action: string | null, body: unknown): Promise<number> {
-  const parsed = deliveredIssue.safeParse((body as { issue?: unknown } | null)?.issue);
-  if (!action || !ISSUE_ACTIONS.has(action) || !parsed.success || projectIds.length === 0) return 0;
-  const i = parsed.data;
-  const at = i.updated_at ?? null;
+/** An issue as a code host's hook shows it (GitHub's `issues`/`issue_comment`, GitLab's Issue and Note hooks). */
+export interface SeenIssue {
+  number: number;
+  title: string;
+  url: string;
+  labels: string[];
+  state: 'open' | 'closed';
+  /** The host's updated_at: a hook older than the row changes nothing. */
+  updatedAt: string | null;
+}
+
+/**
+ * A hook's issue applied to the queue rows of the projects at once, unless older than the row: `upsert`
+ * (opened, edited, labelled, closed, reopened), `delete` (deleted, transferred), or `refresh` (a comment:
+ * its issue is the whole issue as it is now, so a row the queue already holds takes its title, labels,
+ * state and updated_at — but a comment never adds an issue: it may be on a pull request, or on an issue
+ * closed long ago; the open set comes from polls and issue hooks).
+ */
+export async function applyIssue(q: Queryable, projectIds: string[], i: SeenIssue, how: 'upsert' | 'delete' | 'refresh'): Promise<number> {
+  if (projectIds.length === 0) return 0;
+  const at = i.updatedAt;
+  const labels = sql.json(i.labels);
   const changed =
-    action === 'deleted' || action === 'transferred'
+    how === 'delete'
       ? await q.query<{ project_id: string }>(sql`delete from codehost_issues where project_id = any(${projectIds}) and number = ${i.number} returning project_id`)
-      : await q.query<{ project_id: string }>(sql`
-          insert into codehost_issues as c (project_id, number, title, url, labels, state, gh_updated_at)
-          select p, ${i.number}, ${i.title}, ${i.html_url}, ${sql.json(i.labels.map((l) => (typeof l === 'string' ? l : l.name)))}, ${i.state}, ${at}::timestamptz
-            from unnest(${projectIds}::text[]) as p
-          on conflict (project_id, number) do update set title = excluded.title, url = excluded.url, labels = excluded.labels, state = excluded.state,
-                 gh_updated_at = coalesce(excluded.gh_updated_at, c.gh_updated_at), updated_at = now()
-           where c.gh_updated_at is null or excluded.gh_updated_at is null or c.gh_updated_at <= excluded.gh_updated_at
-          returning project_id`);
+      : how === 'refresh'
+        ? await q.query<{ project_id: string }>(sql`
+            update codehost_issues c set title = ${i.title}, url = ${i.url}, labels = ${labels},
+                   state = ${i.state}, gh_updated_at = coalesce(${at}::timestamptz, c.gh_updated_at), updated_at = now()
+             where c.project_id = any(${projectIds}) and c.number = ${i.number}
+               and (c.gh_updated_at is null or ${at}::timestamptz is null or c.gh_updated_at <= ${at}::timestamptz)
+            returning c.project_id`)
+        : await q.query<{ project_id: string }>(sql`
+            insert into codehost_issues as c (project_id, number, title, url, labels, state, gh_updated_at)
+            select p, ${i.number}, ${i.title}, ${i.url}, ${labels}, ${i.state}, ${at}::timestamptz
+              from unnest(${projectIds}::text[]) as p
+            on conflict (project_id, number) do update set title = excluded.title, url = excluded.url, labels = excluded.labels, state = excluded.state,
+                   gh_updated_at = coalesce(excluded.gh_updated_at, c.gh_updated_at), updated_at = now()
+             where c.gh_updated_at is null or excluded.gh_updated_at is null or c.gh_updated_at <= excluded.gh_updated_at
+            returning project_id`);
   for (const p of new Set(changed.map((r) => r.project_id))) await notify(q, p);
   return changed.length;
 }
 
-/**
- * An `issue_comment` delivery: its `issue` is the whole issue as it is now, so a row the queue already
- * holds takes its title, labels, state and updated_at — but a comment never adds an issue (it may be on a
- * pull request, or on an issue closed long ago: the open set comes from polls and `issues` deliveries).
- */
+/** GitHub's issue of a delivery, as the queue keeps it. */
+const seen = (i: z.output<typeof deliveredIssue>): SeenIssue => ({
+  number: i.number,
+  title: i.title,
+  url: i.html_url,
+  labels: i.labels.map((l) => (typeof l === 'string' ? l : l.name)),
+  state: i.state,
+  updatedAt: i.updated_at ?? null,
+});
+
+/** An `issues` delivery for the projects of its repository: that row at once, unless older than it. */
+export async function issueDelivery(q: Queryable, projectIds: string[], action: string | null, body: unknown): Promise<number> {
+  const parsed = deliveredIssue.safeParse((body as { issue?: unknown } | null)?.issue);
+  if (!action || !ISSUE_ACTIONS.has(action) || !parsed.success) return 0;
+  return applyIssue(q, projectIds, seen(parsed.data), action === 'deleted' || action === 'transferred' ? 'delete' : 'upsert');
+}
+
+/** An `issue_comment` delivery: the row of its issue refreshed, never added (applyIssue `refresh`). */
 export async function issueCommentDelivery(q: Queryable, projectIds: string[], body: unknown): Promise<number> {
   const issue = (body as { issue?: { pull_request?: unknown } } | null)?.issue;
   const parsed = deliveredIssue.safeParse(issue);
-  if (!parsed.success || issue?.pull_request !== undefined || projectIds.length === 0) return 0;
-  const i = parsed.data;
-  const changed = await q.query<{ project_id: string }>(sql`
-    update codehost_issues c set title = ${i.title}, url = ${i.html_url}, labels = ${sql.json(i.labels.map((l) => (typeof l === 'string' ? l : l.name)))},
-           state = ${i.state}, gh_updated_at = coalesce(${i.updated_at ?? null}::timestamptz, c.gh_updated_at), updated_at = now()
-     where c.project_id = any(${projectIds}) and c.number = ${i.number}
-       and (c.gh_updated_at is null or ${i.updated_at ?? null}::timestamptz is null or c.gh_updated_at <= ${i.updated_at ?? null}::timestamptz)
-    returning c.project_id`);
-  for (const p of new Set(changed.map((r) => r.project_id))) await notify(q, p);
-  return changed.length;
+  if (!parsed.success || issue?.pull_request !== undefined) return 0;
+  return applyIssue(q, projectIds, seen(parsed.data), 'refresh');
 }
 
 /** GET /api/projects/:projectId/queue. */

@@ -11,7 +11,10 @@
 // Pagination is by `Link` or `x-next-page` (client.ts), 429 + Retry-After blocks like GitHub's limit.
 import { rewriteCostBlock } from '../../protocol/cost-block.ts';
 import * as z from 'zod';
-import type { Check, CheckState } from '../../protocol/checks.ts';
+import { jobState } from '../../protocol/checks.ts';
+import type { Check } from '../../protocol/checks.ts';
+
+export { jobState } from '../../protocol/checks.ts';
 import type { HostAdapter, PullState } from './adapter.ts';
 import { CodeHostError } from './client.ts';
 import type { GitHubClient } from './client.ts';
@@ -51,22 +54,6 @@ export const glProject = z.object({ id: z.number().int(), path_with_namespace: z
 
 /** `/projects/<group%2Fsub%2Fapp>`: the full path as one URL-encoded segment. */
 export const projectPath = (path: string) => `/projects/${encodeURIComponent(path)}`;
-
-/** A job's status → the four check states (an allowed failure does not fail the checks). */
-export function jobState(status: string, allowFailure: boolean): CheckState {
-  switch (status) {
-    case 'success':
-    case 'skipped':
-      return 'passed';
-    case 'failed':
-    case 'canceled':
-      return allowFailure ? 'passed' : 'failed';
-    case 'manual':
-      return allowFailure ? 'passed' : 'pending';
-    default: // created, waiting_for_resource, preparing, pending, running, scheduled
-      return 'pending';
-  }
-}
 
 const mrState = (s: string): PullState['state'] => (s === 'merged' ? 'merged' : s === 'opened' || s === 'locked' ? 'open' : 'closed');
 
