@@ -5,8 +5,8 @@
 // trust it. The runner's code-host client (runner/codehost/ca-fetch.ts) the same way: without its
 // CODEHOST_CA_FILE a TLS failure, with it the GitLab project is read.
 // needs: openssl
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { makeTestCa } from '../fakes/test-ca.ts';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -28,18 +28,8 @@ const ca = join(dir, 'ca.pem');
 let gl: GitLabFake;
 let tls: { key: string; cert: string };
 
-/** A CA, and a leaf for 127.0.0.1 it signed (the instance's certificate). */
-function makeCerts() {
-  const o = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  o(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=svc test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-keyout', 'ca.key', '-out', 'ca.pem']);
-  o(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', 'leaf.key', '-out', 'leaf.csr']);
-  writeFileSync(join(dir, 'leaf.ext'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n');
-  o(['x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'leaf.ext', '-out', 'leaf.pem']);
-  return { key: readFileSync(join(dir, 'leaf.key'), 'utf8'), cert: readFileSync(join(dir, 'leaf.pem'), 'utf8') };
-}
-
 test.before(async () => {
-  tls = makeCerts();
+  tls = makeTestCa(dir);
   gl = await gitlabFake({ tls });
   gl.project(PATH);
 });
