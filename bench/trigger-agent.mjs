@@ -43,7 +43,7 @@ import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpuProfileTop, fmt, installGuards, machine, onCleanup, percentile, ROOT, round, spawnTracked, stopChild, table, tempDir, wholeOption } from './lib.mjs';
 
@@ -256,10 +256,21 @@ async function main() {
       return rows.length === mine.length && rows.every((r) => started.includes(`${r.run_id} `));
     }, 120_000);
   };
+  // Between bursts a runner is idle with its spares made (spares.ts fills the pool after a project's first
+  // run): each timed phase starts so, not while the pool is still being filled by the runs before it.
+  const SPARES = opts.spares === undefined ? 2 : Number(opts.spares);
+  const poolFull = async () => {
+    if (SPARES <= 0 || !WARMUP) return;
+    const mine = `.wt-${basename(repo)}-spare.`;
+    const spares = () => readdirSync(dirname(repo)).filter((n) => n.startsWith(mine)).length;
+    const runs = () => readdirSync(dirname(repo)).filter((n) => n.startsWith(`.wt-${basename(repo)}-run-`)).length;
+    await until(() => `the pool of ${SPARES} spares (${spares()} ready, ${runs()} run worktrees left)`, async () => spares() >= SPARES && runs() === 0, 600_000);
+  };
   let next = 0;
   for (let i = 0; i < WARMUP; i++) await fire(triggers[next++], 'warmup');
   if (WARMUP) await settled('warmup');
   for (const rate of RATES) {
+    await poolFull();
     log(`${CALLS} calls at ${rate}/s`);
     const t0 = wall();
     const pending = [];

@@ -108,7 +108,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   sessions: z.strictObject({ enabled: z.boolean().default(true), ingestSince: z.iso.datetime({ offset: true }).optional() }).prefault({}),
   skills: z
-    .strictObject({ maxConcurrentRuns: int(1, 32, 2), maxTimeoutSec: int(60, 21600, 21600), spareWorktrees: int(0, 8, 2), catalog: z.array(catalogEntry).max(32).default([]) })
+    .strictObject({ maxConcurrentRuns: int(1, 32, 2), maxTimeoutSec: int(60, 21600, 21600), spareWorktrees: int(0, 32, 2), catalog: z.array(catalogEntry).max(32).default([]) })
     .prefault({}),
 });
 export type RunnerConfig = z.infer<typeof configSchema>;

@@ -2,7 +2,7 @@
 // the real runner bundle, real tmux and real git. A finished run's worktree is reset and kept; the next
 // run starts in it on its own branch from the current base, with nothing of the earlier run left.
 // needs: tmux
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -34,21 +34,21 @@ async function prRun(skill = 'edit') {
 }
 
 test("a finished run's worktree is kept as a spare; a later run starts in it on its own branch from the new base, with nothing of the earlier run (ignored files included)", async () => {
-  await f.start({ profiles: profiles() }, RUN_ENV);
-  // skills.spareWorktrees is 2: the first run checks out anew and one spare is made ahead; the run's own
-  // worktree, left with an ignored build output, is kept as the second. The second run takes the older
-  // spare and its worktree is kept in turn; the third run takes the first run's.
+  await f.start({ profiles: profiles(), skills: { spareWorktrees: 1 } }, RUN_ENV);
+  // skills.spareWorktrees is 1: the first run checks out anew and the pool is filled with one spare; the
+  // run's own worktree is removed (the pool is full). The second run borrows the spare and leaves an
+  // ignored build output in it; its worktree comes back reset, and the third run starts in it.
   const first = await prRun();
   const run1 = join(dirname(f.root), `.wt-repo-run-${first.runId}`);
-  await waitUntil(() => spares().length === 2 && !existsSync(run1), 15_000, () => `two spares; saw ${JSON.stringify(spares())}`);
+  await waitUntil(() => spares().length === 1 && !existsSync(run1), 15_000, () => `one spare; saw ${JSON.stringify(spares())}`);
+  const second = await prRun();
+  assert.is(startOf(second.runId).cwd, join(dirname(f.root), `.wt-repo-run-${second.runId}`));
+  assert.not.ok(startOf(second.runId).entries.includes('build'));
+  await waitUntil(() => spares().length === 1 && !existsSync(join(dirname(f.root), `.wt-repo-run-${second.runId}`)), 15_000, () => `the second run's worktree kept; saw ${JSON.stringify(spares())}`);
   for (const s of spares()) {
     assert.is(f.git(join(dirname(f.root), s), 'status', '--porcelain', '--ignored'), '', `${s} is clean: no untracked or ignored file`);
     assert.not.ok(existsSync(join(dirname(f.root), s, 'build')), 'the ignored output is gone');
   }
-  const second = await prRun();
-  assert.is(startOf(second.runId).cwd, join(dirname(f.root), `.wt-repo-run-${second.runId}`));
-  assert.not.ok(startOf(second.runId).entries.includes('build'));
-  await waitUntil(() => spares().length === 2 && !existsSync(join(dirname(f.root), `.wt-repo-run-${second.runId}`)), 15_000, () => `the second run's worktree kept; saw ${JSON.stringify(spares())}`);
   for (const r of [first, second]) assert.is(f.git(f.root, 'branch', '--list', `svc/run-${r.runId}`).trim(), `svc/run-${r.runId}`, 'the branches stay');
 
   // The base moves on before the third run.
@@ -70,6 +70,26 @@ test("a finished run's worktree is kept as a spare; a later run starts in it on 
   assert.is(f.git(f.root, 'rev-parse', `svc/run-${third.runId}^`).trim(), base, "the run's commit sits on the new base");
   assert.is(f.git(f.root, 'status', '--porcelain'), '', 'the main checkout is untouched');
   assert.not.match(f.daemon!.output(), /a spare worktree step failed/, 'no spare step failed');
+});
+
+test('a burst as large as the pool: every run borrows a spare made ahead, none checks out, and all come back', async () => {
+  await f.start({ profiles: profiles(), skills: { spareWorktrees: 3, maxConcurrentRuns: 3 } }, RUN_ENV);
+  await prRun();
+  await waitUntil(() => spares().length === 3, 30_000, () => `the pool filled to 3; saw ${JSON.stringify(spares())}`);
+  // A spare is moved into a run's place and back (renames): the same directories, so the same inodes.
+  const inodes = () => spares().map((s) => statSync(join(dirname(f.root), s)).ino).sort();
+  const before = inodes();
+  const runs = await Promise.all([0, 1, 2].map(async () => (await f.conn!.command('skill.run', { projectId: 'p1', skill: 'edit', output: 'pull_request' }, 30_000)).data.runId as string));
+  const base = f.git(f.root, 'rev-parse', 'HEAD').trim();
+  for (const id of runs) {
+    const pr = (await f.waitState(id, 'succeeded', 30_000)).payload.result.pullRequest;
+    // The spares were at the base: the branch was made without a checkout, and the run's commit sits on it.
+    assert.equal([pr.commits, pr.base, pr.branch], [1, base, `svc/run-${id}`]);
+    assert.is(f.git(f.root, 'rev-parse', `svc/run-${id}^`).trim(), base);
+  }
+  await waitUntil(() => spares().length === 3 && runs.every((id) => !existsSync(join(dirname(f.root), `.wt-repo-run-${id}`))), 15_000, () => `all three back; saw ${JSON.stringify(spares())}`);
+  assert.equal(inodes(), before, 'the three runs ran in the three spares, and no checkout was made for them');
+  for (const id of runs) assert.not.ok(startOf(id).entries.includes('build'), 'each spare was clean');
 });
 
 test('skills.spareWorktrees 0: no spare, every run checks out anew and its worktree is removed', async () => {
