@@ -2,10 +2,13 @@
 // is a row in `runner_commands`; NOTIFY only says "look at row X", so payloads of any size cross
 // replicas, and PGlite's in-process LISTEN/NOTIFY serves a single process the same way.
 //   1. command() waits briefly for a runner that is reconnecting (awaitOnline), inserts the row — `sent`
-//      and sent at once when this process holds the socket, else `pending` plus a NOTIFY on
-//      `svc_runner_cmd`, on which the holder claims it (pending → sent) and sends it (onCommand);
+//      and sent at once when this process holds the socket, else `pending` with a NOTIFY on
+//      `svc_runner_cmd` in the same statement, on which the holder claims it (pending → sent) and sends
+//      it (onCommand);
 //   2. the runner's `result` frame finishes the row (onResult) and wakes the requester here, or through
-//      `svc_runner_cmd_done` on the process where it waits;
+//      `svc_runner_cmd_done` (in the same statement as the answer) on the process where it waits; the
+//      requester then reads the row. A write and its NOTIFY share one commit: under heavy ingest each
+//      commit waits for a WAL flush behind the events', and a command's round trip pays 3 of them, not 6;
 //   3. while it waits, the requester re-reads its row every REDELIVER_CHECK_MS: an answer whose NOTIFY
 //      was lost is seen, and a command lost with a socket is announced again (redeliver);
 //   4. a runner's hello sends what is still unanswered for it (sendUnanswered); a re-made LISTEN
@@ -93,22 +96,22 @@ export class CommandRelay {
     const requestId = randomUUID();
     // Held here: send at once. Held elsewhere: the row plus a NOTIFY lets that replica send it.
     const local = this.sockets.get(runnerId);
-    await this.db.query(sql`
-      insert into runner_commands (request_id, runner_id, name, args, requested_by, status)
-      values (${requestId}, ${runnerId}, ${name}, ${sql.json(args)}, ${userId}, ${local ? 'sent' : 'pending'})`);
+    // The process holding the runner's socket, read BEFORE the command goes out: redeliver re-sends it
+    // when the holder changed since. Read while it went out, it could already name the process the runner
+    // had moved to while the old holder was still taking the command (a replica stopping in a rolling
+    // restart): the command was lost with the old socket and never sent again (command_timeout).
+    const holder = { instance: local ? this.sockets.instance : await this.holderOf(runnerId) };
+    // The row and its NOTIFY commit together: one commit (one WAL flush) on the command's path, not two.
+    const insert = sql`insert into runner_commands (request_id, runner_id, name, args, requested_by, status)
+      values (${requestId}, ${runnerId}, ${name}, ${sql.json(args)}, ${userId}, ${local ? 'sent' : 'pending'}) returning request_id`;
+    await this.db.query(local ? insert : sql`with c as (${insert}) select pg_notify(${CMD}, request_id) from c`);
     let isAnswered = false;
     const answered = new Promise<void>((resolve) => this.waiters.set(requestId, () => ((isAnswered = true), resolve())));
     let timer: NodeJS.Timeout | undefined;
     let nudge = () => {};
     this.nudges.set(requestId, () => nudge());
     try {
-      // The process holding the runner's socket, read BEFORE the command goes out: redeliver re-sends it
-      // when the holder changed since. Read while it went out, it could already name the process the runner
-      // had moved to while the old holder was still taking the command (a replica stopping in a rolling
-      // restart): the command was lost with the old socket and never sent again (command_timeout).
-      const holder = { instance: local ? this.sockets.instance : await this.holderOf(runnerId) };
       if (local) this.sockets.send(local, await this.frameOf(runnerId, requestId, name, args));
-      else await this.db.notify(CMD, requestId);
       const deadline = Date.now() + COMMANDS[name].timeoutMs;
       while (!isAnswered && Date.now() < deadline) {
         await Promise.race([answered, new Promise((r) => ((nudge = () => r(undefined)), (timer = setTimeout(r, Math.min(REDELIVER_CHECK_MS, deadline - Date.now())))))]);
@@ -124,12 +127,17 @@ export class CommandRelay {
       this.waiters.delete(requestId);
       this.nudges.delete(requestId);
     }
-    const [row] = await this.db.query<{ status: string; result: unknown; error: { code: string; message: string } | null }>(sql`
-      update runner_commands set status = case when status in ('pending', 'sent') then 'timeout' else status end,
-             finished_at = coalesce(finished_at, now())
-       where request_id = ${requestId} returning status, result, error`);
-    if (row.status === 'done') return { status: 'done', data: row.result };
-    if (row.status === 'failed') return { status: 'failed', error: row.error! };
+    // An answered row is only read (no write, so no commit on the way back); an unanswered one times out.
+    type Row = { status: string; result: unknown; error: { code: string; message: string } | null };
+    let [row] = await this.db.query<Row>(sql`select status, result, error from runner_commands where request_id = ${requestId}`);
+    if (row?.status === 'pending' || row?.status === 'sent') {
+      [row] = await this.db.query<Row>(sql`
+        update runner_commands set status = case when status in ('pending', 'sent') then 'timeout' else status end,
+               finished_at = coalesce(finished_at, now())
+         where request_id = ${requestId} returning status, result, error`);
+    }
+    if (row?.status === 'done') return { status: 'done', data: row.result };
+    if (row?.status === 'failed') return { status: 'failed', error: row.error! };
     return { status: 'timeout' };
   }
 
@@ -213,13 +221,13 @@ export class CommandRelay {
 
   /** A runner's answer: stored (when its command still waits), and its requester woken wherever it waits. */
   async onResult(runnerId: string, frame: ResultFrame): Promise<void> {
-    const [row] = await this.db.query(sql`
+    const update = sql`
       update runner_commands set status = ${frame.ok ? 'done' : 'failed'}, result = ${sql.json(frame.ok ? (frame.data ?? null) : null)},
              error = ${sql.json(frame.ok ? null : frame.error)}, finished_at = now()
-       where request_id = ${frame.requestId} and runner_id = ${runnerId} and status = 'sent' returning 1`);
-    if (!row) return; // unknown, or answered after its timeout
-    const waiter = this.waiters.get(frame.requestId);
-    if (waiter) waiter();
-    else await this.db.notify(DONE, frame.requestId);
+       where request_id = ${frame.requestId} and runner_id = ${runnerId} and status = 'sent' returning request_id`;
+    // Its requester waits here: woken directly. Elsewhere: the answer and its NOTIFY commit together.
+    if (!this.waiters.has(frame.requestId)) return void (await this.db.query(sql`with a as (${update}) select pg_notify(${DONE}, request_id) from a`));
+    const [row] = await this.db.query(update);
+    if (row) this.waiters.get(frame.requestId)?.(); // none: unknown, or answered after its timeout
   }
 }
