@@ -184,11 +184,11 @@ try {
   const cpuPerDelivery = async (serverPids = []) => {
     const backends = (await sql`select pid from pg_stat_activity where datname = current_database()`).map((r) => r.pid);
     const sum = (pids) => pids.reduce((t, pid) => t + (cpuMs(pid) ?? 0), 0);
-    const at = { bench: process.cpuUsage(), servers: sum(serverPids), postgres: sum(backends) };
+    const at = { bench: process.cpuUsage(), servers: sum(serverPids), postgres: sum(backends), receiver: sum([receiver.pid]) };
     return async () => {
       const u = process.cpuUsage(at.bench);
       const per = (ms) => round(ms / N.deliveries, 3);
-      return { bench: per((u.user + u.system) / 1000), ...(serverPids.length ? { servers: per(sum(serverPids) - at.servers) } : {}), postgres: per(sum(backends) - at.postgres) };
+      return { bench: per((u.user + u.system) / 1000), ...(serverPids.length ? { servers: per(sum(serverPids) - at.servers) } : {}), postgres: per(sum(backends) - at.postgres), receiver: per(sum([receiver.pid]) - at.receiver) };
     };
   };
   const svcRun = async (count) => {
@@ -315,7 +315,11 @@ for (const p of [1, 3]) {
   rows.push(['minimal durable queue (1 process)', Math.round(durable), Math.round(bare), fmt(durable / bare, 3)]);
   rows.push(['svc / minimal durable queue', '', '', fmt(svc / durable, 3)]);
   const cpu = (loop, who) => median(runs.map((r) => r.cpuMsPerDelivery[loop][who] ?? 0));
-  figures.cpu1 = { bare: { bench: cpu('bare', 'bench') }, durable: { bench: cpu('durable', 'bench'), postgres: cpu('durable', 'postgres') }, svc: { server: cpu('svc', 'servers'), postgres: cpu('svc', 'postgres') } };
+  figures.cpu1 = {
+    bare: { bench: cpu('bare', 'bench'), receiver: cpu('bare', 'receiver') },
+    durable: { bench: cpu('durable', 'bench'), postgres: cpu('durable', 'postgres'), receiver: cpu('durable', 'receiver') },
+    svc: { server: cpu('svc', 'servers'), postgres: cpu('svc', 'postgres'), receiver: cpu('svc', 'receiver'), bench: cpu('svc', 'bench') },
+  };
 }
 const lat = figures.latency;
 figures.latency.ratioP50 = round(lat.svc.p50 / lat.bare.p50, 2);
@@ -330,10 +334,10 @@ console.log(table([
 ]));
 console.log();
 console.log(table([
-  ['CPU ms per delivery, 1 process', 'the loop\'s process', 'PostgreSQL'],
-  ['bare sign-and-POST', fmt(figures.cpu1.bare.bench, 3), ''],
-  ['minimal durable queue', fmt(figures.cpu1.durable.bench, 3), fmt(figures.cpu1.durable.postgres, 3)],
-  ['svc (the server)', fmt(figures.cpu1.svc.server, 3), fmt(figures.cpu1.svc.postgres, 3)],
+  ['CPU ms per delivery, 1 process', 'the loop\'s process', 'PostgreSQL', 'receiver'],
+  ['bare sign-and-POST', fmt(figures.cpu1.bare.bench, 3), '', fmt(figures.cpu1.bare.receiver, 3)],
+  ['minimal durable queue', fmt(figures.cpu1.durable.bench, 3), fmt(figures.cpu1.durable.postgres, 3), fmt(figures.cpu1.durable.receiver, 3)],
+  ['svc (the server)', fmt(figures.cpu1.svc.server, 3), fmt(figures.cpu1.svc.postgres, 3), fmt(figures.cpu1.svc.receiver, 3)],
 ]));
 if (figures.profile) {
   console.log(`\nprofile of the first server process (${fmt(figures.profile.samplesMs / 1000, 1)} s of samples):`);
