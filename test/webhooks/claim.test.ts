@@ -71,7 +71,7 @@ test('an open circuit’s backlog is neither claimed nor read; a half-open one g
 test('a healthy webhook’s long queue, with statistics: the claim walks its index from the head and stops at the batch', async () => {
   // The due deliveries of one closed webhook, the oldest 40 leased (in flight elsewhere), analyzed as a
   // database in use is. The circuit test inside the per-webhook read (closed, or the half-open trial)
-  // made PostgreSQL expect a handful of rows there and read the whole queue instead (1,500 rows for 16).
+  // made PostgreSQL expect a handful of rows there and read every delivery instead (6,111 rows here, for 16).
   const busy = (await addWebhook(db, { url: 'http://127.0.0.1:9/busy', events: ['pr.opened'] })).id;
   await db.query(sql`
     insert into outbound_deliveries (id, webhook_id, event_type, event_id, body, status, next_attempt_at, attempts, lease_owner, lease_expires_at)
