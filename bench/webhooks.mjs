@@ -24,7 +24,7 @@ import postgres from 'postgres';
 import { buildEnvelope, eventId } from '../functions/webhooks/envelope.ts';
 import { freshPostgres } from '../test/helpers/db.ts';
 import { startServer } from '../test/helpers/server.ts';
-import { cpuProfileTop, fmt, installGuards, machine, median, percentile, problemLines, round, spawnTracked, table } from './lib.mjs';
+import { cpuMs, cpuProfileTop, fmt, installGuards, machine, median, percentile, problemLines, round, spawnTracked, table } from './lib.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -178,6 +178,19 @@ try {
     for (let i = 0; i < rows.length; i += 1000) await sql`insert into webhook_outbox ${sql(rows.slice(i, i + 1000), 'id', 'type', 'project_id', 'body')}`;
     await sql`select pg_notify('svc_webhooks', 'outbox')`;
   };
+  // CPU time per delivery (ms, /proc: Linux) of this process (the bare loop, the minimal queue), of the
+  // server processes, and of this database's PostgreSQL backends: what each loop costs, whatever the
+  // other load on the machine does to its rate. The backends are the ones connected at the start.
+  const cpuPerDelivery = async (serverPids = []) => {
+    const backends = (await sql`select pid from pg_stat_activity where datname = current_database()`).map((r) => r.pid);
+    const sum = (pids) => pids.reduce((t, pid) => t + (cpuMs(pid) ?? 0), 0);
+    const at = { bench: process.cpuUsage(), servers: sum(serverPids), postgres: sum(backends), receiver: sum([receiver.pid]) };
+    return async () => {
+      const u = process.cpuUsage(at.bench);
+      const per = (ms) => round(ms / N.deliveries, 3);
+      return { bench: per((u.user + u.system) / 1000), ...(serverPids.length ? { servers: per(sum(serverPids) - at.servers) } : {}), postgres: per(sum(backends) - at.postgres), receiver: per(sum([receiver.pid]) - at.receiver) };
+    };
+  };
   const svcRun = async (count) => {
     const started = performance.now();
     const done = arrivals(count);
@@ -202,11 +215,22 @@ try {
     if (processes === 3) servers.push(...(await Promise.all([1, 2].map(() => startServer({ env, dbEnv: { DATABASE_URL: pg.url } })))));
     for (let round = 1; round <= N.rounds; round++) {
       log(`${processes} process(es), round ${round}: bare loop…`);
+      const cpu = {};
+      let measured = await cpuPerDelivery();
       const bare = await bareLoop(N.deliveries);
-      const durable = processes === 1 ? (log(`${processes} process(es), round ${round}: durable loop…`), await durableLoop(durableSql, N.deliveries, `r${round}`)) : null;
+      cpu.bare = await measured();
+      let durable = null;
+      if (processes === 1) {
+        log(`${processes} process(es), round ${round}: durable loop…`);
+        measured = await cpuPerDelivery();
+        durable = await durableLoop(durableSql, N.deliveries, `r${round}`);
+        cpu.durable = await measured();
+      }
       log(`${processes} process(es), round ${round}: svc…`);
+      measured = await cpuPerDelivery(servers.map((s) => s.proc.pid));
       const svc = await svcRun(N.deliveries);
-      figures.runs.push({ processes, round, barePerSecond: Math.round(bare), ...(durable === null ? {} : { durablePerSecond: Math.round(durable) }), svcPerSecond: Math.round(svc) });
+      cpu.svc = await measured();
+      figures.runs.push({ processes, round, barePerSecond: Math.round(bare), ...(durable === null ? {} : { durablePerSecond: Math.round(durable) }), svcPerSecond: Math.round(svc), cpuMsPerDelivery: cpu });
     }
     if (processes === 1) {
       // Idle latency: one event at a time, the system quiet in between.
@@ -290,6 +314,12 @@ for (const p of [1, 3]) {
   figures.durable1 = { durablePerSecond: Math.round(durable), durableOverBare: round(durable / bare, 3), svcOverDurable: round(svc / durable, 3) };
   rows.push(['minimal durable queue (1 process)', Math.round(durable), Math.round(bare), fmt(durable / bare, 3)]);
   rows.push(['svc / minimal durable queue', '', '', fmt(svc / durable, 3)]);
+  const cpu = (loop, who) => median(runs.map((r) => r.cpuMsPerDelivery[loop][who] ?? 0));
+  figures.cpu1 = {
+    bare: { bench: cpu('bare', 'bench'), receiver: cpu('bare', 'receiver') },
+    durable: { bench: cpu('durable', 'bench'), postgres: cpu('durable', 'postgres'), receiver: cpu('durable', 'receiver') },
+    svc: { server: cpu('svc', 'servers'), postgres: cpu('svc', 'postgres'), receiver: cpu('svc', 'receiver'), bench: cpu('svc', 'bench') },
+  };
 }
 const lat = figures.latency;
 figures.latency.ratioP50 = round(lat.svc.p50 / lat.bare.p50, 2);
@@ -301,6 +331,13 @@ console.log(table([
   ['svc (1 process)', fmt(lat.svc.p50), fmt(lat.svc.p99)],
   ['bare sign-and-POST', fmt(lat.bare.p50), fmt(lat.bare.p99)],
   ['svc / bare', fmt(figures.latency.ratioP50), fmt(figures.latency.ratioP99)],
+]));
+console.log();
+console.log(table([
+  ['CPU ms per delivery, 1 process', 'the loop\'s process', 'PostgreSQL', 'receiver'],
+  ['bare sign-and-POST', fmt(figures.cpu1.bare.bench, 3), '', fmt(figures.cpu1.bare.receiver, 3)],
+  ['minimal durable queue', fmt(figures.cpu1.durable.bench, 3), fmt(figures.cpu1.durable.postgres, 3), fmt(figures.cpu1.durable.receiver, 3)],
+  ['svc (the server)', fmt(figures.cpu1.svc.server, 3), fmt(figures.cpu1.svc.postgres, 3), fmt(figures.cpu1.svc.receiver, 3)],
 ]));
 if (figures.profile) {
   console.log(`\nprofile of the first server process (${fmt(figures.profile.samplesMs / 1000, 1)} s of samples):`);

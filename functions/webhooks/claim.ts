@@ -14,19 +14,23 @@ const claimable = (now: Date) => sql`d.status = 'pending' and d.next_attempt_at 
  */
 export const claimBatch = (now: Date, n: number, owner: string, leaseUntil: Date) => sql`
   with due as (
-    -- Candidates per webhook whose circuit lets it through (closed; half-open: its trial only), from
-    -- sql/0021's index; the backlog of an open circuit is never read. Then the oldest n of them,
-    -- locked; the conditions again, for a row another process claimed meanwhile.
+    -- Candidates per webhook whose circuit lets it through, from sql/0021's index: a closed one's oldest
+    -- n, a half-open one's trial only (by its id); the backlog of an open circuit is never read. The two
+    -- are apart because the circuit test inside the per-webhook read made PostgreSQL, with statistics,
+    -- expect a handful of rows and read the whole queue instead of walking the index from its head.
+    -- Then the oldest n of them, locked; the conditions again, for a row another process claimed meanwhile.
     select d.id from outbound_deliveries d
      where d.id = any(array(
              select c.id from webhooks w
               cross join lateral (
                 select d.id from outbound_deliveries d
                  where d.webhook_id = w.id and ${claimable(now)}
-                   and (w.circuit_state = 'closed' or d.id = w.trial_delivery_id)
                  order by d.next_attempt_at
                  limit ${n}) c
-              where w.circuit_state in ('closed', 'half-open')))
+              where w.circuit_state = 'closed'
+             union all
+             select d.id from webhooks w join outbound_deliveries d on d.id = w.trial_delivery_id and d.webhook_id = w.id
+              where w.circuit_state = 'half-open' and ${claimable(now)}))
        and ${claimable(now)}
      order by d.next_attempt_at
      limit ${n}

@@ -68,4 +68,22 @@ test('an open circuit’s backlog is neither claimed nor read; a half-open one g
   assert.is(deadTouched, 0);
 });
 
+test('a healthy webhook’s long queue, with statistics: the claim walks its index from the head and stops at the batch', async () => {
+  // The due deliveries of one closed webhook, the oldest 40 leased (in flight elsewhere), analyzed as a
+  // database in use is. The circuit test inside the per-webhook read (closed, or the half-open trial)
+  // made PostgreSQL expect a handful of rows there and read every delivery instead (6,111 rows here, for 16).
+  const busy = (await addWebhook(db, { url: 'http://127.0.0.1:9/busy', events: ['pr.opened'] })).id;
+  await db.query(sql`
+    insert into outbound_deliveries (id, webhook_id, event_type, event_id, body, status, next_attempt_at, attempts, lease_owner, lease_expires_at)
+    select 'busy-' || g, ${busy}, 'pr.opened', 'busy-' || g, '{}', 'pending', now() - interval '1 hour' + make_interval(secs => g),
+           case when g <= 40 then 1 else 0 end, case when g <= 40 then 'elsewhere' end, case when g <= 40 then now() + interval '1 minute' end
+      from generate_series(1, ${BACKLOG}) g`);
+  await db.query(sql`analyze`);
+  const touched = rowsTouched(await explainAnalyze(db, claim(16)));
+  assert.ok(touched < 200, `rows read: ${touched} to claim 16 of ${BACKLOG} due`);
+  const got = await db.query<{ id: string }>(claim(16));
+  const ids = got.map((c) => c.id).sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)));
+  assert.equal(ids, Array.from({ length: 16 }, (_, i) => `busy-${i + 41}`), 'the oldest not leased');
+});
+
 test.run();
