@@ -5,6 +5,7 @@ import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
 import type { CodexFileState } from '../runtimes/codex/transcript.ts';
 import type { EncodedEntry, ParsedFile } from './parse.ts';
 import { BUILD_VERSION } from '../../protocol/version.ts';
+import type { Groups } from './groups.ts';
 /** Bumped when what a record holds changes; the build is part of the key too (parsing rules change with it). */
 export const FORMAT = 2;
 
@@ -50,6 +51,13 @@ export interface Appended {
   order: ResultOrder;
   /** Per appended file (its index in order.files), its new lines in file order. */
   fresh: { file: number; entries: ClaudeEntry[] }[];
+}
+
+/** The stored report's sums with the Claude lines appended since, which scan.ts deduplicates and the report adds. */
+export interface AppendedGroups {
+  groups: Groups;
+  corrupt: number;
+  fresh: Appended['fresh'];
 }
 
 /** What each file holds: the meta file carries FileRec without the lines, the lines file only them. */
@@ -144,9 +152,9 @@ export function loadResult(path: string, gen: string, key: string): { rows: Resu
 }
 
 /** The last report printed, if it was made from this generation with the same arguments (`key`). */
-export function loadOutput(path: string, gen: string, key: string): { output: string; corrupt: number } | null {
+export function loadOutput(path: string, gen: string, key: string): { output: string; corrupt: number; groups?: Groups } | null {
   try {
-    const r = readJson(outputPath(path)) as { gen: string; key: string; corrupt: number; output: string };
+    const r = readJson(outputPath(path)) as { gen: string; key: string; corrupt: number; output: string; groups?: Groups };
     return r && r.gen === gen && r.key === key && typeof r.output === 'string' && isNum(r.corrupt) ? r : null;
   } catch {
     return null;
