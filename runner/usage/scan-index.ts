@@ -11,6 +11,9 @@
 // scan. An append of Claude lines whose message ids the stored result does not know cannot touch a stored
 // line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
 // among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
+// When the last report was the same daily/monthly call, appendGroups takes its stored sums (groups.ts)
+// instead of the stored requests: the report adds the new requests to them, and saveGroups writes the
+// journal, the meta file and the report, not the result file (left of an older generation, so unused).
 // A missing, unreadable or malformed index, or one written by another build, is a full scan, and
 // `--rescan` forces one. The files: usage-index.json (format, build, a generation id and each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
