@@ -1,14 +1,14 @@
-// The daily and monthly reports' sums per period × runtime × model, kept with the stored report
-// (usage-index.output.json, docs/runner.md "The index") so that a run after an append of new Claude calls
+// The daily and monthly reports' sums per period × runtime × model, kept beside the stored report
+// (usage-index.sums.json, docs/runner.md "The index") so that a run after an append of new Claude calls
 // adds only the new requests to them instead of reading and summing every stored request again.
-// Byte for byte: the cost of a row is a floating-point sum in scan order, so a new request may only be added
-// to a group whose stored requests all come from its transcript or earlier ones (scan order is by
-// transcript, then line); `last` is that transcript's index. Otherwise the caller does the whole sum.
+// Byte for byte: the cost of a row is a floating-point sum in scan order (by transcript, then line), so each
+// group keeps its requests' costs with their transcript's index; a new cost is put after those of its
+// transcript and the ones before, and the group's cost summed again in that order.
 // The message ids counted are kept as 32-bit hashes: a new id whose hash is known (a real duplicate, or a
 // collision) only sends the run down the full path, never to a wrong report.
 
-/** A group: period, runtime, report model, input, output, cache write, cache read, cost, unpriced (0/1), last transcript index. */
-export type GroupRow = [string, string, string, number, number, number, number, number, number, number];
+/** A group: period, runtime, report model, input, output, cache write, cache read, cost, unpriced (0/1), and its priced requests' [transcript index, cost, …] in scan order. */
+export type GroupRow = [string, string, string, number, number, number, number, number, number, number[]];
 
 /** What is stored with the report: the Claude transcripts in scan order, the counted ids' hashes, the groups. */
 export interface Groups {
@@ -30,5 +30,5 @@ export function midHash(s: string): number {
 export function validGroups(g: unknown): g is Groups {
   if (typeof g !== 'object' || g === null) return false;
   const x = g as Groups;
-  return Array.isArray(x.files) && x.files.every((f) => typeof f === 'string') && Array.isArray(x.mids) && Array.isArray(x.rows) && x.rows.every((r) => Array.isArray(r) && r.length === 10);
+  return Array.isArray(x.files) && x.files.every((f) => typeof f === 'string') && Array.isArray(x.mids) && Array.isArray(x.rows) && x.rows.every((r) => Array.isArray(r) && r.length === 10 && Array.isArray(r[9]) && r[9].length % 2 === 0);
 }

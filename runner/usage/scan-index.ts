@@ -11,9 +11,10 @@
 // scan. An append of Claude lines whose message ids the stored result does not know cannot touch a stored
 // line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
 // among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
-// When the last report was the same daily/monthly call, appendGroups takes its stored sums (groups.ts)
-// instead of the stored requests: the report adds the new requests to them, and saveGroups writes the
-// journal, the meta file and the report, not the result file (left of an older generation, so unused).
+// When the last report was the same daily/monthly call, appendGroups takes its sums (usage-index.sums.json,
+// groups.ts) instead of the stored requests: the report adds the new requests to them, and saveGroups writes
+// the journal, the meta file, the sums and the report, not the result file (left of an older generation, so
+// unused: a report with other arguments takes the full path once).
 // A missing, unreadable or malformed index, or one written by another build, is a full scan, and
 // `--rescan` forces one. The files: usage-index.json (format, build, a generation id and each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
@@ -32,9 +33,9 @@ import { newlineBefore, readLinesSync } from './lines.ts';
 import { decodeEntry, encodeEntry } from './parse.ts';
 import type { ParseJob, ParsedFile } from './parse.ts';
 import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
-import { FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, outputPath, resultPath, writeReplace } from './index-store.ts';
+import { FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, loadSums, outputPath, resultPath, sumsPath, writeReplace } from './index-store.ts';
 import type { Appended, AppendedGroups, FileRec, IndexDoc, Lines, ResultOrder, ResultRow } from './index-store.ts';
-import { midHash, validGroups } from './groups.ts';
+import { midHash } from './groups.ts';
 import type { Groups } from './groups.ts';
 export type { Appended, AppendedGroups, ResultOrder, ResultRow } from './index-store.ts';
 export { loadIndex } from './index-store.ts';
@@ -248,9 +249,9 @@ export class UsageIndex {
   private appendGroups(jobs: readonly ParseJob[], plans: string[], stat: Stat[], old: IndexDoc, outputKey: string): AppendedGroups | string {
     if (plans.some((p) => p !== 'append' && p !== 'reuse')) return 'a file read whole';
     if (plans.some((p, i) => p === 'append' && jobs[i]!.runtime !== 'claude')) return 'codex append';
-    const o = loadOutput(this.path, old.gen, outputKey);
+    const o = loadSums(this.path, old.gen, outputKey);
     const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
-    if (!o || !validGroups(o.groups) || !sameFiles(o.groups.files, claudeJobs)) return 'no stored groups';
+    if (!o || !sameFiles(o.groups.files, claudeJobs)) return 'no stored groups';
     const known = new Set(o.groups.mids);
     const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => known.has(midHash(m)));
     if (typeof f === 'string') return f;
@@ -303,14 +304,15 @@ export class UsageIndex {
 
   /**
    * After appendGroups, once the report is made: the journal and the meta file as after appendOnly, and the
-   * report with its new sums. The result file is not written: of an older generation now, it is not used again
+   * sums and report. The result file is not written: of an older generation now, it is not used again
    * (a report with other arguments takes the full path once, which writes it anew).
    */
   saveGroups(outputKey: string, output: string, corrupt: number, groups: Groups): void {
     try {
       const gen = this.saveJournal();
       this.commitMeta(gen);
-      writeReplace(outputPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, output, groups }));
+      writeReplace(sumsPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, groups }));
+      writeReplace(outputPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, output }));
     } catch {}
   }
 
@@ -360,7 +362,8 @@ export class UsageIndex {
   saveOutput(outputKey: string, output: string, corrupt: number, groups?: Groups): void {
     if (this.stats.output) return;
     try {
-      writeReplace(outputPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, output, groups }));
+      if (groups) writeReplace(sumsPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, groups }));
+      writeReplace(outputPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, output }));
     } catch {}
   }
 }

@@ -109,8 +109,8 @@ test('a truncated file, a file rewritten at the same size and a replaced one (an
 const resultFile = indexFile.replace('.json', '.result.json');
 const stored = () => JSON.parse(readFileSync(resultFile, 'utf8'));
 
-const outputFile = indexFile.replace('.json', '.output.json');
-const storedGroups = () => JSON.parse(readFileSync(outputFile, 'utf8')).groups;
+const sumsFile = indexFile.replace('.json', '.sums.json');
+const storedGroups = () => JSON.parse(readFileSync(sumsFile, 'utf8')).groups;
 
 /**
  * A merged run (no full dedup) stores the same rows, in the same order, as a full scan, and prints the same;
@@ -125,7 +125,7 @@ async function mergedEqualsFull(what: string, merged: boolean, groups = false, .
   const full = await usage('--rescan', ...flags);
   assert.is(got.stdout, full.stdout, `${what}: the same report as a full scan`);
   if (groups) {
-    assert.equal(sums.rows, storedGroups().rows, `${what}: the same sums, each with the same last transcript`);
+    assert.equal(sums.rows, storedGroups().rows, `${what}: the same sums, each with its costs in the same order`);
     assert.equal([...sums.mids].sort(), [...storedGroups().mids].sort(), `${what}: the same message id hashes`);
     assert.equal(sums.files, storedGroups().files);
     return got;
@@ -168,7 +168,7 @@ test('append of new message ids only: merged into the stored result without the 
   assert.is(fallback.stdout, (await usage('--rescan')).stdout);
 });
 
-test('sums after several appends: equal to a full scan; a cost out of scan order, an id hash known or a torn report: the whole sum', async () => {
+test('sums after several appends, also to an earlier transcript of a day: equal to a full scan; an id hash known or torn sums: no sums', async () => {
   const a = 'aaaaaaaa-1111-4111-8111-111111111111', b = 'bbbbbbbb-2222-4222-8222-222222222222';
   await usage('--rescan');
   for (let k = 0; k < 3; k++) {
@@ -177,14 +177,16 @@ test('sums after several appends: equal to a full scan; a cost out of scan order
   }
   appendFileSync(fileB, line(b, 'sum-b-3', 5, '2026-03-01'));
   await mergedEqualsFull('after four sums', true, true);
-  // fileA comes before fileB, and 2026-01-23 holds fileB's requests: its cost would be added out of order.
-  appendFileSync(fileA, line(a, 'sum-a-0', 3));
-  const order = await indexedEqualsFull('out of order', { mode: 'indexed', merged: true, groups: undefined });
-  assert.ok(idx(order.stdout).outputTokens > 0);
-  // A stored report cut short (a torn write): no sums, the rows are merged or read whole, never a wrong report.
+  // fileA comes before fileB, and 2026-01-23 holds fileB's requests: the new costs go before those (costs that
+  // differ in their last bits, so that summing them in another order would change the day's cost).
+  appendFileSync(fileB, line(b, 'sum-b-5', 1_000_003) + line(b, 'sum-b-6', 7));
+  await mergedEqualsFull('a later transcript', true, true);
+  for (let k = 0; k < 3; k++) appendFileSync(fileA, line(a, `sum-a-${k}`, 333_331 + k));
+  await mergedEqualsFull('an earlier transcript of the same day', true, true);
+  // Sums cut short (a torn write): no sums, the rows are merged or read whole, never a wrong report.
   appendFileSync(fileB, line(b, 'sum-b-4', 4, '2026-03-02'));
-  writeFileSync(outputFile, readFileSync(outputFile, 'utf8').slice(0, 200));
-  await indexedEqualsFull('torn report', { mode: 'indexed', groups: undefined });
+  writeFileSync(sumsFile, readFileSync(sumsFile, 'utf8').slice(0, 200));
+  await indexedEqualsFull('torn sums', { mode: 'indexed', groups: undefined });
   // A known id is seen through its hash: the full dedup.
   appendFileSync(fileB, line(b, 'sum-b-4', 4, '2026-03-02'));
   await usage();
@@ -199,7 +201,7 @@ test('an appended duplicate of a line in another file takes the full dedup, and 
   const journal = indexFile.replace('.json', '.journal.jsonl');
   appendFileSync(journal, '["garbage of a run that did not finish"'); // past the meta file's length: ignored, then cut
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-2', 10));
-  await mergedEqualsFull('after a torn journal', true);
+  await mergedEqualsFull('after a torn journal', true, true);
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-3', 10));
   assert.ok((await usage()).stats.merged);
   appendFileSync(fileB, line('bbbbbbbb-2222-4222-8222-222222222222', 'after-1', 9)); // the same call, in the other file
