@@ -13,6 +13,9 @@ import { configPath, stateDir } from '../paths.ts';
 import type { Env } from '../paths.ts';
 import { usageDirs } from './dirs.ts';
 import { requestCost, scanAll } from './scan.ts';
+import type { ScannedRequest } from './scan.ts';
+import { NO_FILE } from './groups.ts';
+import type { GroupRow } from './groups.ts';
 
 type Out = { write: (s: string) => unknown };
 
@@ -123,8 +126,13 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   // Without --tz the days are the process's zone's: its name and offsets (January, July) are in the key.
   const localZone = tz === undefined ? `${String(new Date(0)).slice(25)} ${String(new Date(15_552_000_000)).slice(25)}` : null;
   const outputKey = JSON.stringify([report, args.json === true, since ?? null, until ?? null, tz ?? null, localZone, [...runtimes].sort()]);
-  const index = { path: usageIndexPath(env), rescan: args.rescan === true, outputKey };
+  const index = { path: usageIndexPath(env), rescan: args.rescan === true, outputKey, groups: report !== 'session' };
   const scan = await scanAll(usageDirs(env, profiles), prices, runtimes, { rules: report === 'session' ? 'session' : 'daily', workerBytes, sessions: report === 'session', index });
+  const day = dayIn(tz);
+  const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);
+  const monthly = report === 'monthly';
+  // After an append, the stored report's sums take the new requests (groups.ts).
+  let rows = scan.partial ? addRequests(new Map(scan.partial.groups.rows.map((g) => [`${g[0]}\u0000${g[1]}\u0000${g[2]}`, fromGroup(g)])), scan.partial.added, day, inRange, monthly, true) : null;
   if (env.SVC_USAGE_STATS === '1') err.write(`${JSON.stringify({ usageIndex: scan.index })}\n`); // tests and benchmarks
   if (scan.corrupt) err.write(`svc-runner: skipped ${scan.corrupt} corrupt transcript line(s)\n`);
   if (scan.output !== undefined) {
@@ -132,9 +140,8 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
     return 0;
   }
   const write = out.write.bind(out);
-  out = { write: (text: string) => (scan.saveOutput?.(text), write(text)) };
-  const day = dayIn(tz);
-  const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);
+  let groups: GroupRow[] | undefined;
+  out = { write: (text: string) => (scan.saveOutput?.(text, groups), write(text)) };
 
   if (report === 'session') {
     // ccusage's session report: Claude sessions are kept or dropped whole by the day of their last activity;
@@ -168,19 +175,10 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
     return 0;
   }
 
-  const monthly = report === 'monthly';
-  const rows = new Map<string, Tokens & { period: string; runtime: string; model: string; unpriced: boolean }>();
-  for (const s of scan.requests) {
-    const d = day(s.ms);
-    if (!inRange(d)) continue;
-    const period = monthly ? d.slice(0, 7) : d;
-    const key = `${period}\u0000${s.request.runtime}\u0000${s.reportModel}`;
-    let row = rows.get(key);
-    if (!row) rows.set(key, (row = { period, runtime: s.request.runtime, model: s.reportModel, ...zero(), unpriced: false }));
-    add(row, s.request, requestCost(s.request, prices), row);
-  }
+  rows ??= addRequests(new Map(), scan.requests, day, inRange, monthly, false)!;
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   const sorted = [...rows.values()].sort((a, b) => cmp(a.period, b.period) || cmp(a.runtime, b.runtime) || cmp(a.model, b.model));
+  groups = sorted.map((r) => [r.period, r.runtime, r.model, r.inputTokens, r.outputTokens, r.cacheCreationTokens, r.cacheReadTokens, r.costUSD ?? 0, r.unpriced ? 1 : 0, r.costs]);
   const field = monthly ? 'month' : 'date';
   const items = sorted.map((r) => ({
     [field]: r.period, runtime: r.runtime, model: r.model,
@@ -189,6 +187,44 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   if (args.json) out.write(JSON.stringify(monthly ? { months: items } : { days: items }, null, 2) + '\n');
   else out.write(table([monthly ? 'Month' : 'Date', 'Runtime', 'Model'], sorted.map((r) => [r.period, r.runtime, r.model]), items as unknown as Tokens[]));
   return 0;
+}
+
+type Group = Tokens & { period: string; runtime: string; model: string; unpriced: boolean; costs: number[] };
+
+const fromGroup = ([period, runtime, model, inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens, costUSD, unpriced, costs]: GroupRow): Group =>
+  ({ period, runtime, model, inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens, costUSD, unpriced: unpriced === 1, costs });
+
+/**
+ * Adds requests (in scan order) to the daily or monthly sums, keeping each priced one's cost with its
+ * transcript's index. `stored`: the sums hold requests of any transcript already (after an append), so each
+ * new cost is put in scan order among them and the touched groups' costs summed again in that order.
+ */
+function addRequests(rows: Map<string, Group>, requests: readonly ScannedRequest[], day: (ms: number) => string, inRange: (d: string) => boolean, monthly: boolean, stored: boolean): Map<string, Group> {
+  const touched = new Set<Group>();
+  for (const s of requests) {
+    const d = day(s.ms);
+    if (!inRange(d)) continue;
+    const period = monthly ? d.slice(0, 7) : d;
+    const key = `${period}\u0000${s.request.runtime}\u0000${s.reportModel}`;
+    let row = rows.get(key);
+    if (!row) rows.set(key, (row = { period, runtime: s.request.runtime, model: s.reportModel, ...zero(), unpriced: false, costs: [] }));
+    const cost = requestCost(s.request, DEFAULT_PRICES);
+    add(row, s.request, cost, row);
+    if (cost === null) continue;
+    const file = s.file ?? NO_FILE, costs = row.costs;
+    let at = costs.length;
+    if (stored) while (at > 0 && costs[at - 2]! > file) at -= 2;
+    costs.splice(at, 0, file, cost);
+    touched.add(row);
+  }
+  if (stored) {
+    for (const row of touched) {
+      let c = 0;
+      for (let i = 1; i < row.costs.length; i += 2) c += row.costs[i]!;
+      row.costUSD = c;
+    }
+  }
+  return rows;
 }
 
 const round = (x: number | null) => (x === null ? null : Math.round(x * 1e9) / 1e9);

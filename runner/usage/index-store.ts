@@ -5,6 +5,8 @@ import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
 import type { CodexFileState } from '../runtimes/codex/transcript.ts';
 import type { EncodedEntry, ParsedFile } from './parse.ts';
 import { BUILD_VERSION } from '../../protocol/version.ts';
+import { validGroups } from './groups.ts';
+import type { Groups } from './groups.ts';
 /** Bumped when what a record holds changes; the build is part of the key too (parsing rules change with it). */
 export const FORMAT = 2;
 
@@ -52,6 +54,13 @@ export interface Appended {
   fresh: { file: number; entries: ClaudeEntry[] }[];
 }
 
+/** The stored report's sums with the Claude lines appended since, which scan.ts deduplicates and the report adds. */
+export interface AppendedGroups {
+  groups: Groups;
+  corrupt: number;
+  fresh: Appended['fresh'];
+}
+
 /** What each file holds: the meta file carries FileRec without the lines, the lines file only them. */
 export type Lines = Pick<FileRec, 'entries' | 'events' | 'codex'>;
 
@@ -87,6 +96,7 @@ export function writeReplace(path: string, text: string): void {
 export const linesPath = (path: string) => path.replace(/\.json$/, '.lines.json');
 export const resultPath = (path: string) => path.replace(/\.json$/, '.result.json');
 export const outputPath = (path: string) => path.replace(/\.json$/, '.output.json');
+export const sumsPath = (path: string) => path.replace(/\.json$/, '.sums.json');
 export const journalPath = (path: string) => path.replace(/\.json$/, '.journal.jsonl');
 
 /** The index's meta file at `path` (records without their lines), or why it cannot be used. */
@@ -153,3 +163,13 @@ export function loadOutput(path: string, gen: string, key: string): { output: st
   }
 }
 
+
+/** The sums the last daily/monthly report was made of (groups.ts), if of this generation and these arguments. */
+export function loadSums(path: string, gen: string, key: string): { groups: Groups; corrupt: number } | null {
+  try {
+    const r = readJson(sumsPath(path)) as { gen: string; key: string; corrupt: number; groups: Groups };
+    return r && r.gen === gen && r.key === key && validGroups(r.groups) && isNum(r.corrupt) ? r : null;
+  } catch {
+    return null;
+  }
+}

@@ -11,6 +11,10 @@
 // scan. An append of Claude lines whose message ids the stored result does not know cannot touch a stored
 // line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
 // among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
+// When the last report was the same daily/monthly call, appendGroups takes its sums (usage-index.sums.json,
+// groups.ts) instead of the stored requests: the report adds the new requests to them, and saveGroups writes
+// the journal, the meta file, the sums and the report, not the result file (left of an older generation, so
+// unused: a report with other arguments takes the full path once).
 // A missing, unreadable or malformed index, or one written by another build, is a full scan, and
 // `--rescan` forces one. The files: usage-index.json (format, build, a generation id and each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
@@ -29,9 +33,11 @@ import { newlineBefore, readLinesSync } from './lines.ts';
 import { decodeEntry, encodeEntry } from './parse.ts';
 import type { ParseJob, ParsedFile } from './parse.ts';
 import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
-import { FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, outputPath, resultPath, writeReplace } from './index-store.ts';
-import type { Appended, FileRec, IndexDoc, Lines, ResultOrder, ResultRow } from './index-store.ts';
-export type { Appended, ResultOrder, ResultRow } from './index-store.ts';
+import { FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, loadSums, outputPath, resultPath, sumsPath, writeReplace } from './index-store.ts';
+import type { Appended, AppendedGroups, FileRec, IndexDoc, Lines, ResultOrder, ResultRow } from './index-store.ts';
+import { midHash } from './groups.ts';
+import type { Groups } from './groups.ts';
+export type { Appended, AppendedGroups, ResultOrder, ResultRow } from './index-store.ts';
 export { loadIndex } from './index-store.ts';
 
 /** What a scan did (printed as one JSON line on stderr with SVC_USAGE_STATS=1: tests and benchmarks). */
@@ -56,11 +62,15 @@ export interface IndexStats {
   output?: boolean;
   /** Claude lines appended with message ids known nowhere else: merged into the stored result, no full dedup. */
   merged?: boolean;
+  /** The merged append was added to the stored report's sums (groups.ts): the stored requests were not read. */
+  groups?: boolean;
   /** Why an append took the full dedup (a known message id, a Codex file, no ordered result). */
   fallback?: string;
 }
 
 type Stat = { dev: number; ino: number; size: number; mtimeMs: number };
+
+const sameFiles = (a: unknown, b: string[]) => Array.isArray(a) && a.length === b.length && a.every((f, i) => f === b[i]);
 
 /** How a file is read this time, from its record and its stat. */
 function plan(rec: FileRec | undefined, st: Stat, job: ParseJob): 'reuse' | 'append' | 'whole' {
@@ -136,7 +146,7 @@ export class UsageIndex {
     this.stats = { mode: this.old ? 'indexed' : 'full', reason: this.old ? null : (loaded as string), files: 0, reused: 0, appended: 0, whole: 0, appendedBytes: 0, written: false, result: false };
   }
 
-  async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null, outputKey: string | null): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number } | { output: string; corrupt: number } | Appended> {
+  async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null, outputKey: string | null, groups = false): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number; order?: ResultOrder } | { output: string; corrupt: number } | Appended | AppendedGroups> {
     const stats = this.stats;
     stats.files = jobs.length;
     const stat: (Stat | null)[] = jobs.map((j) => {
@@ -161,9 +171,14 @@ export class UsageIndex {
         return r;
       }
     }
-    if (old && !gone && resultKey !== null && plans.some((p) => p === 'append')) {
+    if (old && !gone && groups && outputKey !== null && plans.some((p) => p === 'append')) {
+      const g = this.appendGroups(jobs, plans, stat as Stat[], old, outputKey);
+      if (typeof g !== 'string') return g;
+      stats.fallback = g;
+    }
+    if (old && !gone && resultKey !== null && plans.some((p) => p === 'append') && stats.fallback !== 'known message id appended') {
       const a = this.appendOnly(jobs, plans, stat as Stat[], old, resultKey);
-      if (typeof a !== 'string') return a;
+      if (typeof a !== 'string') return (delete stats.fallback, a);
       stats.fallback = a;
     }
     if (old && plans.some((p) => p === 'reuse' || p === 'append') && !loadLines(this.path, old)) {
@@ -221,8 +236,31 @@ export class UsageIndex {
     const r = loadResult(this.path, old.gen, resultKey);
     const order = r?.order;
     const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
-    if (!r || !order || !Array.isArray(order.mids) || !Array.isArray(order.rowFile) || order.rowFile.length !== order.claude || !order.rowFile.every(Number.isInteger) || order.files.length !== claudeJobs.length || order.files.some((f, i) => f !== claudeJobs[i])) return 'no ordered result';
+    if (!r || !order || !Array.isArray(order.mids) || !Array.isArray(order.rowFile) || order.rowFile.length !== order.claude || !order.rowFile.every(Number.isInteger) || !sameFiles(order.files, claudeJobs)) return 'no ordered result';
     const known = new Set(order.mids);
+    const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => known.has(m));
+    return typeof f === 'string' ? f : { rows: r.rows, corrupt: r.corrupt + f.corrupt, order, fresh: f.fresh };
+  }
+
+  /**
+   * The fast path of an append for a daily or monthly report printed before from this generation: its sums
+   * per group (groups.ts) take the new requests, and neither the stored requests nor the lines are read.
+   */
+  private appendGroups(jobs: readonly ParseJob[], plans: string[], stat: Stat[], old: IndexDoc, outputKey: string): AppendedGroups | string {
+    if (plans.some((p) => p !== 'append' && p !== 'reuse')) return 'a file read whole';
+    if (plans.some((p, i) => p === 'append' && jobs[i]!.runtime !== 'claude')) return 'codex append';
+    const o = loadSums(this.path, old.gen, outputKey);
+    const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
+    if (!o || !sameFiles(o.groups.files, claudeJobs)) return 'no stored groups';
+    const known = new Set(o.groups.mids);
+    const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => known.has(midHash(m)));
+    if (typeof f === 'string') return f;
+    this.stats.groups = true;
+    return { groups: o.groups, corrupt: o.corrupt + f.corrupt, fresh: f.fresh };
+  }
+
+  /** The new Claude lines of every grown file, unless one has a message id `known` says may be counted already. */
+  private readFresh(jobs: readonly ParseJob[], plans: string[], stat: Stat[], old: IndexDoc, claudeJobs: string[], known: (mid: string) => boolean): { fresh: Appended['fresh']; corrupt: number } | string {
     const fresh: Appended['fresh'] = [];
     const files: Record<string, FileRec> = {};
     let corrupt = 0, bytes = 0, journal = '';
@@ -240,7 +278,7 @@ export class UsageIndex {
         if ('corrupt' in v) bad++;
         else if ('entry' in v) entries.push(v.entry);
       });
-      if (entries.some((e) => e.messageId !== null && known.has(e.messageId))) return 'known message id appended';
+      if (entries.some((e) => e.messageId !== null && known(e.messageId))) return 'known message id appended';
       bytes += got.offset - rec.offset;
       corrupt += bad + got.oversized;
       files[job.file] = { ...rec, size: got.size, mtimeMs: stat[i]!.mtimeMs, offset: got.offset, corrupt: rec.corrupt + bad + got.oversized };
@@ -252,24 +290,47 @@ export class UsageIndex {
     Object.assign(this.stats, { appended: plans.filter((p) => p === 'append').length, reused: plans.filter((p) => p === 'reuse').length, appendedBytes: bytes, merged: true });
     this.pendingFiles = files;
     this.pendingJournal = journal;
-    return { rows: r.rows, corrupt: r.corrupt + corrupt, order, fresh };
+    return { fresh, corrupt };
   }
 
   /** After appendOnly: the journal gets the new lines, the meta file the new offsets, the result the merged rows. */
   saveAppended(resultKey: string, rows: ResultRow[], order: ResultOrder, corrupt: number): void {
-    const old = this.old!;
     try {
-      const gen = `${Date.now().toString(36)}.${process.pid}`;
-      const jp = journalPath(this.path);
-      // Bytes past old.journal are of a run that did not finish: cut them before appending.
-      if (old.journal > 0) truncateSync(jp, old.journal);
-      else writeFileSync(jp, '', { mode: 0o600 });
-      appendFileSync(jp, this.pendingJournal);
+      const gen = this.saveJournal();
       writeReplace(resultPath(this.path), JSON.stringify({ gen, key: resultKey, corrupt, rows, order }));
-      writeReplace(this.path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, gen, linesGen: old.linesGen, journal: old.journal + Buffer.byteLength(this.pendingJournal), files: this.pendingFiles! } satisfies IndexDoc));
-      this.gen = gen;
-      this.stats.written = true;
+      this.commitMeta(gen);
     } catch {}
+  }
+
+  /**
+   * After appendGroups, once the report is made: the journal and the meta file as after appendOnly, and the
+   * sums and report. The result file is not written: of an older generation now, it is not used again
+   * (a report with other arguments takes the full path once, which writes it anew).
+   */
+  saveGroups(outputKey: string, output: string, corrupt: number, groups: Groups): void {
+    try {
+      const gen = this.saveJournal();
+      this.commitMeta(gen);
+      writeReplace(sumsPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, groups }));
+      writeReplace(outputPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, output }));
+    } catch {}
+  }
+
+  /** The appended lines onto the journal (cut first to what the meta file counts: more is of a run that did not finish). */
+  private saveJournal(): string {
+    const old = this.old!;
+    const jp = journalPath(this.path);
+    if (old.journal > 0) truncateSync(jp, old.journal);
+    else writeFileSync(jp, '', { mode: 0o600 });
+    appendFileSync(jp, this.pendingJournal);
+    return `${Date.now().toString(36)}.${process.pid}`;
+  }
+
+  private commitMeta(gen: string): void {
+    const old = this.old!;
+    writeReplace(this.path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, gen, linesGen: old.linesGen, journal: old.journal + Buffer.byteLength(this.pendingJournal), files: this.pendingFiles! } satisfies IndexDoc));
+    this.gen = gen;
+    this.stats.written = true;
   }
 
   /** Writes the lines and the meta file when a file changed, and the result for `resultKey` (when given). */
@@ -298,9 +359,10 @@ export class UsageIndex {
   }
 
   /** Keeps the report printed for these arguments, for the next run with the same ones and no file changed. */
-  saveOutput(outputKey: string, output: string, corrupt: number): void {
+  saveOutput(outputKey: string, output: string, corrupt: number, groups?: Groups): void {
     if (this.stats.output) return;
     try {
+      if (groups) writeReplace(sumsPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, groups }));
       writeReplace(outputPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, output }));
     } catch {}
   }

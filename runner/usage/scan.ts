@@ -21,6 +21,8 @@ import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
 import { UsageIndex } from './scan-index.ts';
 import type { Appended, IndexStats, ResultOrder, ResultRow } from './scan-index.ts';
+import { midHash } from './groups.ts';
+import type { GroupRow, Groups } from './groups.ts';
 
 export { detectCodexReplaySync };
 
@@ -165,6 +167,8 @@ export interface ScannedRequest {
    */
   session: string;
   ms: number;
+  /** The index of its Claude transcript in scan order (that of its first line); none for other runtimes. */
+  file?: number;
 }
 
 export interface ScanResult {
@@ -176,8 +180,10 @@ export interface ScanResult {
   index?: IndexStats;
   /** The report, as printed last time with the same arguments (the index's outputKey), when no file changed. */
   output?: string;
-  /** Keeps the report printed for the index's outputKey. */
-  saveOutput?: (output: string) => void;
+  /** Keeps the report printed for the index's outputKey, with the daily/monthly sums it was made of (groups.ts). */
+  saveOutput?: (output: string, groups?: GroupRow[]) => void;
+  /** After an append: the stored report's sums and the new requests to add (scan order), instead of `requests`. */
+  partial?: { groups: Groups; added: ScannedRequest[] };
 }
 
 /** ccusage's Codex session id for the session report: the rollout's path under its sessions dir, without `.jsonl`. */
@@ -241,7 +247,7 @@ export interface ScanOptions {
   /** Collect the sessions' metadata (the session report needs it; daily and monthly do not). */
   sessions?: boolean;
   /** Read through the usage index at this path (scan-index.ts); `rescan` ignores what it holds; `outputKey`: the report's arguments. */
-  index?: { path: string; rescan?: boolean; outputKey?: string };
+  index?: { path: string; rescan?: boolean; outputKey?: string; groups?: boolean };
 }
 
 /**
@@ -277,18 +283,25 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   const resultKey = rules === 'daily' && opts.sessions === false ? `${[...runtimes].sort().join(',')} ${context}` : null;
   const index = opts.index ? new UsageIndex(opts.index.path, opts.index.rescan === true) : null;
   const outputKey = opts.index?.outputKey === undefined ? undefined : `${opts.index.outputKey} ${context}`;
-  const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey, outputKey ?? null) : { parsed: await parseFiles(jobs, opts.workerBytes) };
+  const opened = index ? await index.open(jobs, (whole) => parseFiles(whole, opts.workerBytes), resultKey, outputKey ?? null, opts.index?.groups === true) : { parsed: await parseFiles(jobs, opts.workerBytes) };
   if ('output' in opened) return { requests: [], sessions: [], files: jobs.length, corrupt: opened.corrupt + recordCorrupt, index: index!.stats, output: opened.output };
+  if ('groups' in opened) {
+    const { groups, fresh, corrupt } = opened;
+    const added = freshRequests(fresh, prices).map(([file, s]) => ({ ...s, file }));
+    const mids = groups.mids.concat([...new Set(fresh.flatMap((f) => f.entries.map((e) => e.messageId)).filter((m) => m !== null))].map((m) => midHash(m!)));
+    const saveOutput = (text: string, rows?: GroupRow[]) => rows && index!.saveGroups(outputKey!, text, corrupt, { files: groups.files, mids, rows });
+    return { requests: [], partial: { groups, added }, sessions: [], files: jobs.length, corrupt: corrupt + recordCorrupt, index: index!.stats, saveOutput };
+  }
   if ('fresh' in opened) {
     const a = opened as unknown as Appended; // (the union reduces Appended into the plain rows' shape)
     const merged = mergeAppended(a, prices);
     index!.saveAppended(resultKey!, merged.rows, merged.order, a.corrupt);
-    const saveOutput = outputKey !== undefined ? (text: string) => index!.saveOutput(outputKey, text, a.corrupt) : undefined;
-    return { requests: merged.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: a.corrupt + recordCorrupt, index: index!.stats, saveOutput };
+    const saveOutput = outputKey !== undefined ? withGroups(merged.order, (text, g) => index!.saveOutput(outputKey, text, a.corrupt, g)) : undefined;
+    return { requests: merged.rows.map((r, i) => fromRow(r, merged.order, i)), sessions: [], files: jobs.length, corrupt: a.corrupt + recordCorrupt, index: index!.stats, saveOutput };
   }
   if ('rows' in opened) {
-    const saveOutput = outputKey !== undefined ? (text: string) => index!.saveOutput(outputKey, text, opened.corrupt) : undefined;
-    return { requests: opened.rows.map(fromRow), sessions: [], files: jobs.length, corrupt: opened.corrupt + recordCorrupt, index: index!.stats, saveOutput };
+    const saveOutput = outputKey !== undefined ? withGroups(opened.order, (text, g) => index!.saveOutput(outputKey, text, opened.corrupt, g)) : undefined;
+    return { requests: opened.rows.map((r, i) => fromRow(r, opened.order, i)), sessions: [], files: jobs.length, corrupt: opened.corrupt + recordCorrupt, index: index!.stats, saveOutput };
   }
   const parsed = opened.parsed;
   let corrupt = recordCorrupt;
@@ -315,15 +328,16 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   const rowFile: number[] = [];
   for (const e of dedup.entries) {
     if (e.model === null || e.priceModel === null) continue; // <synthetic> or no model: not a request
-    rowFile.push(claudeIndex.get(e.file)!);
-    claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms });
+    const file = claudeIndex.get(e.file)!;
+    rowFile.push(file);
+    claude.push({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: `${e.projectDir}/${e.sessionId}`, ms: e.ms, file });
     if (opts.sessions !== false) tracker.touch('claude', e.sessionId, e.cwd ?? e.projectDir, e.ms, e.priceModel, e.cwd, e.branch);
   }
   const all = [...claude, ...requests, ...records];
   const order = (): ResultOrder => ({ files: [...claudeIndex.keys()], rowFile, claude: claude.length, mids: [...new Set(dedup.entries.map((e) => e.messageId).filter((m) => m !== null))] as string[] });
   // The stored forms keep the transcripts' corrupt lines only: the record readers' are added when read back.
   index?.save(resultKey, () => all.map(toRow), corrupt - recordCorrupt, order);
-  const saveOutput = index && outputKey !== undefined ? (text: string) => index.saveOutput(outputKey, text, corrupt - recordCorrupt) : undefined;
+  const saveOutput = index && outputKey !== undefined ? withGroups(resultKey === null ? undefined : order(), (text, g) => index.saveOutput(outputKey, text, corrupt - recordCorrupt, g)) : undefined;
   return { requests: all, sessions: [...tracker.sessions.values()], files: jobs.length, corrupt, index: index?.stats, saveOutput };
 }
 
@@ -333,16 +347,9 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
  * of the files before, before those of the files after.
  */
 function mergeAppended(a: Appended, prices: readonly ModelPrice[]): { rows: ResultRow[]; order: ResultOrder } {
-  const dedup = new ClaudeDedup(prices, 'daily');
-  for (const f of a.fresh) for (const e of f.entries) dedup.add(e);
-  const fileOf = new Map(a.fresh.map((f) => [f.entries[0]!.file, f.file]));
   const { order } = a;
   const rows = a.rows.slice(0, order.claude), rowFile = order.rowFile.slice();
-  const added: [number, ResultRow][] = [];
-  for (const e of dedup.entries) {
-    if (e.model === null || e.priceModel === null) continue;
-    added.push([fileOf.get(e.file)!, toRow({ request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: '', ms: e.ms })]);
-  }
+  const added = freshRequests(a.fresh, prices).map(([file, s]): [number, ResultRow] => [file, toRow(s)]);
   // Both lists are in (file, line) order: merge them, a new request after the stored ones of its file.
   const outRows: ResultRow[] = [], outFile: number[] = [];
   let i = 0;
@@ -356,16 +363,33 @@ function mergeAppended(a: Appended, prices: readonly ModelPrice[]): { rows: Resu
   return { rows: outRows.concat(a.rows.slice(order.claude)), order: { files: order.files, rowFile: outFile, claude: outRows.length, mids } };
 }
 
+/** The new lines of an append deduplicated among themselves, as requests in scan order with their transcript's index. */
+function freshRequests(fresh: Appended['fresh'], prices: readonly ModelPrice[]): [number, ScannedRequest][] {
+  const dedup = new ClaudeDedup(prices, 'daily');
+  for (const f of fresh) for (const e of f.entries) dedup.add(e);
+  const fileOf = new Map(fresh.map((f) => [f.entries[0]!.file, f.file]));
+  const out: [number, ScannedRequest][] = [];
+  for (const e of dedup.entries) {
+    if (e.model === null || e.priceModel === null) continue;
+    out.push([fileOf.get(e.file)!, { request: claudeRequest(e as ClaudeEntry & { priceModel: string }), reportModel: e.model, fallbackModel: false, session: '', ms: e.ms }]);
+  }
+  return out;
+}
+
+/** A saveOutput that stores the report's sums too, with what an append needs beside them (the order's files, the ids' hashes). */
+const withGroups = (order: ResultOrder | undefined, save: (text: string, groups?: Groups) => void) => (text: string, rows?: GroupRow[]) =>
+  save(text, rows && order ? { files: order.files, mids: order.mids.map(midHash), rows } : undefined);
+
 const toRow = (s: ScannedRequest): ResultRow => {
   const r = s.request;
   return [s.ms, RUNTIMES.indexOf(r.runtime), s.reportModel, r.model, r.speed ?? null, r.inputTokens, r.outputTokens, r.cacheWrite5mTokens, r.cacheWrite1hTokens, r.cacheReadTokens];
 };
 
 /** A stored row as the daily and monthly reports read it: the fields they and requestCost use (not the ids, not the time as text). */
-function fromRow(row: ResultRow): ScannedRequest {
+function fromRow(row: ResultRow, order: ResultOrder | undefined, i: number): ScannedRequest {
   const [ms, rt, reportModel, model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens] = row;
   const request = { runtime: RUNTIMES[rt] ?? 'claude', model, speed, inputTokens, outputTokens, cacheWrite5mTokens, cacheWrite1hTokens, cacheReadTokens } as LlmRequest;
-  return { request, reportModel, fallbackModel: false, session: '', ms };
+  return { request, reportModel, fallbackModel: false, session: '', ms, file: order && i < order.claude ? order.rowFile[i] : undefined };
 }
 
 /** USD for a request at the table's price; null when the model has none. */

@@ -109,13 +109,27 @@ test('a truncated file, a file rewritten at the same size and a replaced one (an
 const resultFile = indexFile.replace('.json', '.result.json');
 const stored = () => JSON.parse(readFileSync(resultFile, 'utf8'));
 
-/** A merged run (no full dedup) stores the same rows, in the same order, as a full scan, and prints the same. */
-async function mergedEqualsFull(what: string, merged: boolean) {
-  const got = await usage();
+const sumsFile = indexFile.replace('.json', '.sums.json');
+const storedGroups = () => JSON.parse(readFileSync(sumsFile, 'utf8')).groups;
+
+/**
+ * A merged run (no full dedup) stores the same rows, in the same order, as a full scan, and prints the same;
+ * one that added to the stored report's sums (`groups`) stores the same sums and message id hashes.
+ */
+async function mergedEqualsFull(what: string, merged: boolean, groups = false, ...flags: string[]) {
+  const got = await usage(...flags);
   assert.is(got.stats.merged === true, merged, `${what}: merged ${JSON.stringify(got.stats)}`);
+  assert.is(got.stats.groups === true, groups, `${what}: groups ${JSON.stringify(got.stats)}`);
   const { rows, order } = stored();
-  const full = await usage('--rescan');
+  const sums = storedGroups();
+  const full = await usage('--rescan', ...flags);
   assert.is(got.stdout, full.stdout, `${what}: the same report as a full scan`);
+  if (groups) {
+    assert.equal(sums.rows, storedGroups().rows, `${what}: the same sums, each with its costs in the same order`);
+    assert.equal([...sums.mids].sort(), [...storedGroups().mids].sort(), `${what}: the same message id hashes`);
+    assert.equal(sums.files, storedGroups().files);
+    return got;
+  }
   assert.equal(rows, stored().rows, `${what}: the same rows in the same order`);
   assert.equal(order.rowFile, stored().order.rowFile, `${what}: the same file order`);
   assert.equal([...order.mids].sort(), [...stored().order.mids].sort(), `${what}: the same message ids`);
@@ -129,16 +143,18 @@ test('append of new message ids only: merged into the stored result without the 
   // An append with a file read whole (here a new one) is never merged.
   assert.equal((await usage()).stats.fallback, 'a file read whole');
   await usage('--rescan');
+  await usage('--since', '2026-01-01'); // another report is stored last: the rows are merged, not the sums
   // New ids in both files, a duplicate among the new lines across files (the first in file order stays).
   appendFileSync(fileA, line(a, 'new-1', 3, '2026-01-22') + line(a, 'new-2', 4));
   appendFileSync(fileB, line(b, 'new-2', 4) + line(b, 'new-3', 6, '2026-01-24'));
   const got = await mergedEqualsFull('first append', true);
   assert.equal([got.stats.appended, got.stats.whole, got.stats.mode], [2, 0, 'indexed']);
-  // Several appends in a row: the journal grows, each merged run still equals a full scan (rows in file order).
-  for (let k = 0; k < 3; k++) {
-    await usage(); // the same call: the stored report
-    appendFileSync(k % 2 ? fileB : fileA, line(k % 2 ? b : a, `row-${k}`, 1 + k));
-    await mergedEqualsFull(`append ${k}`, true);
+  // Several appends in a row: the journal grows, each merged run still equals a full scan (rows in file order);
+  // with the same report stored last, its sums take the new requests (new days, so no order to keep).
+  for (let k = 0; k < 4; k++) {
+    await usage(...(k < 2 ? ['--since', '2026-01-01'] : [])); // the same call: the stored report
+    appendFileSync(k % 2 ? fileB : fileA, line(k % 2 ? b : a, `row-${k}`, 1 + k, `2026-02-0${k + 1}`));
+    await mergedEqualsFull(`append ${k}`, true, k >= 2);
   }
   // Three merged runs without a rescan between them; then lines from the journal must give the full path's answer.
   for (let k = 0; k < 3; k++) {
@@ -152,6 +168,32 @@ test('append of new message ids only: merged into the stored result without the 
   assert.is(fallback.stdout, (await usage('--rescan')).stdout);
 });
 
+test('sums after several appends, also to an earlier transcript of a day: equal to a full scan; an id hash known or torn sums: no sums', async () => {
+  const a = 'aaaaaaaa-1111-4111-8111-111111111111', b = 'bbbbbbbb-2222-4222-8222-222222222222';
+  await usage('--rescan');
+  for (let k = 0; k < 3; k++) {
+    appendFileSync(fileB, line(b, `sum-b-${k}`, 2 + k)); // the last transcript: added to 2026-01-23's sum in order
+    assert.ok((await usage()).stats.groups, `sum ${k}`);
+  }
+  appendFileSync(fileB, line(b, 'sum-b-3', 5, '2026-03-01'));
+  await mergedEqualsFull('after four sums', true, true);
+  // fileA comes before fileB, and 2026-01-23 holds fileB's requests: the new costs go before those (costs that
+  // differ in their last bits, so that summing them in another order would change the day's cost).
+  appendFileSync(fileB, line(b, 'sum-b-5', 1_000_003) + line(b, 'sum-b-6', 7));
+  await mergedEqualsFull('a later transcript', true, true);
+  for (let k = 0; k < 3; k++) appendFileSync(fileA, line(a, `sum-a-${k}`, 333_331 + k));
+  await mergedEqualsFull('an earlier transcript of the same day', true, true);
+  // Sums cut short (a torn write): no sums, the rows are merged or read whole, never a wrong report.
+  appendFileSync(fileB, line(b, 'sum-b-4', 4, '2026-03-02'));
+  writeFileSync(sumsFile, readFileSync(sumsFile, 'utf8').slice(0, 200));
+  await indexedEqualsFull('torn sums', { mode: 'indexed', groups: undefined });
+  // A known id is seen through its hash: the full dedup.
+  appendFileSync(fileB, line(b, 'sum-b-4', 4, '2026-03-02'));
+  await usage();
+  appendFileSync(fileA, line(a, 'sum-b-4', 4, '2026-03-02'));
+  await indexedEqualsFull('known id, with sums stored', { mode: 'indexed', merged: undefined, fallback: 'known message id appended' });
+});
+
 test('an appended duplicate of a line in another file takes the full dedup, and a torn journal is cut', async () => {
   await usage('--rescan');
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-1', 9));
@@ -159,7 +201,7 @@ test('an appended duplicate of a line in another file takes the full dedup, and 
   const journal = indexFile.replace('.json', '.journal.jsonl');
   appendFileSync(journal, '["garbage of a run that did not finish"'); // past the meta file's length: ignored, then cut
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-2', 10));
-  await mergedEqualsFull('after a torn journal', true);
+  await mergedEqualsFull('after a torn journal', true, true);
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-3', 10));
   assert.ok((await usage()).stats.merged);
   appendFileSync(fileB, line('bbbbbbbb-2222-4222-8222-222222222222', 'after-1', 9)); // the same call, in the other file
