@@ -26,7 +26,7 @@ const iid = z.number().int().positive().max(2 ** 31 - 1);
 const SHA = /^[0-9a-f]{40}$/;
 const text = (max: number) => z.string().max(max);
 /** GitLab's hooks write times as ISO 8601 or as `2026-11-29 10:00:00 UTC` (`+0100`): either, as ISO; else null. */
-export function glTime(v: unknown): string | null {
+function glTime(v: unknown): string | null {
   if (typeof v !== 'string' || v.length > 40) return null;
   const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s*(Z|UTC|[+-]\d{2}:?\d{2})?$/.exec(v.trim());
   if (!m) return null;
@@ -69,7 +69,7 @@ const issueOf = (a: z.output<typeof issueAttrs>, top?: z.output<typeof labels>) 
 const mrState = (s: string): PullState => (s === 'merged' ? 'merged' : s === 'opened' || s === 'locked' ? 'open' : 'closed');
 
 /** Each job name's latest attempt (the highest id): a retried job counts once, with its retry's status. */
-export function pipelineChecks(builds: z.output<typeof pipelineHook>['builds']): Check[] {
+function pipelineChecks(builds: z.output<typeof pipelineHook>['builds']): Check[] {
   const latest = new Map<string, (typeof builds)[number]>();
   for (const b of builds) if ((latest.get(b.name)?.id ?? -1) < b.id) latest.set(b.name, b);
   return [...latest.values()].sort((a, b) => a.id - b.id).map((b) => ({ name: b.name, state: jobState(b.status, b.allow_failure), url: null }));

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
+import type { ModelPrice } from '../../protocol/prices.ts';
 import { RUNTIMES } from '../../protocol/usage.ts';
 import type { Runtime } from '../../protocol/usage.ts';
 import { UsageError } from '../cli-options.ts';
@@ -132,7 +133,8 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   const inRange = (d: string) => (!since || d >= since) && (!until || d <= until);
   const monthly = report === 'monthly';
   // After an append, the stored report's sums take the new requests (groups.ts).
-  let rows = scan.partial ? addRequests(new Map(scan.partial.groups.rows.map((g) => [`${g[0]}\u0000${g[1]}\u0000${g[2]}`, fromGroup(g)])), scan.partial.added, day, inRange, monthly, true) : null;
+  const sums = { day, inRange, monthly, prices };
+  let rows = scan.partial ? addRequests(new Map(scan.partial.groups.rows.map((g) => [`${g[0]}\u0000${g[1]}\u0000${g[2]}`, fromGroup(g)])), scan.partial.added, sums, true) : null;
   if (env.SVC_USAGE_STATS === '1') err.write(`${JSON.stringify({ usageIndex: scan.index })}\n`); // tests and benchmarks
   if (scan.corrupt) err.write(`svc-runner: skipped ${scan.corrupt} corrupt transcript line(s)\n`);
   if (scan.output !== undefined) {
@@ -175,7 +177,7 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
     return 0;
   }
 
-  rows ??= addRequests(new Map(), scan.requests, day, inRange, monthly, false)!;
+  rows ??= addRequests(new Map(), scan.requests, sums, false);
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   const sorted = [...rows.values()].sort((a, b) => cmp(a.period, b.period) || cmp(a.runtime, b.runtime) || cmp(a.model, b.model));
   groups = sorted.map((r) => [r.period, r.runtime, r.model, r.inputTokens, r.outputTokens, r.cacheCreationTokens, r.cacheReadTokens, r.costUSD ?? 0, r.unpriced ? 1 : 0, r.costs]);
@@ -199,7 +201,12 @@ const fromGroup = ([period, runtime, model, inputTokens, outputTokens, cacheCrea
  * transcript's index. `stored`: the sums hold requests of any transcript already (after an append), so each
  * new cost is put in scan order among them and the touched groups' costs summed again in that order.
  */
-function addRequests(rows: Map<string, Group>, requests: readonly ScannedRequest[], day: (ms: number) => string, inRange: (d: string) => boolean, monthly: boolean, stored: boolean): Map<string, Group> {
+function addRequests(
+  rows: Map<string, Group>,
+  requests: readonly ScannedRequest[],
+  { day, inRange, monthly, prices }: { day: (ms: number) => string; inRange: (d: string) => boolean; monthly: boolean; prices: readonly ModelPrice[] },
+  stored: boolean,
+): Map<string, Group> {
   const touched = new Set<Group>();
   for (const s of requests) {
     const d = day(s.ms);
@@ -208,7 +215,7 @@ function addRequests(rows: Map<string, Group>, requests: readonly ScannedRequest
     const key = `${period}\u0000${s.request.runtime}\u0000${s.reportModel}`;
     let row = rows.get(key);
     if (!row) rows.set(key, (row = { period, runtime: s.request.runtime, model: s.reportModel, ...zero(), unpriced: false, costs: [] }));
-    const cost = requestCost(s.request, DEFAULT_PRICES);
+    const cost = requestCost(s.request, prices);
     add(row, s.request, cost, row);
     if (cost === null) continue;
     const file = s.file ?? NO_FILE, costs = row.costs;

@@ -27,6 +27,10 @@ export function midHash(s: string): number {
   return h >>> 0;
 }
 
+/** The distinct message ids of an append's new lines (its `fresh` files), in order. */
+export const freshMids = (fresh: readonly { entries: readonly { messageId: string | null }[] }[]): string[] =>
+  [...new Set(fresh.flatMap((f) => f.entries.map((e) => e.messageId)))].filter((m): m is string => m !== null);
+
 export function validGroups(g: unknown): g is Groups {
   if (typeof g !== 'object' || g === null) return false;
   const x = g as Groups;

@@ -21,7 +21,7 @@ import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
 import { UsageIndex } from './scan-index.ts';
 import type { Appended, IndexStats, ResultOrder, ResultRow } from './scan-index.ts';
-import { midHash } from './groups.ts';
+import { freshMids, midHash } from './groups.ts';
 import type { GroupRow, Groups } from './groups.ts';
 
 export { detectCodexReplaySync };
@@ -288,7 +288,7 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   if ('groups' in opened) {
     const { groups, fresh, corrupt } = opened;
     const added = freshRequests(fresh, prices).map(([file, s]) => ({ ...s, file }));
-    const mids = groups.mids.concat([...new Set(fresh.flatMap((f) => f.entries.map((e) => e.messageId)).filter((m) => m !== null))].map((m) => midHash(m!)));
+    const mids = groups.mids.concat(freshMids(fresh).map(midHash));
     const saveOutput = (text: string, rows?: GroupRow[]) => rows && index!.saveGroups(outputKey!, text, corrupt, { files: groups.files, mids, rows });
     return { requests: [], partial: { groups, added }, sessions: [], files: jobs.length, corrupt: corrupt + recordCorrupt, index: index!.stats, saveOutput };
   }
@@ -359,7 +359,7 @@ function mergeAppended(a: Appended, prices: readonly ModelPrice[]): { rows: Resu
     outFile.push(file);
   }
   while (i < rows.length) (outRows.push(rows[i]!), outFile.push(rowFile[i++]!));
-  const mids = order.mids.concat([...new Set(a.fresh.flatMap((f) => f.entries.map((e) => e.messageId)).filter((m) => m !== null))] as string[]);
+  const mids = order.mids.concat(freshMids(a.fresh));
   return { rows: outRows.concat(a.rows.slice(order.claude)), order: { files: order.files, rowFile: outFile, claude: outRows.length, mids } };
 }
 

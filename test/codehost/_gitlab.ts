@@ -21,6 +21,8 @@ export interface GitlabProject {
   root: string;
   /** The PUT …/codehost answer (webhookUrl, webhookSecret, check). */
   codehost: { webhookUrl: string; webhookSecret: string };
+  /** Stop the server, drop its database and remove the sandbox (the caller stops daemons and the fake first). */
+  cleanup: () => Promise<void>;
 }
 
 export async function gitlabProject(gl: GitLabFake, path: string, o: { serverEnv?: Record<string, string>; profileEnv?: Record<string, string>; keyByte: number }): Promise<GitlabProject> {
@@ -43,5 +45,10 @@ export async function gitlabProject(gl: GitLabFake, path: string, o: { serverEnv
   const projectId = body.id ?? body.project?.id;
   const put = await server.api(`/api/projects/${projectId}/codehost`, { method: 'PUT', json: { kind: 'gitlab', baseUrl: gl.url, projectPath: path, token: gl.token } });
   assert.is(put.status, 200, await put.clone().text());
-  return { dbEnv, server, sb, projectId, root, codehost: await put.json() };
+  const cleanup = async () => {
+    await server.cleanup();
+    await dbEnv.cleanup();
+    sb.cleanup();
+  };
+  return { dbEnv, server, sb, projectId, root, codehost: await put.json(), cleanup };
 }

@@ -38,9 +38,7 @@ test.before(async () => {
 });
 test.after(async () => {
   await killDaemons();
-  await g?.server.cleanup();
-  await g?.dbEnv.cleanup();
-  g?.sb.cleanup();
+  await g?.cleanup();
   await gl?.close();
   await git?.close();
   rmSync(dir, { recursive: true, force: true });
