@@ -61,12 +61,16 @@ const usageWorker = esbuild.buildSync({
  * child_process, worker_threads, crypto, …) was loaded before `svc-runner usage` or `emit` looked at its
  * arguments. A CommonJS module is required where the module importing it is evaluated, and runner/cli.ts
  * evaluates a command's modules when it runs that command (docs/performance.md, "A runner command's start-up").
+ * Its exports are an empty object with the built-in as prototype: esbuild's `__toESM` copies a CommonJS
+ * module's own properties into a new namespace at each of the ~150 imports, and copying all of `fs`'s or
+ * `crypto`'s at each made that loop hot enough for V8 to optimise it at start-up, which paged in ~4 MiB of
+ * the optimising compiler in every idle daemon (docs/performance.md, "The idle daemon's memory").
  */
 export const lazyBuiltins = {
   name: 'lazy-builtins',
   setup(build) {
     build.onResolve({ filter: /^node:/ }, (args) => (args.namespace === 'lazy-builtin' ? { path: args.path, external: true } : { path: args.path, namespace: 'lazy-builtin' }));
-    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({ contents: `module.exports = Object.create(require(${JSON.stringify(args.path)}));`, loader: 'js' }));
   },
 };
 
