@@ -184,8 +184,16 @@ export function copyStatic() {
   }
 }
 
-/** The runner is installed by downloading one file from the server: GET /svc-runner.mjs. */
+/**
+ * The runner is installed by downloading one file from the server: GET /svc-runner.mjs. It must be ASCII
+ * throughout: V8 keeps a script's source in the heap, two bytes per character when one character is not
+ * Latin-1 (`charset: 'ascii'` escapes strings and identifiers, not regular expression literals: one `/●/`
+ * made the 830 KB file a 1.6 MB string in every daemon). Write such characters as `\u` escapes.
+ */
 export function publishRunner() {
+  const text = readFileSync('dist/svc-runner.mjs', 'latin1');
+  const at = text.search(/[^\x00-\x7f]/);
+  if (at >= 0) throw new Error(`dist/svc-runner.mjs has a character outside ASCII at byte ${at}: ...${text.slice(Math.max(0, at - 60), at + 20)}... (write it as a \\u escape in the source)`);
   copyFileSync('dist/svc-runner.mjs', 'dist/web/svc-runner.mjs');
 }
 

@@ -32,7 +32,7 @@ function storedCredentials(env: Env): boolean {
   try {
     // `opencode auth list`: "● <Provider> <type>" per stored credential, then the env vars it found.
     const out = execFileSync('opencode', ['auth', 'list'], { env: env as NodeJS.ProcessEnv, timeout: 5000, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    return /^\s*(\d+) credentials?/m.test(out) ? Number(/^\s*(\d+) credentials?/m.exec(out)![1]) > 0 : /●/.test(out);
+    return /^\s*(\d+) credentials?/m.test(out) ? Number(/^\s*(\d+) credentials?/m.exec(out)![1]) > 0 : /\u25CF/.test(out); // \u25CF is the ● above
   } catch {
     return false;
   }
