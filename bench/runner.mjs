@@ -121,6 +121,21 @@ function memoryOf(pid) {
   return { rssKiB: kb('VmRSS'), hwmKiB: kb('VmHWM') };
 }
 
+/** Proportional and unique (private) resident KiB of a process (/proc/<pid>/smaps_rollup): pages shared with other processes, such as the node executable's, count in PSS by share and not in USS. */
+function sharingOf(pid) {
+  const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+  return { pssKiB: kb('Pss'), ussKiB: kb('Private_Clean') + kb('Private_Dirty') };
+}
+
+/**
+ * A node process that has optimised one function and is then idle: V8's optimising compiler (TurboFan) is
+ * part of the node executable, and its pages become resident in a process the first time any function is
+ * optimised — the floor of every Node process that has run hot code once (docs/performance.md, "The idle
+ * daemon's memory").
+ */
+const OPTIMISED_NODE = 'function f(x){return x*2+1}let s=0;for(let i=0;i<1e6;i++)s+=f(i);setInterval(()=>s,1e3)';
+
 /** Resident KiB per kind of mapping (/proc/<pid>/smaps): anonymous ([anon], [heap], [stack]) or the file mapped. */
 function smapsTop(pid, count = 6) {
   const by = new Map();
@@ -416,6 +431,7 @@ async function main() {
     // (b) idle RSS: a fresh daemon on the empty spool and a bare node process, side by side.
     log(`idle: a fresh daemon and a bare node process, ${IDLE_SECONDS} s`);
     const bare = spawnTracked(process.execPath, ['-e', 'setInterval(()=>{},1e3)'], { cwd: sb.dir, env: sb.env });
+    const optimised = spawnTracked(process.execPath, ['-e', OPTIMISED_NODE], { cwd: sb.dir, env: sb.env });
     const d = startDaemon([...(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...opts['daemon-node-flags'].split(' ').filter(Boolean)], Object.fromEntries(opts['daemon-env'].split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])));
     const connectedAt = await Promise.race([d.connected, sleep(30_000).then(() => Promise.reject(new Error(`svc-runner run did not connect within 30 s:\n${d.log}`)))]);
     const listed = await (await server.api('/api/runners')).json();
@@ -423,9 +439,10 @@ async function main() {
     const samples = [];
     while (performance.now() - connectedAt < IDLE_SECONDS * 1000) {
       await sleep(1000);
-      samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid) });
+      samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid), optimised: memoryOf(optimised.pid) });
     }
     const last = samples.at(-1);
+    const sharing = { runner: sharingOf(d.pid), bare: sharingOf(bare.pid), optimised: sharingOf(optimised.pid) };
     const maps = { runner: smapsTop(d.pid), bare: smapsTop(bare.pid) };
     log(`idle RSS by mapping (KiB): runner ${maps.runner.map(([k, v]) => `${k} ${v}`).join(', ')}; bare ${maps.bare.map(([k, v]) => `${k} ${v}`).join(', ')}`);
     let heap = null;
@@ -458,13 +475,19 @@ async function main() {
       statusListed: status,
       runner: last.runner,
       bare: last.bare,
+      optimised: last.optimised,
+      sharing,
       ratio: round(last.runner.rssKiB / last.bare.rssKiB, 2),
+      overOptimised: round(last.runner.rssKiB / last.optimised.rssKiB, 2),
+      optimisedOverBare: round(last.optimised.rssKiB / last.bare.rssKiB, 2),
       minusBareKiB: last.runner.rssKiB - last.bare.rssKiB,
       samplesRssKiB: samples.map((s) => [s.runner.rssKiB, s.bare.rssKiB]),
     };
-    log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}); listed ${status}`);
+    log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}), node that optimised one function ${fmt(idle.optimised.rssKiB / 1024, 1)} MiB (runner ×${idle.overOptimised}; it is ×${idle.optimisedOverBare} bare); listed ${status}`);
+    log(`idle PSS / USS, MiB: runner ${fmt(sharing.runner.pssKiB / 1024, 1)} / ${fmt(sharing.runner.ussKiB / 1024, 1)}, bare ${fmt(sharing.bare.pssKiB / 1024, 1)} / ${fmt(sharing.bare.ussKiB / 1024, 1)}, optimised ${fmt(sharing.optimised.pssKiB / 1024, 1)} / ${fmt(sharing.optimised.ussKiB / 1024, 1)}`);
     if (heap) log(`idle heap snapshot ${heap.file}: ${fmt(heap.totalKiB / 1024, 1)} MiB; by type ${heap.byType.map(([t, k]) => `${t} ${fmt(k / 1024, 1)}`).join(', ')}; largest scripts ${heap.scripts.map(([n, k]) => `${n} ${fmt(k, 0)} KiB`).join(', ')}`);
     await stopChild(bare, 5_000);
+    await stopChild(optimised, 5_000);
     if (LATENCY_SECONDS > 0) latency = await measureLatency({ server, sql, sb, runnerId, daemon: d });
     await stopDaemon(d);
   } finally {
@@ -490,6 +513,7 @@ async function main() {
     runnerOverDirect: round(summary.runnerEventsPerSecond / summary.directRowsPerSecond, 3),
     runnerFromConnectedOverDirect: round(summary.runnerEventsPerSecondFromConnected / summary.directRowsPerSecond, 3),
     idleRssOverBareNode: idle.ratio,
+    idleRssOverOptimisedNode: idle.overOptimised,
   };
   const problems = [...problemLines(output).map((l) => `server: ${l}`), ...daemonLogs.flatMap((l) => problemLines(l).map((x) => `runner: ${x}`))];
   const loadEnd = round(os.loadavg()[0], 2);
@@ -507,6 +531,7 @@ async function main() {
       ['spawn → connected, s', fmt(summary.startToConnectedSeconds, 2), '', ''],
       [`spool fill (${appendCommand}), events/s`, fmt(summary.fillEventsPerSecond, 0), '', ''],
       [`idle RSS after ${IDLE_SECONDS} s, MiB`, MiB(idle.runner.rssKiB), `${MiB(idle.bare.rssKiB)} bare node`, fmt(idle.ratio, 2)],
+      ['  against a node that optimised one function', '', `${MiB(idle.optimised.rssKiB)} (×${fmt(idle.optimisedOverBare, 2)} bare)`, fmt(idle.overOptimised, 2)],
       ['RSS after the last drain / peak, MiB', `${MiB(afterDrain.rssKiB)} / ${MiB(afterDrain.hwmKiB)}`, '', ''],
       ...(latency?.rates ?? []).map((l) => [
         `events.jsonl line → stored at ${l.rate}/s: p50 / p90 / p99 / max ms`,
