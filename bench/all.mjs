@@ -56,6 +56,7 @@ const GOALS = [
   ['triggers', /acceptedOverBare$/, '≥ 0.5', (v) => v >= 0.5],
   ['triggers', /rejectedOverAccepted$/, '≥ 5', (v) => v >= 5],
   ['runner', /runnerOverDirect$/, '≥ 0.5', (v) => v >= 0.5],
+  ['runner', /idleRssOverBareNode$/, '≤ 1.3 (#41)', (v) => v <= 1.3],
   ['webhooks', /processes1\.ratio$/, '≥ 0.5', (v) => v >= 0.5],
   ['hub', /ingest\.ratio$/, '≥ 0.7', (v) => v >= 0.7],
   ['hub', /ingestMany\.ratio$/, '≥ 0.7', (v) => v >= 0.7],

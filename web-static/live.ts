@@ -1,7 +1,9 @@
 // The pages' live connection (GET /api/live; protocol/live.ts): ONE WebSocket for the whole app, opened
 // while some page listens and closed a little after the last one leaves. It reconnects with backoff
-// (1 s doubling to 30 s, jittered) and, once connected again after a gap, tells every listener
-// `{type: 'reconnected'}` so a page re-fetches what it shows (notices sent during the gap are lost).
+// (1 s doubling to 30 s, jittered). When the server's `ready` arrives, every listener that listened while
+// the connection was not ready (a page that mounted before it, or any page during a gap) is told
+// `{type: 'reconnected'}` so it re-fetches what it shows: notices sent before `ready` are lost, and a page's
+// first read may be older than the moment its notices started.
 // A notice is only a hint: the page re-fetches through the API, which checks rights again.
 //   useLive(filter, onNotice)  filter: a type, a list of types, {types?, projectId?}, or a predicate
 import { useEffect, useRef } from 'preact/hooks';
@@ -15,6 +17,8 @@ export type LiveFilter = LiveNoticeType | LiveNoticeType[] | { types?: LiveNotic
 interface Listener {
   matches: (n: LiveNotice) => boolean;
   onNotice: (n: LiveSignal) => void;
+  /** Listened while no `ready` connection was there: it may have missed notices, so re-fetch at the next `ready`. */
+  missed: boolean;
 }
 
 const FIRST_DELAY_MS = 1000;
@@ -27,8 +31,8 @@ let socket: WebSocket | null = null;
 let attempt = 0;
 let retryTimer: ReturnType<typeof setTimeout> | undefined;
 let idleTimer: ReturnType<typeof setTimeout> | undefined;
-/** Connected once before: the next `ready` follows a gap. */
-let wasConnected = false;
+/** The server's `ready` reached the open socket: notices flow from here on. */
+let ready = false;
 /** The server said "not signed in": wait for a new listener (the pages after sign-in) before trying again. */
 let signedOut = false;
 
@@ -47,7 +51,8 @@ function compile(filter: LiveFilter): (n: LiveNotice) => boolean {
 
 function dispatch(n: LiveSignal): void {
   for (const l of [...listeners]) {
-    if (n.type !== 'reconnected' && !l.matches(n)) continue;
+    if (n.type === 'reconnected' ? !l.missed : !l.matches(n)) continue;
+    if (n.type === 'reconnected') l.missed = false;
     try {
       l.onNotice(n);
     } catch (err) {
@@ -70,8 +75,8 @@ function open(): void {
     }
     if (n.type === 'ready') {
       attempt = 0;
-      if (wasConnected) dispatch({ type: 'reconnected' });
-      wasConnected = true;
+      ready = true;
+      dispatch({ type: 'reconnected' });
       return;
     }
     if (n.type !== 'error') dispatch(n);
@@ -79,16 +84,24 @@ function open(): void {
   ws.onclose = (e) => {
     if (socket !== ws) return;
     socket = null;
+    lost();
     if (e.code === LIVE_CLOSE.unauthorized) signedOut = true;
     if (signedOut || listeners.size === 0) return;
     retryTimer = setTimeout(open, backoffDelay(attempt++));
   };
 }
 
+/** No `ready` connection any more: every listener may miss notices until the next one. */
+function lost(): void {
+  ready = false;
+  for (const l of listeners) l.missed = true;
+}
+
 function close(): void {
   clearTimeout(retryTimer);
   const ws = socket;
   socket = null;
+  lost();
   ws?.close(1000, 'no page listens');
 }
 
@@ -97,7 +110,7 @@ export function useLive(filter: LiveFilter, onNotice: (n: LiveSignal) => void, d
   const latest = useRef(onNotice);
   latest.current = onNotice;
   useEffect(() => {
-    const l: Listener = { matches: compile(filter), onNotice: (n) => latest.current(n) };
+    const l: Listener = { matches: compile(filter), onNotice: (n) => latest.current(n), missed: !ready };
     listeners.add(l);
     clearTimeout(idleTimer);
     signedOut = false;
@@ -112,7 +125,6 @@ export function useLive(filter: LiveFilter, onNotice: (n: LiveSignal) => void, d
 /** After sign-out: drop the connection now (the server closes it too; this avoids a reconnect attempt). */
 export function stopLive(): void {
   signedOut = true;
-  wasConnected = false;
   close();
 }
 

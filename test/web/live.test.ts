@@ -2,8 +2,9 @@
 // page shows a runner go offline and online again, the Runs page shows a new run and its next state,
 // the bell counts a new notification, the Fleet page follows its runner's events and its going
 // offline, the Projects page follows projects and members changed through the API, the Audit page a
-// verification's result; and a page whose live connection was cut re-fetches once it is back, showing
-// what changed during the gap. The pages' own polls are a minute or more apart (Projects and Audit
+// verification's result; a page whose live connection was cut re-fetches once it is back, showing
+// what changed during the gap; and a change made after a page's first read but before its live connection
+// was ready shows too. The pages' own polls are a minute or more apart (Projects and Audit
 // have none): everything here is awaited for at most 15 s, so only the live connection can make it pass.
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
@@ -270,6 +271,33 @@ test('a cut live connection: what changed during the gap shows once the page is 
   open();
   await page.waitForSelector('tr[data-project=DuringTheGap]', { timeout: LIVE_MS });
   assert.is(connections, 2);
+  assert.ok(await notReloaded(page), 'the page was not reloaded');
+  assert.equal(errors, []);
+  await page.close();
+});
+
+test('a change after the page\'s first read and before its live connection is ready shows without a reload', async () => {
+  // Every /api/live connection of this page is held here until the test lets it through: the page reads its
+  // projects, the change is made, and only then does the server's `ready` reach the page.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let reached!: () => void;
+  const connecting = new Promise<void>((r) => (reached = r));
+  const { page, errors } = await signedInPage('/#/projects', (p) =>
+    p.routeWebSocket(/\/api\/live$/, async (ws) => {
+      reached();
+      await held;
+      const upstream = ws.connectToServer();
+      upstream.onMessage((m) => ws.send(m));
+    }),
+  );
+  await page.waitForSelector('tr[data-project=Live]');
+  await connecting;
+  const made = await callAs(server, '/api/projects', { method: 'POST', json: { name: 'BeforeReady', repo: 'acme/before-ready' } });
+  assert.is(made.status, 201);
+  assert.is(await page.$('tr[data-project=BeforeReady]'), null, 'the page read its projects before the change');
+  release();
+  await page.waitForSelector('tr[data-project=BeforeReady]', { timeout: LIVE_MS });
   assert.ok(await notReloaded(page), 'the page was not reloaded');
   assert.equal(errors, []);
   await page.close();
