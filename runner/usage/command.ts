@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
-import { RUNTIMES } from '../../protocol/usage.ts';
+import { RUNTIMES } from '../../protocol/runtimes.ts';
 import type { Runtime } from '../../protocol/usage.ts';
 import { UsageError } from '../cli-options.ts';
 import { configPath, stateDir } from '../paths.ts';

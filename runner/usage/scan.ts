@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { join, relative } from 'node:path';
 import { costUsd } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
-import { RUNTIMES } from '../../protocol/usage.ts';
+import { RUNTIMES } from '../../protocol/runtimes.ts';
 import type { LlmRequest, Runtime, SessionMeta } from '../../protocol/usage.ts';
 import { RUNTIME_LIST } from '../runtimes/index.ts';
 import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from '../runtimes/claude/transcript.ts';
