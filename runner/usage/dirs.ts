@@ -53,8 +53,11 @@ function walk(dir: string, out: string[]): void {
   } catch {
     return;
   }
+  // Names from readdir have no '/' and dir is normalized: concatenation is join's result without its
+  // normalize pass (a few ms over the hundreds of entries each `usage` call walks).
+  const at = dir.endsWith('/') ? dir : `${dir}/`;
   for (const e of entries) {
-    const p = join(dir, e.name);
+    const p = at + e.name;
     if (e.isFile() && e.name.endsWith('.jsonl')) out.push(p);
     else if (e.isDirectory()) walk(p, out);
   }

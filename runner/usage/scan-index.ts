@@ -33,9 +33,9 @@ import { newlineBefore, readLinesSync } from './lines.ts';
 import { decodeEntry, encodeEntry } from './parse.ts';
 import type { ParseJob, ParsedFile } from './parse.ts';
 import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
-import { FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, loadSums, outputPath, resultPath, sumsPath, writeReplace } from './index-store.ts';
+import { encodeSums, FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, loadSums, outputPath, resultPath, sumsPath, writeReplace } from './index-store.ts';
 import type { Appended, AppendedGroups, FileRec, IndexDoc, Lines, ResultOrder, ResultRow } from './index-store.ts';
-import { midHash } from './groups.ts';
+import { filesKey, hasHash, midHash } from './groups.ts';
 import type { Groups } from './groups.ts';
 export type { Appended, AppendedGroups, ResultOrder, ResultRow } from './index-store.ts';
 export { loadIndex } from './index-store.ts';
@@ -70,7 +70,7 @@ export interface IndexStats {
 
 type Stat = { dev: number; ino: number; size: number; mtimeMs: number };
 
-const sameFiles = (a: unknown, b: string[]) => Array.isArray(a) && a.length === b.length && a.every((f, i) => f === b[i]);
+const sameFiles = (a: unknown, b: readonly unknown[]) => Array.isArray(a) && a.length === b.length && a.every((f, i) => f === b[i]);
 
 /** How a file is read this time, from its record and its stat. */
 function plan(rec: FileRec | undefined, st: Stat, job: ParseJob): 'reuse' | 'append' | 'whole' {
@@ -132,6 +132,8 @@ export class UsageIndex {
   readonly stats: IndexStats;
   private readonly old: IndexDoc | null;
   private files: Record<string, FileRec> = {};
+  /** The files in scan order: the meta file keeps them so (the sums' transcript indexes are into it). */
+  private order: string[] = [];
   private changed: boolean;
   private gen: string;
 
@@ -149,6 +151,7 @@ export class UsageIndex {
   async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null, outputKey: string | null, groups = false): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number; order?: ResultOrder } | { output: string; corrupt: number } | Appended | AppendedGroups> {
     const stats = this.stats;
     stats.files = jobs.length;
+    this.order = jobs.map((j) => j.file);
     const stat: (Stat | null)[] = jobs.map((j) => {
       try {
         return statSync(j.file);
@@ -251,9 +254,10 @@ export class UsageIndex {
     if (plans.some((p, i) => p === 'append' && jobs[i]!.runtime !== 'claude')) return 'codex append';
     const o = loadSums(this.path, old.gen, outputKey);
     const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
-    if (!o || !sameFiles(o.groups.files, claudeJobs)) return 'no stored groups';
-    const known = new Set(o.groups.mids);
-    const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => known.has(midHash(m)));
+    // The costs' transcript indexes are into the meta file's Claude transcripts (written in scan order).
+    const inMeta = Object.keys(old.files).filter((f) => old.files[f]!.runtime === 'claude');
+    if (!o || !sameFiles(o.groups.files, filesKey(claudeJobs)) || !sameFiles(inMeta, claudeJobs)) return 'no stored groups';
+    const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => hasHash(o.groups.mids, midHash(m)));
     if (typeof f === 'string') return f;
     this.stats.groups = true;
     return { groups: o.groups, corrupt: o.corrupt + f.corrupt, fresh: f.fresh };
@@ -311,7 +315,7 @@ export class UsageIndex {
     try {
       const gen = this.saveJournal();
       this.commitMeta(gen);
-      writeReplace(sumsPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, groups }));
+      writeReplace(sumsPath(this.path), encodeSums(gen, outputKey, corrupt, groups));
       writeReplace(outputPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, output }));
     } catch {}
   }
@@ -341,7 +345,9 @@ export class UsageIndex {
         this.gen = `${Date.now().toString(36)}.${process.pid}`;
         const meta: Record<string, FileRec> = {};
         const lines: Record<string, Lines> = {};
-        for (const [f, { entries, events, codex, ...m }] of Object.entries(this.files)) {
+        for (const f of this.order) {
+          if (!this.files[f]) continue;
+          const { entries, events, codex, ...m } = this.files[f];
           meta[f] = m as FileRec;
           lines[f] = { entries, events, codex };
         }
@@ -362,7 +368,7 @@ export class UsageIndex {
   saveOutput(outputKey: string, output: string, corrupt: number, groups?: Groups): void {
     if (this.stats.output) return;
     try {
-      if (groups) writeReplace(sumsPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, groups }));
+      if (groups) writeReplace(sumsPath(this.path), encodeSums(this.gen, outputKey, corrupt, groups));
       writeReplace(outputPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, output }));
     } catch {}
   }

@@ -21,7 +21,7 @@ import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
 import { UsageIndex } from './scan-index.ts';
 import type { Appended, IndexStats, ResultOrder, ResultRow } from './scan-index.ts';
-import { freshMids, midHash } from './groups.ts';
+import { concatMids, filesKey, freshMids, midHash } from './groups.ts';
 import type { GroupRow, Groups } from './groups.ts';
 
 export { detectCodexReplaySync };
@@ -288,7 +288,7 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   if ('groups' in opened) {
     const { groups, fresh, corrupt } = opened;
     const added = freshRequests(fresh, prices).map(([file, s]) => ({ ...s, file }));
-    const mids = groups.mids.concat(freshMids(fresh).map(midHash));
+    const mids = concatMids(groups.mids, freshMids(fresh).map(midHash));
     const saveOutput = (text: string, rows?: GroupRow[]) => rows && index!.saveGroups(outputKey!, text, corrupt, { files: groups.files, mids, rows });
     return { requests: [], partial: { groups, added }, sessions: [], files: jobs.length, corrupt: corrupt + recordCorrupt, index: index!.stats, saveOutput };
   }
@@ -378,7 +378,7 @@ function freshRequests(fresh: Appended['fresh'], prices: readonly ModelPrice[]):
 
 /** A saveOutput that stores the report's sums too, with what an append needs beside them (the order's files, the ids' hashes). */
 const withGroups = (order: ResultOrder | undefined, save: (text: string, groups?: Groups) => void) => (text: string, rows?: GroupRow[]) =>
-  save(text, rows && order ? { files: order.files, mids: order.mids.map(midHash), rows } : undefined);
+  save(text, rows && order ? { files: filesKey(order.files), mids: order.mids.map(midHash), rows } : undefined);
 
 const toRow = (s: ScannedRequest): ResultRow => {
   const r = s.request;
