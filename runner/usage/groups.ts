@@ -6,9 +6,8 @@
 // transcript and the ones before, and the group's cost summed again in that order.
 // The message ids counted are kept as 32-bit hashes: a new id whose hash is known (a real duplicate, or a
 // collision) only sends the run down the full path, never to a wrong report. The Claude transcripts the
-// costs' indexes refer to are the meta file's, in scan order; the sums keep their count and hash beside.
-
-import { createHash } from 'node:crypto';
+// costs' indexes refer to are the meta file's, in scan order (checked against the scan's); the sums keep
+// their count.
 
 /**
  * A group: period, runtime, report model, input, output, cache write, cache read, cost, unpriced (0/1), and its
@@ -18,16 +17,13 @@ import { createHash } from 'node:crypto';
 export type GroupRow = [string, string, string, number, number, number, number, number, number, number[], Costs];
 export type Costs = number[] | Float64Array;
 
-/** What is stored with the report: the Claude transcripts in scan order (their count and hash), the counted ids' hashes, the groups. */
+/** What is stored with the report: how many Claude transcripts (the meta file's, in scan order), the counted ids' hashes, the groups. */
 export interface Groups {
-  files: FilesKey;
+  files: number;
   mids: ArrayLike<number>;
   rows: GroupRow[];
 }
 
-/** A list of transcripts as the sums check it: how many, and the SHA-256 of their names in order. */
-export type FilesKey = [number, string];
-export const filesKey = (files: readonly string[]): FilesKey => [files.length, createHash('sha256').update(files.join('\u0000')).digest('base64')];
 
 /** A request not from a Claude transcript (or of unknown file): later than every transcript. */
 export const NO_FILE = 1e9;

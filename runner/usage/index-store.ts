@@ -165,7 +165,7 @@ export function loadOutput(path: string, gen: string, key: string): { output: st
 
 /**
  * usage-index.sums.bin: the sums the last daily/monthly report was made of (groups.ts). A uint32 header length,
- * the header (JSON: gen, key, corrupt, the files' count and hash, how many costs and ids, and the groups
+ * the header (JSON: gen, key, corrupt, how many Claude transcripts, how many costs and ids, and the groups
  * without their costs), padding to 8 bytes, every group's costs as float64 in order, then the id hashes as
  * ascending uint32: copied in and out whole, no number text and no loop per cost or id.
  */
@@ -196,7 +196,7 @@ export function readSums(path: string): { gen: string; key: string; groups: Grou
     const len = buf.readUInt32LE(0);
     const h = JSON.parse(buf.toString('utf8', 4, 4 + len)) as { gen: string; key: string; corrupt: number; files: Groups['files']; costs: number; mids: number; rows: GroupRow[] };
     const at = (4 + len + 7) & ~7;
-    if (typeof h.gen !== 'string' || typeof h.key !== 'string' || !isNum(h.corrupt) || !Array.isArray(h.files) || h.files.length !== 2 || !Number.isInteger(h.costs) || !Number.isInteger(h.mids) || !Array.isArray(h.rows)) return null;
+    if (typeof h.gen !== 'string' || typeof h.key !== 'string' || !isNum(h.corrupt) || !Number.isInteger(h.files) || !Number.isInteger(h.costs) || !Number.isInteger(h.mids) || !Array.isArray(h.rows)) return null;
     if (buf.length !== at + h.costs * 8 + h.mids * 4) return null;
     // Copies: the file's bytes need not be aligned in memory.
     const costs = new Float64Array(buf.buffer.slice(buf.byteOffset + at, buf.byteOffset + at + h.costs * 8));

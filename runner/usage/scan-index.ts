@@ -35,7 +35,7 @@ import type { ParseJob, ParsedFile } from './parse.ts';
 import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
 import { encodeSums, FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, loadSums, outputPath, resultPath, sumsPath, writeReplace } from './index-store.ts';
 import type { Appended, AppendedGroups, FileRec, IndexDoc, Lines, ResultOrder, ResultRow } from './index-store.ts';
-import { filesKey, hasHash, midHash } from './groups.ts';
+import { hasHash, midHash } from './groups.ts';
 import type { Groups } from './groups.ts';
 export type { Appended, AppendedGroups, ResultOrder, ResultRow } from './index-store.ts';
 export { loadIndex } from './index-store.ts';
@@ -70,7 +70,7 @@ export interface IndexStats {
 
 type Stat = { dev: number; ino: number; size: number; mtimeMs: number };
 
-const sameFiles = (a: unknown, b: readonly unknown[]) => Array.isArray(a) && a.length === b.length && a.every((f, i) => f === b[i]);
+const sameFiles = (a: unknown, b: string[]) => Array.isArray(a) && a.length === b.length && a.every((f, i) => f === b[i]);
 
 /** How a file is read this time, from its record and its stat. */
 function plan(rec: FileRec | undefined, st: Stat, job: ParseJob): 'reuse' | 'append' | 'whole' {
@@ -256,7 +256,7 @@ export class UsageIndex {
     const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
     // The costs' transcript indexes are into the meta file's Claude transcripts (written in scan order).
     const inMeta = Object.keys(old.files).filter((f) => old.files[f]!.runtime === 'claude');
-    if (!o || !sameFiles(o.groups.files, filesKey(claudeJobs)) || !sameFiles(inMeta, claudeJobs)) return 'no stored groups';
+    if (!o || o.groups.files !== claudeJobs.length || !sameFiles(inMeta, claudeJobs)) return 'no stored groups';
     const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => hasHash(o.groups.mids, midHash(m)));
     if (typeof f === 'string') return f;
     this.stats.groups = true;

@@ -3,7 +3,7 @@
 // ingest builds on; scanAll is the one-shot read `svc-runner usage` does with the same pieces.
 import { statSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import { workerThreads } from '../lazy-builtins.ts';
 import { join, relative } from 'node:path';
 import { costUsd } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
@@ -21,7 +21,7 @@ import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
 import { UsageIndex } from './scan-index.ts';
 import type { Appended, IndexStats, ResultOrder, ResultRow } from './scan-index.ts';
-import { concatMids, filesKey, freshMids, midHash } from './groups.ts';
+import { concatMids, freshMids, midHash } from './groups.ts';
 import type { GroupRow, Groups } from './groups.ts';
 
 export { detectCodexReplaySync };
@@ -223,7 +223,7 @@ export async function parseFiles(jobs: readonly ParseJob[], workerBytes?: number
       const code = __SVC_USAGE_WORKER__;
       worker = new Promise((resolve) => {
         try {
-          const w = new Worker(code, { eval: true, workerData: { jobs, order, next: next.buffer } });
+          const w = new (workerThreads().Worker)(code, { eval: true, workerData: { jobs, order, next: next.buffer } });
           w.once('message', resolve);
           w.once('error', () => resolve([]));
           w.once('exit', () => resolve([]));
@@ -378,7 +378,7 @@ function freshRequests(fresh: Appended['fresh'], prices: readonly ModelPrice[]):
 
 /** A saveOutput that stores the report's sums too, with what an append needs beside them (the order's files, the ids' hashes). */
 const withGroups = (order: ResultOrder | undefined, save: (text: string, groups?: Groups) => void) => (text: string, rows?: GroupRow[]) =>
-  save(text, rows && order ? { files: filesKey(order.files), mids: order.mids.map(midHash), rows } : undefined);
+  save(text, rows && order ? { files: order.files.length, mids: order.mids.map(midHash), rows } : undefined);
 
 const toRow = (s: ScannedRequest): ResultRow => {
   const r = s.request;
