@@ -1,5 +1,5 @@
 // The daily and monthly reports' sums per period × runtime × model, kept beside the stored report
-// (usage-index.sums.json, docs/runner.md "The index") so that a run after an append of new Claude calls
+// (usage-index.sums.bin, docs/runner.md "The index") so that a run after an append of new Claude calls
 // adds only the new requests to them instead of reading and summing every stored request again.
 // Byte for byte: the cost of a row is a floating-point sum in scan order (by transcript, then line), so each
 // group keeps its requests' costs with their transcript's index; a new cost is put after those of its

@@ -11,12 +11,12 @@
 // scan. An append of Claude lines whose message ids the stored result does not know cannot touch a stored
 // line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
 // among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
-// When the last report was the same daily/monthly call, appendGroups takes its sums (usage-index.sums.json,
+// When the last report was the same daily/monthly call, appendGroups takes its sums (usage-index.sums.bin,
 // groups.ts) instead of the stored requests: the report adds the new requests to them, and saveGroups writes
 // the journal, the meta file, the sums and the report, not the result file (left of an older generation, so
 // unused: a report with other arguments takes the full path once).
 // A missing, unreadable or malformed index, or one written by another build, is a full scan, and
-// `--rescan` forces one. The files: usage-index.json (format, build, a generation id and each file's
+// `--rescan` forces one. The files: usage-index.json (format, build, a generation id and, in scan order, each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
 // usage-index.result.json (the daily/monthly scan's deduplicated requests, for a run where no file
 // changed: then neither the lines nor the dedup are needed), and usage-index.output.json (the last report
