@@ -24,7 +24,6 @@ export interface Groups {
   rows: GroupRow[];
 }
 
-
 /** A request not from a Claude transcript (or of unknown file): later than every transcript. */
 export const NO_FILE = 1e9;
 

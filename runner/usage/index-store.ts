@@ -178,7 +178,10 @@ export function encodeSums(gen: string, key: string, corrupt: number, g: Groups)
   head.copy(out, 4);
   const f64 = new Float64Array(out.buffer, out.byteOffset + at, costs);
   let k = 0;
-  for (const r of g.rows) f64.set(r[10], (k += r[10].length) - r[10].length);
+  for (const r of g.rows) {
+    f64.set(r[10], k);
+    k += r[10].length;
+  }
   new Uint32Array(out.buffer, out.byteOffset + at + costs * 8, g.mids.length).set(new Uint32Array(g.mids).sort());
   return out;
 }
@@ -202,10 +205,10 @@ export function readSums(path: string): { gen: string; key: string; groups: Grou
     const costs = new Float64Array(buf.buffer.slice(buf.byteOffset + at, buf.byteOffset + at + h.costs * 8));
     let k = 0;
     for (const r of h.rows as unknown[][]) {
-      const runs = r[9];
-      if (!Array.isArray(r) || r.length !== 10 || !Array.isArray(runs) || runs.length % 2 !== 0) return null;
+      if (!Array.isArray(r) || r.length !== 10 || !Array.isArray(r[9]) || r[9].length % 2 !== 0) return null;
+      const runs = r[9] as unknown[];
       let n = 0;
-      for (let i = 1; i < runs.length; i += 2) n += Number.isInteger(runs[i]) && runs[i] > 0 ? runs[i] : NaN;
+      for (let i = 0; i < runs.length; i += 2) n += Number.isInteger(runs[i]) && Number.isInteger(runs[i + 1]) && (runs[i + 1] as number) > 0 ? (runs[i + 1] as number) : NaN;
       if (!(n >= 0)) return null;
       r.push(costs.subarray(k, (k += n)));
     }

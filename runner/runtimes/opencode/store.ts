@@ -24,10 +24,10 @@
 // Claude Code's sub-agents count under the session that started them (ccusage lists it as its own session).
 // cwd: `session.directory`, else the message's `path.cwd`.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { childProcess, stampOf } from '../../lazy-builtins.ts';
 import { isAbsolute, join } from 'node:path';
 import type { LlmRequest } from '../../../protocol/usage.ts';
 import { envList, expandHome, homeDir, isDir } from '../../paths.ts';
+import { childProcess, stampOf } from '../../lazy-builtins.ts';
 import type { Env } from '../../paths.ts';
 import { obj } from '../stream-util.ts';
 import type { RecordRead } from '../types.ts';
