@@ -204,6 +204,21 @@ test('sums after several appends, also to an earlier transcript of a day: equal 
   await indexedEqualsFull('known id, with sums stored', { mode: 'indexed', merged: undefined, fallback: 'known message id appended' });
 });
 
+test('a transcript read whole is listed in scan order in the meta file: the next append still adds to the sums', async () => {
+  await usage('--rescan');
+  // A new transcript that sorts before the others, read whole while they come from the index.
+  const s0 = '00000000-3333-4333-8333-333333333333';
+  const first = join(projects, `${s0}.jsonl`);
+  writeFileSync(first, line(s0, 'order-0', 3));
+  assert.is((await usage()).stats.whole, 1);
+  const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
+  const claude = Object.keys(doc.files).filter((f) => doc.files[f].runtime === 'claude');
+  assert.equal(claude, [...claude].sort(), 'the transcripts in scan order');
+  appendFileSync(first, line(s0, 'order-1', 4));
+  await mergedEqualsFull('an append after a whole read', true, true);
+  rmSync(first);
+});
+
 test('an appended duplicate of a line in another file takes the full dedup, and a torn journal is cut', async () => {
   await usage('--rescan');
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'after-1', 9));
