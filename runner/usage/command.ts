@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type mri from 'mri';
 import { DEFAULT_PRICES } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
-import { RUNTIMES } from '../../protocol/usage.ts';
+import { RUNTIMES } from '../../protocol/runtimes.ts';
 import type { Runtime } from '../../protocol/usage.ts';
 import { UsageError } from '../cli-options.ts';
 import { configPath, stateDir } from '../paths.ts';
@@ -15,8 +15,8 @@ import type { Env } from '../paths.ts';
 import { usageDirs } from './dirs.ts';
 import { requestCost, scanAll } from './scan.ts';
 import type { ScannedRequest } from './scan.ts';
-import { NO_FILE } from './groups.ts';
-import type { GroupRow } from './groups.ts';
+import { addCost, NO_FILE } from './groups.ts';
+import type { Costs, GroupRow } from './groups.ts';
 
 type Out = { write: (s: string) => unknown };
 
@@ -180,7 +180,7 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   rows ??= addRequests(new Map(), scan.requests, sums, false);
   const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   const sorted = [...rows.values()].sort((a, b) => cmp(a.period, b.period) || cmp(a.runtime, b.runtime) || cmp(a.model, b.model));
-  groups = sorted.map((r) => [r.period, r.runtime, r.model, r.inputTokens, r.outputTokens, r.cacheCreationTokens, r.cacheReadTokens, r.costUSD ?? 0, r.unpriced ? 1 : 0, r.costs]);
+  groups = sorted.map((r) => [r.period, r.runtime, r.model, r.inputTokens, r.outputTokens, r.cacheCreationTokens, r.cacheReadTokens, r.costUSD ?? 0, r.unpriced ? 1 : 0, r.runs, r.costs]);
   const field = monthly ? 'month' : 'date';
   const items = sorted.map((r) => ({
     [field]: r.period, runtime: r.runtime, model: r.model,
@@ -191,10 +191,10 @@ export async function usageCommand(args: mri.Argv, env: Env, out: Out, err: Out)
   return 0;
 }
 
-type Group = Tokens & { period: string; runtime: string; model: string; unpriced: boolean; costs: number[] };
+type Group = Tokens & { period: string; runtime: string; model: string; unpriced: boolean; runs: number[]; costs: Costs };
 
-const fromGroup = ([period, runtime, model, inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens, costUSD, unpriced, costs]: GroupRow): Group =>
-  ({ period, runtime, model, inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens, costUSD, unpriced: unpriced === 1, costs });
+const fromGroup = ([period, runtime, model, inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens, costUSD, unpriced, runs, costs]: GroupRow): Group =>
+  ({ period, runtime, model, inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens, costUSD, unpriced: unpriced === 1, runs, costs });
 
 /**
  * Adds requests (in scan order) to the daily or monthly sums, keeping each priced one's cost with its
@@ -214,20 +214,17 @@ function addRequests(
     const period = monthly ? d.slice(0, 7) : d;
     const key = `${period}\u0000${s.request.runtime}\u0000${s.reportModel}`;
     let row = rows.get(key);
-    if (!row) rows.set(key, (row = { period, runtime: s.request.runtime, model: s.reportModel, ...zero(), unpriced: false, costs: [] }));
+    if (!row) rows.set(key, (row = { period, runtime: s.request.runtime, model: s.reportModel, ...zero(), unpriced: false, runs: [], costs: [] }));
     const cost = requestCost(s.request, prices);
     add(row, s.request, cost, row);
     if (cost === null) continue;
-    const file = s.file ?? NO_FILE, costs = row.costs;
-    let at = costs.length;
-    if (stored) while (at > 0 && costs[at - 2]! > file) at -= 2;
-    costs.splice(at, 0, file, cost);
+    addCost(row, s.file ?? NO_FILE, cost, stored);
     touched.add(row);
   }
   if (stored) {
     for (const row of touched) {
       let c = 0;
-      for (let i = 1; i < row.costs.length; i += 2) c += row.costs[i]!;
+      for (let i = 0; i < row.costs.length; i++) c += row.costs[i]!;
       row.costUSD = c;
     }
   }

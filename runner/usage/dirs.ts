@@ -2,7 +2,7 @@
 // this machine and its profiles, the transcript files under them in ccusage's order, and which Codex
 // homes ask for the priority service tier.
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import type { Profile } from '../config.ts';
 import { envList, expandHome, homeDir, isDir, uniqueDirs } from '../paths.ts';
 import type { Env } from '../paths.ts';
@@ -53,8 +53,11 @@ function walk(dir: string, out: string[]): void {
   } catch {
     return;
   }
+  // Names from readdir have no '/' and dir is normalized: concatenation is join's result without its
+  // normalize pass (a few ms over the hundreds of entries each `usage` call walks).
+  const at = dir.endsWith('/') ? dir : `${dir}/`;
   for (const e of entries) {
-    const p = join(dir, e.name);
+    const p = at + e.name;
     if (e.isFile() && e.name.endsWith('.jsonl')) out.push(p);
     else if (e.isDirectory()) walk(p, out);
   }
@@ -77,8 +80,10 @@ export function codexFiles(homes: readonly string[]): string[] {
     const archived: string[] = [];
     walk(join(home, 'sessions'), live);
     walk(join(home, 'archived_sessions'), archived);
-    const seen = new Set(live.map((f) => relative(join(home, 'sessions'), f)));
-    out.push(...live.sort(byPath), ...archived.filter((f) => !seen.has(relative(join(home, 'archived_sessions'), f))).sort(byPath));
+    // walk's paths start with its dir and '/': the relative path is the rest (path.relative resolves both, per file).
+    const rel = (dir: string) => (f: string) => f.slice(dir.length + (dir.endsWith('/') ? 0 : 1));
+    const seen = new Set(live.map(rel(join(home, 'sessions'))));
+    out.push(...live.sort(byPath), ...archived.filter((f) => !seen.has(rel(join(home, 'archived_sessions'))(f))).sort(byPath));
   }
   return out;
 }

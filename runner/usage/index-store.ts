@@ -5,10 +5,9 @@ import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
 import type { CodexFileState } from '../runtimes/codex/transcript.ts';
 import type { EncodedEntry, ParsedFile } from './parse.ts';
 import { BUILD_VERSION } from '../../protocol/version.ts';
-import { validGroups } from './groups.ts';
-import type { Groups } from './groups.ts';
+import type { GroupRow, Groups } from './groups.ts';
 /** Bumped when what a record holds changes; the build is part of the key too (parsing rules change with it). */
-export const FORMAT = 2;
+export const FORMAT = 3;
 
 export interface FileRec {
   runtime: 'claude' | 'codex';
@@ -80,7 +79,7 @@ const validLines = (f: FileRec) => (f.runtime === 'claude' ? Array.isArray(f.ent
 export const readJson = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8'));
 
 /** Temp file + rename: a reader sees the old file or the new one. No fsync: a torn index is a full scan. */
-export function writeReplace(path: string, text: string): void {
+export function writeReplace(path: string, text: string | Uint8Array): void {
   const tmp = `${path}.${process.pid}.tmp`;
   try {
     writeFileSync(tmp, text, { mode: 0o600 });
@@ -96,7 +95,7 @@ export function writeReplace(path: string, text: string): void {
 export const linesPath = (path: string) => path.replace(/\.json$/, '.lines.json');
 export const resultPath = (path: string) => path.replace(/\.json$/, '.result.json');
 export const outputPath = (path: string) => path.replace(/\.json$/, '.output.json');
-export const sumsPath = (path: string) => path.replace(/\.json$/, '.sums.json');
+export const sumsPath = (path: string) => path.replace(/\.json$/, '.sums.bin');
 export const journalPath = (path: string) => path.replace(/\.json$/, '.journal.jsonl');
 
 /** The index's meta file at `path` (records without their lines), or why it cannot be used. */
@@ -164,11 +163,58 @@ export function loadOutput(path: string, gen: string, key: string): { output: st
 }
 
 
-/** The sums the last daily/monthly report was made of (groups.ts), if of this generation and these arguments. */
+/**
+ * usage-index.sums.bin: the sums the last daily/monthly report was made of (groups.ts). A uint32 header length,
+ * the header (JSON: gen, key, corrupt, how many Claude transcripts, how many costs and ids, and the groups
+ * without their costs), padding to 8 bytes, every group's costs as float64 in order, then the id hashes as
+ * ascending uint32: copied in and out whole, no number text and no loop per cost or id.
+ */
+export function encodeSums(gen: string, key: string, corrupt: number, g: Groups): Buffer {
+  const costs = g.rows.reduce((n, r) => n + r[10].length, 0);
+  const head = Buffer.from(JSON.stringify({ gen, key, corrupt, files: g.files, costs, mids: g.mids.length, rows: g.rows.map((r) => r.slice(0, 10)) }));
+  const at = (4 + head.length + 7) & ~7;
+  const out = Buffer.alloc(at + costs * 8 + g.mids.length * 4);
+  out.writeUInt32LE(head.length, 0);
+  head.copy(out, 4);
+  const f64 = new Float64Array(out.buffer, out.byteOffset + at, costs);
+  let k = 0;
+  for (const r of g.rows) {
+    f64.set(r[10], k);
+    k += r[10].length;
+  }
+  new Uint32Array(out.buffer, out.byteOffset + at + costs * 8, g.mids.length).set(new Uint32Array(g.mids).sort());
+  return out;
+}
+
+/** The stored sums if of this generation and these arguments; null when missing, torn or not of this format. */
 export function loadSums(path: string, gen: string, key: string): { groups: Groups; corrupt: number } | null {
+  const r = readSums(path);
+  return r && r.gen === gen && r.key === key ? r : null;
+}
+
+/** The sums file of the index at `path` as stored, or null. */
+export function readSums(path: string): { gen: string; key: string; groups: Groups; corrupt: number } | null {
   try {
-    const r = readJson(sumsPath(path)) as { gen: string; key: string; corrupt: number; groups: Groups };
-    return r && r.gen === gen && r.key === key && validGroups(r.groups) && isNum(r.corrupt) ? r : null;
+    const buf = readFileSync(sumsPath(path));
+    const len = buf.readUInt32LE(0);
+    const h = JSON.parse(buf.toString('utf8', 4, 4 + len)) as { gen: string; key: string; corrupt: number; files: Groups['files']; costs: number; mids: number; rows: GroupRow[] };
+    const at = (4 + len + 7) & ~7;
+    if (typeof h.gen !== 'string' || typeof h.key !== 'string' || !isNum(h.corrupt) || !Number.isInteger(h.files) || !Number.isInteger(h.costs) || !Number.isInteger(h.mids) || !Array.isArray(h.rows)) return null;
+    if (buf.length !== at + h.costs * 8 + h.mids * 4) return null;
+    // Copies: the file's bytes need not be aligned in memory.
+    const costs = new Float64Array(buf.buffer.slice(buf.byteOffset + at, buf.byteOffset + at + h.costs * 8));
+    let k = 0;
+    for (const r of h.rows as unknown[][]) {
+      if (!Array.isArray(r) || r.length !== 10 || !Array.isArray(r[9]) || r[9].length % 2 !== 0) return null;
+      const runs = r[9] as unknown[];
+      let n = 0;
+      for (let i = 0; i < runs.length; i += 2) n += Number.isInteger(runs[i]) && Number.isInteger(runs[i + 1]) && (runs[i + 1] as number) > 0 ? (runs[i + 1] as number) : NaN;
+      if (!(n >= 0)) return null;
+      r.push(costs.subarray(k, (k += n)));
+    }
+    if (k !== h.costs) return null;
+    const mids = new Uint32Array(buf.buffer.slice(buf.byteOffset + at + h.costs * 8, buf.byteOffset + buf.length));
+    return { gen: h.gen, key: h.key, groups: { files: h.files, mids, rows: h.rows }, corrupt: h.corrupt };
   } catch {
     return null;
   }

@@ -11,12 +11,12 @@
 // scan. An append of Claude lines whose message ids the stored result does not know cannot touch a stored
 // line (duplicates share the message id): appendOnly reads them, scan.ts mergeAppended deduplicates them
 // among themselves and merges them in (file, line) order, and they go to a journal instead of the lines file.
-// When the last report was the same daily/monthly call, appendGroups takes its sums (usage-index.sums.json,
+// When the last report was the same daily/monthly call, appendGroups takes its sums (usage-index.sums.bin,
 // groups.ts) instead of the stored requests: the report adds the new requests to them, and saveGroups writes
 // the journal, the meta file, the sums and the report, not the result file (left of an older generation, so
 // unused: a report with other arguments takes the full path once).
 // A missing, unreadable or malformed index, or one written by another build, is a full scan, and
-// `--rescan` forces one. The files: usage-index.json (format, build, a generation id and each file's
+// `--rescan` forces one. The files: usage-index.json (format, build, a generation id and, in scan order, each file's
 // identity, size, mtime, offset: small, read first), usage-index.lines.json (the lines) and
 // usage-index.result.json (the daily/monthly scan's deduplicated requests, for a run where no file
 // changed: then neither the lines nor the dedup are needed), and usage-index.output.json (the last report
@@ -33,9 +33,9 @@ import { newlineBefore, readLinesSync } from './lines.ts';
 import { decodeEntry, encodeEntry } from './parse.ts';
 import type { ParseJob, ParsedFile } from './parse.ts';
 import type { ClaudeEntry } from '../runtimes/claude/transcript.ts';
-import { FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, loadSums, outputPath, resultPath, sumsPath, writeReplace } from './index-store.ts';
+import { encodeSums, FORMAT, journalPath, linesPath, loadIndex, loadLines, loadOutput, loadResult, loadSums, outputPath, resultPath, sumsPath, writeReplace } from './index-store.ts';
 import type { Appended, AppendedGroups, FileRec, IndexDoc, Lines, ResultOrder, ResultRow } from './index-store.ts';
-import { midHash } from './groups.ts';
+import { hasHash, midHash } from './groups.ts';
 import type { Groups } from './groups.ts';
 export type { Appended, AppendedGroups, ResultOrder, ResultRow } from './index-store.ts';
 export { loadIndex } from './index-store.ts';
@@ -132,6 +132,8 @@ export class UsageIndex {
   readonly stats: IndexStats;
   private readonly old: IndexDoc | null;
   private files: Record<string, FileRec> = {};
+  /** The files in scan order: the meta file keeps them so (the sums' transcript indexes are into it). */
+  private order: string[] = [];
   private changed: boolean;
   private gen: string;
 
@@ -149,6 +151,7 @@ export class UsageIndex {
   async open(jobs: readonly ParseJob[], parseWhole: (jobs: ParseJob[]) => Promise<ParsedFile[]>, resultKey: string | null, outputKey: string | null, groups = false): Promise<{ parsed: ParsedFile[] } | { rows: ResultRow[]; corrupt: number; order?: ResultOrder } | { output: string; corrupt: number } | Appended | AppendedGroups> {
     const stats = this.stats;
     stats.files = jobs.length;
+    this.order = jobs.map((j) => j.file);
     const stat: (Stat | null)[] = jobs.map((j) => {
       try {
         return statSync(j.file);
@@ -251,9 +254,10 @@ export class UsageIndex {
     if (plans.some((p, i) => p === 'append' && jobs[i]!.runtime !== 'claude')) return 'codex append';
     const o = loadSums(this.path, old.gen, outputKey);
     const claudeJobs = jobs.filter((j) => j.runtime === 'claude').map((j) => j.file);
-    if (!o || !sameFiles(o.groups.files, claudeJobs)) return 'no stored groups';
-    const known = new Set(o.groups.mids);
-    const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => known.has(midHash(m)));
+    // The costs' transcript indexes are into the meta file's Claude transcripts (written in scan order).
+    const inMeta = Object.keys(old.files).filter((f) => old.files[f]!.runtime === 'claude');
+    if (!o || o.groups.files !== claudeJobs.length || !sameFiles(inMeta, claudeJobs)) return 'no stored groups';
+    const f = this.readFresh(jobs, plans, stat, old, claudeJobs, (m) => hasHash(o.groups.mids, midHash(m)));
     if (typeof f === 'string') return f;
     this.stats.groups = true;
     return { groups: o.groups, corrupt: o.corrupt + f.corrupt, fresh: f.fresh };
@@ -311,7 +315,7 @@ export class UsageIndex {
     try {
       const gen = this.saveJournal();
       this.commitMeta(gen);
-      writeReplace(sumsPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, groups }));
+      writeReplace(sumsPath(this.path), encodeSums(gen, outputKey, corrupt, groups));
       writeReplace(outputPath(this.path), JSON.stringify({ gen, key: outputKey, corrupt, output }));
     } catch {}
   }
@@ -341,7 +345,9 @@ export class UsageIndex {
         this.gen = `${Date.now().toString(36)}.${process.pid}`;
         const meta: Record<string, FileRec> = {};
         const lines: Record<string, Lines> = {};
-        for (const [f, { entries, events, codex, ...m }] of Object.entries(this.files)) {
+        for (const f of this.order) {
+          if (!this.files[f]) continue;
+          const { entries, events, codex, ...m } = this.files[f];
           meta[f] = m as FileRec;
           lines[f] = { entries, events, codex };
         }
@@ -362,7 +368,7 @@ export class UsageIndex {
   saveOutput(outputKey: string, output: string, corrupt: number, groups?: Groups): void {
     if (this.stats.output) return;
     try {
-      if (groups) writeReplace(sumsPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, groups }));
+      if (groups) writeReplace(sumsPath(this.path), encodeSums(this.gen, outputKey, corrupt, groups));
       writeReplace(outputPath(this.path), JSON.stringify({ gen: this.gen, key: outputKey, corrupt, output }));
     } catch {}
   }

@@ -3,11 +3,11 @@
 // ingest builds on; scanAll is the one-shot read `svc-runner usage` does with the same pieces.
 import { statSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import { workerThreads } from '../lazy-builtins.ts';
 import { join, relative } from 'node:path';
 import { costUsd } from '../../protocol/prices.ts';
 import type { ModelPrice } from '../../protocol/prices.ts';
-import { RUNTIMES } from '../../protocol/usage.ts';
+import { RUNTIMES } from '../../protocol/runtimes.ts';
 import type { LlmRequest, Runtime, SessionMeta } from '../../protocol/usage.ts';
 import { RUNTIME_LIST } from '../runtimes/index.ts';
 import { ClaudeDedup, fileContext, memoPrice, parseClaudeLine } from '../runtimes/claude/transcript.ts';
@@ -21,7 +21,7 @@ import { detectCodexReplaySync, drain, fromWire, parseFile } from './parse.ts';
 import type { ParseJob, ParsedFile, WireFile } from './parse.ts';
 import { UsageIndex } from './scan-index.ts';
 import type { Appended, IndexStats, ResultOrder, ResultRow } from './scan-index.ts';
-import { freshMids, midHash } from './groups.ts';
+import { concatMids, freshMids, midHash } from './groups.ts';
 import type { GroupRow, Groups } from './groups.ts';
 
 export { detectCodexReplaySync };
@@ -223,7 +223,7 @@ export async function parseFiles(jobs: readonly ParseJob[], workerBytes?: number
       const code = __SVC_USAGE_WORKER__;
       worker = new Promise((resolve) => {
         try {
-          const w = new Worker(code, { eval: true, workerData: { jobs, order, next: next.buffer } });
+          const w = new (workerThreads().Worker)(code, { eval: true, workerData: { jobs, order, next: next.buffer } });
           w.once('message', resolve);
           w.once('error', () => resolve([]));
           w.once('exit', () => resolve([]));
@@ -288,7 +288,7 @@ export async function scanAll(dirs: UsageDirs, prices: readonly ModelPrice[], ru
   if ('groups' in opened) {
     const { groups, fresh, corrupt } = opened;
     const added = freshRequests(fresh, prices).map(([file, s]) => ({ ...s, file }));
-    const mids = groups.mids.concat(freshMids(fresh).map(midHash));
+    const mids = concatMids(groups.mids, freshMids(fresh).map(midHash));
     const saveOutput = (text: string, rows?: GroupRow[]) => rows && index!.saveGroups(outputKey!, text, corrupt, { files: groups.files, mids, rows });
     return { requests: [], partial: { groups, added }, sessions: [], files: jobs.length, corrupt: corrupt + recordCorrupt, index: index!.stats, saveOutput };
   }
@@ -378,7 +378,7 @@ function freshRequests(fresh: Appended['fresh'], prices: readonly ModelPrice[]):
 
 /** A saveOutput that stores the report's sums too, with what an append needs beside them (the order's files, the ids' hashes). */
 const withGroups = (order: ResultOrder | undefined, save: (text: string, groups?: Groups) => void) => (text: string, rows?: GroupRow[]) =>
-  save(text, rows && order ? { files: order.files, mids: order.mids.map(midHash), rows } : undefined);
+  save(text, rows && order ? { files: order.files.length, mids: order.mids.map(midHash), rows } : undefined);
 
 const toRow = (s: ScannedRequest): ResultRow => {
   const r = s.request;

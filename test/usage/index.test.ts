@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runCli, sandbox } from '../runner/_harness.ts';
 import { writeFixtures } from './_fixtures.ts';
+import { FORMAT, readSums } from '../../runner/usage/index-store.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-usage-index-'));
 const fx = writeFixtures(dir);
@@ -109,8 +110,12 @@ test('a truncated file, a file rewritten at the same size and a replaced one (an
 const resultFile = indexFile.replace('.json', '.result.json');
 const stored = () => JSON.parse(readFileSync(resultFile, 'utf8'));
 
-const sumsFile = indexFile.replace('.json', '.sums.json');
-const storedGroups = () => JSON.parse(readFileSync(sumsFile, 'utf8')).groups;
+const sumsFile = indexFile.replace('.json', '.sums.bin');
+/** The stored sums, with each group's costs as a plain array (for assert.equal). */
+const storedGroups = () => {
+  const g = readSums(indexFile)!.groups;
+  return { files: g.files, mids: Array.from(g.mids), rows: g.rows.map((r) => [...r.slice(0, 10), [...r[10]]]) };
+};
 
 /**
  * A merged run (no full dedup) stores the same rows, in the same order, as a full scan, and prints the same;
@@ -185,13 +190,33 @@ test('sums after several appends, also to an earlier transcript of a day: equal 
   await mergedEqualsFull('an earlier transcript of the same day', true, true);
   // Sums cut short (a torn write): no sums, the rows are merged or read whole, never a wrong report.
   appendFileSync(fileB, line(b, 'sum-b-4', 4, '2026-03-02'));
-  writeFileSync(sumsFile, readFileSync(sumsFile, 'utf8').slice(0, 200));
+  writeFileSync(sumsFile, readFileSync(sumsFile).subarray(0, 200));
   await indexedEqualsFull('torn sums', { mode: 'indexed', groups: undefined });
+  // Cut in the costs or ids (the header whole): no sums either.
+  await usage();
+  appendFileSync(fileB, line(b, 'sum-b-7', 4, '2026-03-02'));
+  writeFileSync(sumsFile, readFileSync(sumsFile).subarray(0, -4));
+  await indexedEqualsFull('sums cut in their ids', { mode: 'indexed', groups: undefined });
   // A known id is seen through its hash: the full dedup.
   appendFileSync(fileB, line(b, 'sum-b-4', 4, '2026-03-02'));
   await usage();
   appendFileSync(fileA, line(a, 'sum-b-4', 4, '2026-03-02'));
   await indexedEqualsFull('known id, with sums stored', { mode: 'indexed', merged: undefined, fallback: 'known message id appended' });
+});
+
+test('a transcript read whole is listed in scan order in the meta file: the next append still adds to the sums', async () => {
+  await usage('--rescan');
+  // A new transcript that sorts before the others, read whole while they come from the index.
+  const s0 = '00000000-3333-4333-8333-333333333333';
+  const first = join(projects, `${s0}.jsonl`);
+  writeFileSync(first, line(s0, 'order-0', 3));
+  assert.is((await usage()).stats.whole, 1);
+  const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
+  const claude = Object.keys(doc.files).filter((f) => doc.files[f].runtime === 'claude');
+  assert.equal(claude, [...claude].sort(), 'the transcripts in scan order');
+  appendFileSync(first, line(s0, 'order-1', 4));
+  await mergedEqualsFull('an append after a whole read', true, true);
+  rmSync(first);
 });
 
 test('an appended duplicate of a line in another file takes the full dedup, and a torn journal is cut', async () => {
@@ -226,7 +251,7 @@ test('an append to a Codex rollout (alone or with a Claude append of new ids) ta
 
 test('a corrupted, malformed or foreign index means a full scan; --rescan forces one', async () => {
   const want = (await usage('--rescan')).stdout;
-  for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":2,"build":"x","gen":"g","linesGen":"g","journal":0,"files":{}}', 'index of another build'], [null, 'index unreadable']] as const) {
+  for (const [text, reason] of [['{"format":1,"build":', 'index unreadable'], ['{"format":2,"build":', 'index unreadable'], [`{"format":${FORMAT},"build":"x","gen":"g","linesGen":"g","journal":0,"files":{}}`, 'index of another build'], [null, 'index unreadable']] as const) {
     if (text === null) {
       const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
       doc.files[fileA].offset = -1;
@@ -236,6 +261,12 @@ test('a corrupted, malformed or foreign index means a full scan; --rescan forces
     assert.equal([got.stats.mode, got.stats.reason, got.stats.written], ['full', reason, true], reason);
     assert.is(got.stdout, want);
   }
+  // An index of the format before (this build's, otherwise whole): a full scan.
+  const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
+  writeFileSync(indexFile, JSON.stringify({ ...doc, format: FORMAT - 1 }));
+  const older = await usage();
+  assert.equal([older.stats.mode, older.stats.reason], ['full', 'index unreadable']);
+  assert.is(older.stdout, want);
   // A lines file of another generation (a crash between the writes): a full scan, not a mix.
   await usage('--rescan');
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-1', 1)); // a known message id: so the lines are needed

@@ -24,12 +24,12 @@
 //
 // cwd: `<root>/<slug>/.project_root` (v0.29+), else `projects.json` beside the root (`{projects:{path:slug}}`),
 // else, for a SHA-256 project dir or projectHash, the projects.json path whose hash it is.
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import type { LlmRequest } from '../../../protocol/usage.ts';
 import { envList, expandHome, homeDir, isDir, uniqueDirs } from '../../paths.ts';
 import type { Env } from '../../paths.ts';
+import { sha256Hex, stampOf } from '../../lazy-builtins.ts';
 import { obj } from '../stream-util.ts';
 import type { RecordRead } from '../types.ts';
 
@@ -144,10 +144,10 @@ export function geminiTokens(t: Message['tokens']): Pick<LlmRequest, 'inputToken
  * which share no id, so it is made of what both carry: session, model and the five token counts.
  */
 export function geminiRequestId(sessionId: string, model: string, t: { input: number; output: number; cached: number; thoughts: number; tool: number }): string {
-  return `gemini:${sessionId}:${createHash('sha256').update(JSON.stringify([model, t.input, t.output, t.cached, t.thoughts, t.tool])).digest('hex').slice(0, 24)}`;
+  return `gemini:${sessionId}:${sha256Hex(JSON.stringify([model, t.input, t.output, t.cached, t.thoughts, t.tool])).slice(0, 24)}`;
 }
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+const sha256 = sha256Hex;
 
 /** The project root of a project dir below a root (see the header), or null. */
 function projectCwd(root: string, projectDir: string, projectHash: string | null, cache: Map<string, string | null>): string | null {
@@ -221,5 +221,5 @@ export async function readGemini(roots: readonly string[]): Promise<RecordRead> 
       }
     }
   }
-  return { requests: out, corrupt, stamp: sha256(stamp.join('\n')).slice(0, 32) };
+  return { requests: out, corrupt, stamp: stampOf(stamp) };
 }

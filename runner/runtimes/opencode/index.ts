@@ -6,11 +6,11 @@
 // Slots: `opencode [-m provider/model] [-c | -s <id>] --prompt <prompt>` (the TUI with a first prompt).
 // Usage: its SQLite database and legacy JSON storage (store.ts); headless output and exit codes: stream.ts.
 // OpenCode's OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT) carries no token counts of its own: not used.
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNTIME_LABELS } from '../../../protocol/runtimes.ts';
 import type { Env } from '../../paths.ts';
+import { childProcess } from '../../lazy-builtins.ts';
 import { obj } from '../stream-util.ts';
 import type { RuntimeDef } from '../types.ts';
 import { opencodeDataDir, opencodeRoots, readOpencode } from './store.ts';
@@ -31,7 +31,7 @@ function storedCredentials(env: Env): boolean {
   } catch {}
   try {
     // `opencode auth list`: "● <Provider> <type>" per stored credential, then the env vars it found.
-    const out = execFileSync('opencode', ['auth', 'list'], { env: env as NodeJS.ProcessEnv, timeout: 5000, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = childProcess().execFileSync('opencode', ['auth', 'list'], { env: env as NodeJS.ProcessEnv, timeout: 5000, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     return /^\s*(\d+) credentials?/m.test(out) ? Number(/^\s*(\d+) credentials?/m.exec(out)![1]) > 0 : /\u25CF/.test(out); // \u25CF is the ● above
   } catch {
     return false;

@@ -23,12 +23,11 @@
 // Sessions: a sub-agent's session (`session.parent_id`, legacy `parentID`) counts under its root session, as
 // Claude Code's sub-agents count under the session that started them (ccusage lists it as its own session).
 // cwd: `session.directory`, else the message's `path.cwd`.
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { isAbsolute, join } from 'node:path';
 import type { LlmRequest } from '../../../protocol/usage.ts';
 import { envList, expandHome, homeDir, isDir } from '../../paths.ts';
+import { childProcess, stampOf } from '../../lazy-builtins.ts';
 import type { Env } from '../../paths.ts';
 import { obj } from '../stream-util.ts';
 import type { RecordRead } from '../types.ts';
@@ -95,7 +94,7 @@ function sqlite(): Promise<(file: string, sql: string) => Promise<Obj[]>> {
     } catch {}
     return (file: string, sql: string) =>
       new Promise<Obj[]>((resolve, reject) => {
-        execFile('sqlite3', ['-readonly', '-json', '-cmd', '.timeout 5000', file, sql], { maxBuffer: 1 << 30 }, (err, stdout, stderr) => {
+        childProcess().execFile('sqlite3', ['-readonly', '-json', '-cmd', '.timeout 5000', file, sql], { maxBuffer: 1 << 30 }, (err, stdout, stderr) => {
           if (err) {
             const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
             reject(new Error(missing ? `OpenCode's database ${file} needs Node 22.5+ (node:sqlite) or the sqlite3 command-line shell on PATH; neither is here` : `sqlite3 ${file}: ${String(stderr).trim().slice(0, 300) || err.message}`));
@@ -259,5 +258,5 @@ export async function readOpencode(roots: readonly string[]): Promise<RecordRead
     out.push({ request, cwd, ms: m.ms, reportModel: m.model, session, mtimeMs: m.updatedMs });
   }
   out.sort((a, b) => a.ms - b.ms || (a.request.key < b.request.key ? -1 : 1));
-  return { requests: out, corrupt, stamp: createHash('sha256').update(stamp.join('\n')).digest('hex').slice(0, 32) };
+  return { requests: out, corrupt, stamp: stampOf(stamp) };
 }
