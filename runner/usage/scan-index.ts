@@ -24,7 +24,7 @@
 // usage-index.journal.jsonl (Claude lines appended since the lines file; the meta file says how many of its
 // bytes count). Each but the journal is written to a temp file and renamed, the small one last (it names the
 // generation the others must carry); with no fsync, as a crash costs only a full scan.
-import { appendFileSync, mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { BUILD_VERSION } from '../../protocol/version.ts';
 import { fileContext, parseClaudeLine } from '../runtimes/claude/transcript.ts';
@@ -354,6 +354,7 @@ export class UsageIndex {
         writeReplace(linesPath(this.path), JSON.stringify({ gen: this.gen, files: lines }));
         if (resultKey !== null) writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows(), order: order?.() }));
         writeReplace(this.path, JSON.stringify({ format: FORMAT, build: BUILD_VERSION, gen: this.gen, linesGen: this.gen, journal: 0, files: meta } satisfies IndexDoc));
+        rmSync(this.path.replace(/\.json$/, '.sums.json'), { force: true }); // format 2's sums, not read any more
         this.stats.written = true;
       } else if (resultKey !== null && !this.stats.result) {
         writeReplace(resultPath(this.path), JSON.stringify({ gen: this.gen, key: resultKey, corrupt, rows: rows(), order: order?.() }));

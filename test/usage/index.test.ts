@@ -1,7 +1,7 @@
 // The usage index (runner/usage/scan-index.ts, docs/runner.md "Usage"): a second `svc-runner usage` reads
 // only what changed, and whatever it reads or reuses, it prints what a full scan (--rescan) prints. What
 // the run did is observed through SVC_USAGE_STATS=1 (one JSON line on stderr) and the index file.
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -261,12 +261,16 @@ test('a corrupted, malformed or foreign index means a full scan; --rescan forces
     assert.equal([got.stats.mode, got.stats.reason, got.stats.written], ['full', reason, true], reason);
     assert.is(got.stdout, want);
   }
-  // An index of the format before (this build's, otherwise whole): a full scan.
+  // An index of the format before (this build's, otherwise whole): a full scan, and the sums file that
+  // format kept (usage-index.sums.json, not read any more) is removed with it.
   const doc = JSON.parse(readFileSync(indexFile, 'utf8'));
   writeFileSync(indexFile, JSON.stringify({ ...doc, format: FORMAT - 1 }));
+  const oldSums = indexFile.replace('.json', '.sums.json');
+  writeFileSync(oldSums, '{"gen":"g","key":"k","groups":{}}');
   const older = await usage();
   assert.equal([older.stats.mode, older.stats.reason], ['full', 'index unreadable']);
   assert.is(older.stdout, want);
+  assert.not.ok(existsSync(oldSums), 'the older format\'s sums file is removed');
   // A lines file of another generation (a crash between the writes): a full scan, not a mix.
   await usage('--rescan');
   appendFileSync(fileA, line('aaaaaaaa-1111-4111-8111-111111111111', 'msg-1', 1)); // a known message id: so the lines are needed
