@@ -10,6 +10,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync,
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
+import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
@@ -54,6 +55,38 @@ const usageWorker = esbuild.buildSync({
   write: false,
   logLevel: 'warning',
 }).outputFiles[0].text;
+
+/**
+ * The protobuf library and the generated OTLP descriptors (runner/otlp/proto.ts), built on their own as
+ * CommonJS and embedded in the runner gzipped and in base64: runner/otlp/proto-load.ts evaluates them at
+ * the OTLP receiver's first request. At ~190 KB they were a fifth of the one file, which every command
+ * compiled (`svc-runner usage` and `emit` never use them) and every daemon kept as source; embedded they are
+ * ~50 KB of one string (docs/performance.md, "The idle daemon's memory").
+ */
+const otlpProto = gzipSync(
+  esbuild.buildSync({
+    entryPoints: ['runner/otlp/proto.ts'],
+    absWorkingDir: new URL('.', import.meta.url).pathname,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    minify: true,
+    charset: 'ascii',
+    write: false,
+    logLevel: 'warning',
+  }).outputFiles[0].contents,
+  { level: 9 },
+).toString('base64');
+
+/** In the runner bundle, runner/otlp/proto.ts is the embedded string above, never the module itself. */
+const embeddedProto = {
+  name: 'embedded-otlp-proto',
+  setup(build) {
+    build.onResolve({ filter: /\/otlp\/proto\.ts$/ }, (args) => ({ path: args.path, namespace: 'embedded-otlp-proto' }));
+    build.onLoad({ filter: /.*/, namespace: 'embedded-otlp-proto' }, () => ({ contents: "throw new Error('runner/otlp/proto.ts is embedded in the runner bundle (__SVC_OTLP_PROTO__)');", loader: 'js' }));
+  },
+};
 
 /**
  * The runner's Node built-ins as CommonJS modules that `require` them: esbuild hoists an ESM import of an
@@ -128,13 +161,13 @@ export const builds = [
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    define: { ...define, __SVC_USAGE_WORKER__: JSON.stringify(usageWorker) },
+    define: { ...define, __SVC_USAGE_WORKER__: JSON.stringify(usageWorker), __SVC_OTLP_PROTO__: JSON.stringify(otlpProto) },
     banner: { js: '#!/usr/bin/env node\n' + banner.js },
     // Optional native modules, loaded only when present beside the runner (an npm install): @parcel/watcher
     // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
     // A runner copied alone as one file finds neither and works without them.
     external: ['@parcel/watcher', 'bufferutil', 'utf-8-validate'],
-    plugins: [lazyBuiltins],
+    plugins: [lazyBuiltins, embeddedProto],
     // No comments and pure ASCII: V8 keeps a script's source in memory, as one byte per character only
     // when every character fits in Latin-1 — a single `→` in a comment made the 1 MB file a 2 MB string in
     // every daemon's heap. Identifiers are kept (stack traces and CPU profiles name the functions).

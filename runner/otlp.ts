@@ -20,8 +20,9 @@
 // was fsyncing share the next store's one file and fsync instead of paying one each.
 // Only loopback connections are served: the socket is bound to 127.0.0.1 and any other peer is
 // disconnected at once. Decoding uses @bufbuild/protobuf with code generated from the OTLP .proto files
-// (runner/otlp/gen, `npm run gen:otlp`), in runner/otlp/codec.ts, which is loaded at the first request:
-// its descriptors and the protobuf runtime are a good part of an idle daemon's heap (docs/performance.md).
+// (runner/otlp/gen, `npm run gen:otlp`), in runner/otlp/codec.ts, which is made at the first request:
+// its descriptors and the protobuf runtime are a good part of an idle daemon's heap, and in the runner
+// bundle they are embedded gzipped (runner/otlp/proto-load.ts; docs/performance.md).
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -31,7 +32,7 @@ import { LLM_REQUEST } from '../protocol/usage.ts';
 import type { LlmRequest } from '../protocol/usage.ts';
 import { errorText, log } from './log.ts';
 import type { NewEvent } from './spool.ts';
-import type * as Codec from './otlp/codec.ts';
+import type { Codec, Encoding } from './otlp/codec.ts';
 
 export const OTLP_HOST = '127.0.0.1';
 export { DEFAULT_OTLP_PORT } from './otlp/state.ts';
@@ -45,11 +46,10 @@ const LINGER_MS = 5_000;
 /** google.rpc.Code values used in error answers. */
 const RPC = { invalidArgument: 3, notFound: 5, resourceExhausted: 8, unimplemented: 12, internal: 13, unavailable: 14 } as const;
 
-type Encoding = Codec.Encoding;
 
-let codec: Promise<typeof Codec> | undefined;
-/** The protobuf side, imported once, when the first request comes (esbuild keeps it in the one file). */
-const loadCodec = () => (codec ??= import('./otlp/codec.ts'));
+let codec: Promise<Codec> | undefined;
+/** The protobuf side, made once, when the first request comes. */
+const loadCodec = () => (codec ??= Promise.all([import('./otlp/codec.ts'), import('./otlp/proto-load.ts').then((p) => p.loadProto())]).then(([c, pb]) => c.makeCodec(pb)));
 type Signal = 'logs' | 'metrics' | 'traces';
 const SIGNALS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const CONTENT_TYPE: Record<Encoding, string> = { protobuf: 'application/x-protobuf', json: 'application/json' };

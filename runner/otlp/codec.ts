@@ -1,63 +1,72 @@
 // The protobuf side of the OTLP receiver (runner/otlp.ts): decoding a logs request, mapping it, and
-// encoding the answers. Imported at the receiver's first request, not when the daemon starts: the
-// generated descriptors and @bufbuild/protobuf's registry are built when this module is evaluated.
-import { create, fromBinary, fromJson, toBinary, toJson } from '@bufbuild/protobuf';
+// encoding the answers. Made at the receiver's first request, not when the daemon starts, over the protobuf
+// library and the generated descriptors (runner/otlp/proto.ts, loaded by proto-load.ts).
 import type { JsonValue } from '@bufbuild/protobuf';
 import { errorText } from '../log.ts';
-import { StatusSchema } from './gen/google/rpc/status_pb.ts';
-import { ExportLogsServiceRequestSchema, ExportLogsServiceResponseSchema } from './gen/logs_service_pb.ts';
 import type { ExportLogsServiceRequest } from './gen/logs_service_pb.ts';
 import { mapLogs } from './map.ts';
+import type { Proto } from './proto-load.ts';
 
 /** How a body is encoded, by its content type. */
 export type Encoding = 'protobuf' | 'json';
 
 class BadBody extends Error {}
 
-/** The mapped records of a logs body, or why the body cannot be decoded (a 400). */
-export function decodeLogs(body: Buffer, enc: Encoding, codexExperimental: boolean): { result: ReturnType<typeof mapLogs> } | { error: string } {
-  let request: ExportLogsServiceRequest;
-  try {
-    request = decode(body, enc);
-  } catch (e) {
-    if (e instanceof BadBody) return { error: e.message };
-    throw e;
-  }
-  return { result: mapLogs(request, { codexExperimental }) };
+export interface Codec {
+  /** The mapped records of a logs body, or why the body cannot be decoded (a 400). */
+  decodeLogs(body: Buffer, enc: Encoding, codexExperimental: boolean): { result: ReturnType<typeof mapLogs> } | { error: string };
+  /** The ExportLogsServiceResponse, with the rejected count when there is one. */
+  logsAnswer(enc: Encoding, rejected: number, errors: string[]): string | Uint8Array;
+  /** A google.rpc.Status answer. */
+  statusAnswer(enc: Encoding, code: number, message: string): string | Uint8Array;
 }
 
-/** The ExportLogsServiceResponse, with the rejected count when there is one. */
-export function logsAnswer(enc: Encoding, rejected: number, errors: string[]): string | Uint8Array {
-  const answer = create(ExportLogsServiceResponseSchema, rejected ? { partialSuccess: { rejectedLogRecords: BigInt(rejected), errorMessage: errors.join('; ') } } : {});
-  return enc === 'json' ? JSON.stringify(toJson(ExportLogsServiceResponseSchema, answer)) : toBinary(ExportLogsServiceResponseSchema, answer);
-}
+/** The codec over the protobuf side `pb`. */
+export function makeCodec(pb: typeof Proto): Codec {
+  const { create, fromBinary, fromJson, toBinary, toJson, StatusSchema, ExportLogsServiceRequestSchema, ExportLogsServiceResponseSchema } = pb;
 
-/** A google.rpc.Status answer. */
-export function statusAnswer(enc: Encoding, code: number, message: string): string | Uint8Array {
-  const status = create(StatusSchema, { code, message });
-  return enc === 'json' ? JSON.stringify(toJson(StatusSchema, status)) : toBinary(StatusSchema, status);
-}
-
-function decode(body: Buffer, enc: Encoding): ExportLogsServiceRequest {
-  if (enc === 'protobuf') {
+  function decode(body: Buffer, enc: Encoding): ExportLogsServiceRequest {
+    if (enc === 'protobuf') {
+      try {
+        return fromBinary(ExportLogsServiceRequestSchema, body, { readUnknownFields: false });
+      } catch (e) {
+        throw new BadBody(`the body is not a protobuf ExportLogsServiceRequest (${errorText(e).slice(0, 200)})`);
+      }
+    }
+    let json: unknown;
     try {
-      return fromBinary(ExportLogsServiceRequestSchema, body, { readUnknownFields: false });
+      json = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw new BadBody('the body is not valid JSON');
+    }
+    dropIds(json);
+    try {
+      return fromJson(ExportLogsServiceRequestSchema, json as JsonValue, { ignoreUnknownFields: true });
     } catch (e) {
-      throw new BadBody(`the body is not a protobuf ExportLogsServiceRequest (${errorText(e).slice(0, 200)})`);
+      throw new BadBody(`the body is not an OTLP/JSON ExportLogsServiceRequest (${errorText(e).slice(0, 200)})`);
     }
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new BadBody('the body is not valid JSON');
-  }
-  dropIds(json);
-  try {
-    return fromJson(ExportLogsServiceRequestSchema, json as JsonValue, { ignoreUnknownFields: true });
-  } catch (e) {
-    throw new BadBody(`the body is not an OTLP/JSON ExportLogsServiceRequest (${errorText(e).slice(0, 200)})`);
-  }
+
+  return {
+    decodeLogs(body, enc, codexExperimental) {
+      let request: ExportLogsServiceRequest;
+      try {
+        request = decode(body, enc);
+      } catch (e) {
+        if (e instanceof BadBody) return { error: e.message };
+        throw e;
+      }
+      return { result: mapLogs(request, { codexExperimental }) };
+    },
+    logsAnswer(enc, rejected, errors) {
+      const answer = create(ExportLogsServiceResponseSchema, rejected ? { partialSuccess: { rejectedLogRecords: BigInt(rejected), errorMessage: errors.join('; ') } } : {});
+      return enc === 'json' ? JSON.stringify(toJson(ExportLogsServiceResponseSchema, answer)) : toBinary(ExportLogsServiceResponseSchema, answer);
+    },
+    statusAnswer(enc, code, message) {
+      const status = create(StatusSchema, { code, message });
+      return enc === 'json' ? JSON.stringify(toJson(StatusSchema, status)) : toBinary(StatusSchema, status);
+    },
+  };
 }
 
 /** OTLP/JSON writes trace and span ids as hex, where the protobuf JSON mapping expects base64. The
@@ -72,4 +81,3 @@ function dropIds(json: unknown): void {
         for (const k of ['traceId', 'trace_id', 'spanId', 'span_id']) delete rec[k];
       }
 }
-
