@@ -33,7 +33,8 @@ const RUNS = [
   ['triggers', ['--seconds', '3', '--warmup', '1', '--rounds', '1', '--max-requests', '150000'], 120],
   ['webhooks', ['--deliveries', '400', '--rounds', '1', '--events', '20'], 120],
   ['hub', ['--pings', '100', '--events', '5000', '--runners', '50', '--many-events', '10000'], 150],
-  ['runner', ['--events', '20000', '--rounds', '1', '--idle-seconds', '2'], 120],
+  // Idle RSS read after 10 s, as #41's goal is measured: V8 gives the start-up's young generation back ~9 s in.
+  ['runner', ['--events', '20000', '--rounds', '1', '--idle-seconds', '10'], 120],
   ['coldstart', ['--runs', '1'], 90],
   ['signin', ['--requests', '30', '--rounds', '1'], 90],
   ['audit', ['--records', '300', '--writers', '1', '--rounds', '1', '--verify-records', '20000', '--verify-rounds', '1'], 120],
