@@ -38,55 +38,27 @@ const define = { __SVC_VERSION__: JSON.stringify(pkg.version), __SVC_BUILD__: JS
 // ESM bundles that still contain CommonJS dependencies need a require() of their own.
 const banner = { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" };
 
-/**
- * The usage scan's worker thread (runner/usage/worker.ts), bundled on its own and embedded in the runner as a
- * string that `new Worker(code, { eval: true })` runs: the runner stays one file, and the worker does not
- * compile the whole runner (~40 KB instead of ~840 KB).
- */
-const usageWorker = esbuild.buildSync({
-  entryPoints: ['runner/usage/worker.ts'],
-  absWorkingDir: new URL('.', import.meta.url).pathname,
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  minifyWhitespace: true,
-  minifySyntax: true, // identifiers kept: a worker's CPU profile names its functions
-  write: false,
-  logLevel: 'warning',
-}).outputFiles[0].text;
+/** A part of the runner built on its own as CommonJS, to be embedded in the one file as a string. */
+const embedded = (entry, minify) =>
+  esbuild.buildSync({ entryPoints: [entry], absWorkingDir: new URL('.', import.meta.url).pathname, bundle: true, platform: 'node', format: 'cjs', target: 'node20', charset: 'ascii', write: false, logLevel: 'warning', ...minify })
+    .outputFiles[0].contents;
 
 /**
- * The protobuf library and the generated OTLP descriptors (runner/otlp/proto.ts), built on their own as
- * CommonJS and embedded in the runner gzipped and in base64: runner/otlp/proto-load.ts evaluates them at
- * the OTLP receiver's first request. At ~190 KB they were a fifth of the one file, which every command
- * compiled (`svc-runner usage` and `emit` never use them) and every daemon kept as source; embedded they are
- * ~50 KB of one string (docs/performance.md, "The idle daemon's memory").
+ * The usage scan's worker thread (runner/usage/worker.ts), embedded as a string that `new Worker(code, { eval:
+ * true })` runs: the runner stays one file, and the worker does not compile the whole runner (~40 KB instead of
+ * ~840 KB). Identifiers kept: a worker's CPU profile names its functions.
  */
-const otlpProto = gzipSync(
-  esbuild.buildSync({
-    entryPoints: ['runner/otlp/proto.ts'],
-    absWorkingDir: new URL('.', import.meta.url).pathname,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    minify: true,
-    charset: 'ascii',
-    write: false,
-    logLevel: 'warning',
-  }).outputFiles[0].contents,
-  { level: 9 },
-).toString('base64');
+const usageWorker = Buffer.from(embedded('runner/usage/worker.ts', { minifyWhitespace: true, minifySyntax: true })).toString('utf8');
 
-/** In the runner bundle, runner/otlp/proto.ts is the embedded string above, never the module itself. */
-const embeddedProto = {
-  name: 'embedded-otlp-proto',
-  setup(build) {
-    build.onResolve({ filter: /\/otlp\/proto\.ts$/ }, (args) => ({ path: args.path, namespace: 'embedded-otlp-proto' }));
-    build.onLoad({ filter: /.*/, namespace: 'embedded-otlp-proto' }, () => ({ contents: "throw new Error('runner/otlp/proto.ts is embedded in the runner bundle (__SVC_OTLP_PROTO__)');", loader: 'js' }));
-  },
-};
+/**
+ * The protobuf library and the generated OTLP descriptors (runner/otlp/proto.ts), embedded gzipped and in
+ * base64: runner/otlp/proto-load.ts evaluates them at the OTLP receiver's first request (its
+ * `typeof __SVC_OTLP_PROTO__` test lets esbuild drop the module itself from the bundle). At ~190 KB they were
+ * a fifth of the one file, which every command compiled (`svc-runner usage` and `emit` never use them) and
+ * every daemon kept as source; embedded they are ~50 KB of one string (docs/performance.md, "The idle
+ * daemon's memory").
+ */
+const otlpProto = gzipSync(embedded('runner/otlp/proto.ts', { minify: true }), { level: 9 }).toString('base64');
 
 /**
  * The runner's Node built-ins as CommonJS modules that `require` them: esbuild hoists an ESM import of an
@@ -167,7 +139,7 @@ export const builds = [
     // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
     // A runner copied alone as one file finds neither and works without them.
     external: ['@parcel/watcher', 'bufferutil', 'utf-8-validate'],
-    plugins: [lazyBuiltins, embeddedProto],
+    plugins: [lazyBuiltins],
     // No comments and pure ASCII: V8 keeps a script's source in memory, as one byte per character only
     // when every character fits in Latin-1 — a single `→` in a comment made the 1 MB file a 2 MB string in
     // every daemon's heap. Identifiers are kept (stack traces and CPU profiles name the functions).

@@ -83,7 +83,8 @@ export function codexFiles(homes: readonly string[]): string[] {
     // walk's paths start with its dir and '/': the relative path is the rest (path.relative resolves both, per file).
     const rel = (dir: string) => (f: string) => f.slice(dir.length + (dir.endsWith('/') ? 0 : 1));
     const seen = new Set(live.map(rel(join(home, 'sessions'))));
-    out.push(...live.sort(byPath), ...archived.filter((f) => !seen.has(rel(join(home, 'archived_sessions'))(f))).sort(byPath));
+    const archivedRel = rel(join(home, 'archived_sessions'));
+    out.push(...live.sort(byPath), ...archived.filter((f) => !seen.has(archivedRel(f))).sort(byPath));
   }
   return out;
 }

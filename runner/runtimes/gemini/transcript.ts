@@ -147,8 +147,6 @@ export function geminiRequestId(sessionId: string, model: string, t: { input: nu
   return `gemini:${sessionId}:${sha256Hex(JSON.stringify([model, t.input, t.output, t.cached, t.thoughts, t.tool])).slice(0, 24)}`;
 }
 
-const sha256 = sha256Hex;
-
 /** The project root of a project dir below a root (see the header), or null. */
 function projectCwd(root: string, projectDir: string, projectHash: string | null, cache: Map<string, string | null>): string | null {
   const key = `${projectDir}\u0000${projectHash ?? ''}`;
@@ -161,7 +159,7 @@ function projectCwd(root: string, projectDir: string, projectHash: string | null
     try {
       const projects = obj(obj(JSON.parse(readFileSync(join(dirname(root), 'projects.json'), 'utf8')))?.projects) ?? {};
       for (const [path, slug] of Object.entries(projects)) {
-        if (slug === projectDir || sha256(path) === projectDir || (projectHash && sha256(path) === projectHash)) cwd = path;
+        if (slug === projectDir || sha256Hex(path) === projectDir || (projectHash && sha256Hex(path) === projectHash)) cwd = path;
       }
     } catch {}
   }
