@@ -61,21 +61,37 @@ const usageWorker = Buffer.from(embedded('runner/usage/worker.ts', { minifyWhite
 const otlpProto = gzipSync(embedded('runner/otlp/proto.ts', { minify: true }), { level: 9 }).toString('base64');
 
 /**
- * The runner's Node built-ins as CommonJS modules that `require` them: esbuild hoists an ESM import of an
- * external to the top of the one-file bundle, so every built-in any command uses (http, zlib,
+ * The runner's Node built-ins as CommonJS modules that load them at first use: esbuild hoists an ESM import
+ * of an external to the top of the one-file bundle, so every built-in any command uses (http, zlib,
  * child_process, worker_threads, crypto, …) was loaded before `svc-runner usage` or `emit` looked at its
- * arguments. A CommonJS module is required where the module importing it is evaluated, and runner/cli.ts
- * evaluates a command's modules when it runs that command (docs/performance.md, "A runner command's start-up").
- * Its exports are an empty object with the built-in as prototype: esbuild's `__toESM` copies a CommonJS
- * module's own properties into a new namespace at each of the ~150 imports, and copying all of `fs`'s or
- * `crypto`'s at each made that loop hot enough for V8 to optimise it at start-up, which paged in ~4 MiB of
- * the optimising compiler in every idle daemon (docs/performance.md, "The idle daemon's memory").
+ * arguments, and an idle daemon held tls, https and zlib (ws requires them for wss:// and compression) that a
+ * plain ws:// connection never touches (docs/performance.md, "A runner command's start-up" and "The idle
+ * daemon's memory"). Each `node:` import — and ws's bare `require('https' | 'tls' | 'zlib' | 'crypto')` —
+ * becomes an empty object whose prototype is a proxy: the first property read requires the built-in and puts
+ * it in the proxy's place as the reader's prototype, so later reads are plain prototype lookups. Nothing is
+ * copied: esbuild's `__toESM` copies a CommonJS module's own properties into a new namespace at each of the
+ * ~150 imports, and copying all of `fs`'s or `crypto`'s made that loop hot enough for V8 to optimise it at
+ * start-up, which paged in ~4 MiB of the optimising compiler in every idle daemon. What this cannot wrap: a
+ * built-in used as a value itself (`require('events')` as a class to extend), so those stay plain requires.
  */
+const LAZY_BUILTIN = /^node:|^(https|tls|zlib|crypto)$/;
+const lazyModule = (path) => `let real;
+const load = () => real || (real = require(${JSON.stringify(path)}));
+const lazy = new Proxy({}, {
+  get(_, key, receiver) {
+    if (key === '__esModule' || key === 'then') return undefined; // asked by esbuild's interop and by await: no built-in has them
+    const m = load();
+    if (Object.getPrototypeOf(receiver) === lazy) Object.setPrototypeOf(receiver, m);
+    return m[key];
+  },
+  has: (_, key) => key in load(),
+});
+module.exports = Object.create(lazy);`;
 export const lazyBuiltins = {
   name: 'lazy-builtins',
   setup(build) {
-    build.onResolve({ filter: /^node:/ }, (args) => (args.namespace === 'lazy-builtin' ? { path: args.path, external: true } : { path: args.path, namespace: 'lazy-builtin' }));
-    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({ contents: `module.exports = Object.create(require(${JSON.stringify(args.path)}));`, loader: 'js' }));
+    build.onResolve({ filter: LAZY_BUILTIN }, (args) => (args.namespace === 'lazy-builtin' ? { path: args.path, external: true } : { path: args.path.startsWith('node:') ? args.path : `node:${args.path}`, namespace: 'lazy-builtin' }));
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({ contents: lazyModule(args.path), loader: 'js' }));
   },
 };
 

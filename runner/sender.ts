@@ -58,7 +58,7 @@ export interface SenderLink {
 export class SpoolSender {
   private readonly batches = new Set<Batch>();
   private woken = false;
-  private readonly eventsFrames = tokenBucket(EVENTS_FRAMES_PER_SECOND, EVENTS_FRAMES_BURST, () => performance.now());
+  private readonly eventsFrames = tokenBucket(EVENTS_FRAMES_PER_SECOND, EVENTS_FRAMES_BURST, () => process.uptime() * 1000);
   /** The pump, held back until the bucket has a token again. */
   private pumpTimer?: NodeJS.Timeout;
   private rescanTimer?: NodeJS.Timeout;
