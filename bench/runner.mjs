@@ -35,7 +35,7 @@
 // or Ctrl-C. Output: progress on stderr, a table on stdout, then one JSON line with all figures.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, copyFileSync, mkdirSync, opendirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, opendirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -135,6 +135,9 @@ function sharingOf(pid) {
  * daemon's memory").
  */
 const OPTIMISED_NODE = 'function f(x){return x*2+1}let s=0;for(let i=0;i<1e6;i++)s+=f(i);setInterval(()=>s,1e3)';
+/** An idle ES module: the runner is one `.mjs` file, and node starts its ES module loader (~20 modules of its
+ *  own) for an `.mjs` entry, which `node -e` does not. */
+const EMPTY_MODULE = 'setInterval(() => {}, 1e3);\n';
 
 /** Resident KiB per kind of mapping (/proc/<pid>/smaps): anonymous ([anon], [heap], [stack]) or the file mapped. */
 function smapsTop(pid, count = 6) {
@@ -432,6 +435,8 @@ async function main() {
     log(`idle: a fresh daemon and a bare node process, ${IDLE_SECONDS} s`);
     const bare = spawnTracked(process.execPath, ['-e', 'setInterval(()=>{},1e3)'], { cwd: sb.dir, env: sb.env });
     const optimised = spawnTracked(process.execPath, ['-e', OPTIMISED_NODE], { cwd: sb.dir, env: sb.env });
+    writeFileSync(join(sb.dir, 'idle.mjs'), EMPTY_MODULE);
+    const emptyModule = spawnTracked(process.execPath, [join(sb.dir, 'idle.mjs')], { cwd: sb.dir, env: sb.env });
     const d = startDaemon([...(opts['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : []), ...opts['daemon-node-flags'].split(' ').filter(Boolean)], Object.fromEntries(opts['daemon-env'].split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])));
     const connectedAt = await Promise.race([d.connected, sleep(30_000).then(() => Promise.reject(new Error(`svc-runner run did not connect within 30 s:\n${d.log}`)))]);
     const listed = await (await server.api('/api/runners')).json();
@@ -439,7 +444,7 @@ async function main() {
     const samples = [];
     while (performance.now() - connectedAt < IDLE_SECONDS * 1000) {
       await sleep(1000);
-      samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid), optimised: memoryOf(optimised.pid) });
+      samples.push({ runner: memoryOf(d.pid), bare: memoryOf(bare.pid), optimised: memoryOf(optimised.pid), emptyModule: memoryOf(emptyModule.pid) });
     }
     const last = samples.at(-1);
     const sharing = { runner: sharingOf(d.pid), bare: sharingOf(bare.pid), optimised: sharingOf(optimised.pid) };
@@ -476,18 +481,22 @@ async function main() {
       runner: last.runner,
       bare: last.bare,
       optimised: last.optimised,
+      emptyModule: last.emptyModule,
       sharing,
       ratio: round(last.runner.rssKiB / last.bare.rssKiB, 2),
       overOptimised: round(last.runner.rssKiB / last.optimised.rssKiB, 2),
       optimisedOverBare: round(last.optimised.rssKiB / last.bare.rssKiB, 2),
+      overEmptyModule: round(last.runner.rssKiB / last.emptyModule.rssKiB, 2),
+      emptyModuleOverBare: round(last.emptyModule.rssKiB / last.bare.rssKiB, 2),
       minusBareKiB: last.runner.rssKiB - last.bare.rssKiB,
       samplesRssKiB: samples.map((s) => [s.runner.rssKiB, s.bare.rssKiB]),
     };
-    log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}), node that optimised one function ${fmt(idle.optimised.rssKiB / 1024, 1)} MiB (runner ×${idle.overOptimised}; it is ×${idle.optimisedOverBare} bare); listed ${status}`);
+    log(`idle RSS: runner ${fmt(idle.runner.rssKiB / 1024, 1)} MiB, bare node ${fmt(idle.bare.rssKiB / 1024, 1)} MiB (×${idle.ratio}), node that optimised one function ${fmt(idle.optimised.rssKiB / 1024, 1)} MiB (runner ×${idle.overOptimised}; it is ×${idle.optimisedOverBare} bare), node running an empty .mjs ${fmt(idle.emptyModule.rssKiB / 1024, 1)} MiB (runner ×${idle.overEmptyModule}; it is ×${idle.emptyModuleOverBare} bare); listed ${status}`);
     log(`idle PSS / USS, MiB: runner ${fmt(sharing.runner.pssKiB / 1024, 1)} / ${fmt(sharing.runner.ussKiB / 1024, 1)}, bare ${fmt(sharing.bare.pssKiB / 1024, 1)} / ${fmt(sharing.bare.ussKiB / 1024, 1)}, optimised ${fmt(sharing.optimised.pssKiB / 1024, 1)} / ${fmt(sharing.optimised.ussKiB / 1024, 1)}`);
     if (heap) log(`idle heap snapshot ${heap.file}: ${fmt(heap.totalKiB / 1024, 1)} MiB; by type ${heap.byType.map(([t, k]) => `${t} ${fmt(k / 1024, 1)}`).join(', ')}; largest scripts ${heap.scripts.map(([n, k]) => `${n} ${fmt(k, 0)} KiB`).join(', ')}`);
     await stopChild(bare, 5_000);
     await stopChild(optimised, 5_000);
+    await stopChild(emptyModule, 5_000);
     if (LATENCY_SECONDS > 0) latency = await measureLatency({ server, sql, sb, runnerId, daemon: d });
     await stopDaemon(d);
   } finally {
@@ -514,6 +523,7 @@ async function main() {
     runnerFromConnectedOverDirect: round(summary.runnerEventsPerSecondFromConnected / summary.directRowsPerSecond, 3),
     idleRssOverBareNode: idle.ratio,
     idleRssOverOptimisedNode: idle.overOptimised,
+    idleRssOverEmptyModuleNode: idle.overEmptyModule,
   };
   const problems = [...problemLines(output).map((l) => `server: ${l}`), ...daemonLogs.flatMap((l) => problemLines(l).map((x) => `runner: ${x}`))];
   const loadEnd = round(os.loadavg()[0], 2);
@@ -532,6 +542,7 @@ async function main() {
       [`spool fill (${appendCommand}), events/s`, fmt(summary.fillEventsPerSecond, 0), '', ''],
       [`idle RSS after ${IDLE_SECONDS} s, MiB`, MiB(idle.runner.rssKiB), `${MiB(idle.bare.rssKiB)} bare node`, fmt(idle.ratio, 2)],
       ['  against a node that optimised one function', '', `${MiB(idle.optimised.rssKiB)} (×${fmt(idle.optimisedOverBare, 2)} bare)`, fmt(idle.overOptimised, 2)],
+      ['  against a node running an empty .mjs', '', `${MiB(idle.emptyModule.rssKiB)} (×${fmt(idle.emptyModuleOverBare, 2)} bare)`, fmt(idle.overEmptyModule, 2)],
       ['RSS after the last drain / peak, MiB', `${MiB(afterDrain.rssKiB)} / ${MiB(afterDrain.hwmKiB)}`, '', ''],
       ...(latency?.rates ?? []).map((l) => [
         `events.jsonl line → stored at ${l.rate}/s: p50 / p90 / p99 / max ms`,
