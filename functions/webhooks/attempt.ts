@@ -6,7 +6,7 @@ import type { Keys } from '../lib/context.ts';
 import { DecryptError, decryptSecret } from '../lib/crypto.ts';
 import { CHAT_HEADERS, chatUrl } from './chat.ts';
 import type { ChannelKind } from './chat.ts';
-import { checkTarget, systemResolver } from './guard.ts';
+import { checkTargetWithin, systemResolver } from './guard.ts';
 import type { Allowlist, Resolver } from './guard.ts';
 import type { Outcome } from './outcomes.ts';
 import { send } from './send.ts';
@@ -51,11 +51,7 @@ export async function attempt(d: Attemptable, allowlist: Allowlist, opts: Attemp
     return fail('invalid_url', 'the stored address is not a valid URL');
   }
   const started = performance.now();
-  const target = await Promise.race([
-    checkTarget(url, allowlist, opts.resolve ?? systemResolver),
-    new Promise<null>((r) => setTimeout(r, opts.timeoutMs, null).unref()),
-  ]);
-  if (!target) return fail('timeout', `resolving ${url.hostname} took longer than ${opts.timeoutMs} ms`);
+  const target = await checkTargetWithin(url, allowlist, opts.resolve ?? systemResolver, opts.timeoutMs);
   if (!target.ok) return fail(target.error, target.detail);
   const timestamp = Math.floor(opts.clock.now() / 1000);
   const headers = kind === 'webhook' ? deliveryHeaders({ eventType: d.event_type, deliveryId: d.id, secret, timestamp, body: d.body }) : CHAT_HEADERS;

@@ -182,3 +182,21 @@ export async function checkTarget(url: URL, allow: Allowlist, resolve: Resolver 
   const first = resolved[0];
   return { ok: true, address: parseAddress(first.address)!.toString(), family: first.family, literal: Boolean(literal), addresses: resolved.map((r) => r.address) };
 }
+
+/**
+ * checkTarget within `timeoutMs` (a lookup that hangs must not hold the attempt past its deadline): the
+ * guard's answer, or a `timeout` refusal. The timer is cleared once the guard answers, so an attempt leaves
+ * nothing pending behind it.
+ */
+export async function checkTargetWithin(url: URL, allow: Allowlist, resolve: Resolver, timeoutMs: number): Promise<GuardResult | { ok: false; error: 'timeout'; detail: string }> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<{ ok: false; error: 'timeout'; detail: string }>((ok) => {
+    timer = setTimeout(() => ok({ ok: false, error: 'timeout', detail: `resolving ${url.hostname} took longer than ${timeoutMs} ms` }), timeoutMs);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([checkTarget(url, allow, resolve), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -4,7 +4,7 @@
 // parts directly (worker.ts, which signs between them); the GitHub App calls of functions/codehost/
 // use this. Like an attempt, it never throws for the other side's fault: every failure is a result.
 import type https from 'node:https';
-import { checkTarget, systemResolver } from './guard.ts';
+import { checkTargetWithin, systemResolver } from './guard.ts';
 import type { Allowlist, Resolver } from './guard.ts';
 import { ATTEMPT_TIMEOUT_MS, send } from './send.ts';
 
@@ -32,8 +32,7 @@ export type JsonAnswer =
 export async function requestJson(r: JsonRequest): Promise<JsonAnswer> {
   const timeoutMs = r.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
   const started = performance.now();
-  const target = await Promise.race([checkTarget(r.url, r.allowlist, r.resolve ?? systemResolver), new Promise<null>((ok) => setTimeout(ok, timeoutMs, null).unref())]);
-  if (!target) return { ok: false, error: 'timeout', detail: `resolving ${r.url.hostname} took longer than ${timeoutMs} ms` };
+  const target = await checkTargetWithin(r.url, r.allowlist, r.resolve ?? systemResolver, timeoutMs);
   if (!target.ok) return { ok: false, error: target.error, detail: target.detail };
   const body = r.json === undefined ? undefined : JSON.stringify(r.json);
   const res = await send({

@@ -1,9 +1,10 @@
 // The address guard (spec: Outbound address guard) as a pure function: a large table of literal forms
 // as they can be written in a webhook URL, resolver answers (several addresses, rebinding), the https
 // rule, and exactly what the allowlist exempts.
+import { createHook } from 'node:async_hooks';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { EMPTY_ALLOWLIST, checkTarget, compileAllowlist, parseAddress, parseAllowlist, refusedRange } from '../../functions/webhooks/guard.ts';
+import { EMPTY_ALLOWLIST, checkTarget, checkTargetWithin, compileAllowlist, parseAddress, parseAllowlist, refusedRange } from '../../functions/webhooks/guard.ts';
 import type { Resolver } from '../../functions/webhooks/guard.ts';
 
 const noLookup: Resolver = async (host) => {
@@ -240,6 +241,31 @@ test('allowlist text: one entry per line, validated per line, duplicates dropped
   assert.equal(Object.keys(bad.errors), ['allowlist.line2', 'allowlist.line3', 'allowlist.line4', 'allowlist.line5', 'allowlist.line6', 'allowlist.line7', 'allowlist.line8', 'allowlist.line9', 'allowlist.line10', 'allowlist.line11', 'allowlist.line12', 'allowlist.line13']);
   assert.not.ok(JSON.stringify(bad.errors).includes('x.example'));
   assert.ok(parseAllowlist(Array.from({ length: 501 }, (_, i) => `h${i}.example`).join('\n')).errors.allowlist);
+});
+
+test('a lookup that does not answer in time is a timeout naming the host; one that answers leaves no timer behind', async () => {
+  const hang: Resolver = () => new Promise(() => {});
+  const started = performance.now();
+  const alive = setInterval(() => {}, 1000); // the deadline is unref'd: something must keep this process up meanwhile
+  const late = await checkTargetWithin(new URL('https://hooks.example.com/x'), EMPTY_ALLOWLIST, hang, 50).finally(() => clearInterval(alive));
+  assert.ok(performance.now() - started >= 45, 'it waited for the deadline');
+  assert.equal(late, { ok: false, error: 'timeout', detail: 'resolving hooks.example.com took longer than 50 ms' });
+
+  // Every timer created during a guarded check that answers is cleared by the time it returns (an attempt
+  // used to leave its deadline pending for the whole timeout, 10 s, behind every delivery).
+  const live = new Set<number>();
+  const hook = createHook({
+    init: (id, type) => void (type === 'Timeout' && live.add(id)),
+    destroy: (id) => void live.delete(id),
+  }).enable();
+  try {
+    const fine = await checkTargetWithin(new URL('https://hooks.example.com/x'), EMPTY_ALLOWLIST, dns({ 'hooks.example.com': ['93.184.216.34'] }), 10_000);
+    assert.equal(fine, { ok: true, address: '93.184.216.34', family: 4, literal: false, addresses: ['93.184.216.34'] });
+    await new Promise((r) => setImmediate(r));
+    assert.is(live.size, 0, 'no timer left pending');
+  } finally {
+    hook.disable();
+  }
 });
 
 test.run();
