@@ -2,8 +2,11 @@
 // (esbuild.config.mjs, `lazyBuiltins`): an idle daemon on a ws:// server must not hold tls, https, zlib or
 // perf_hooks (docs/performance.md, "Built-ins loaded where they are used"), and a built-in read through
 // every kind of import still works once loaded.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startFakeServer } from './_fake-server.ts';
@@ -42,6 +45,35 @@ test('a connected, idle daemon has not loaded tls, https, zlib or perf_hooks; it
   const loaded: string[] = JSON.parse(readFileSync(out, 'utf8'));
   for (const used of ['http', 'net', 'crypto']) assert.ok(loaded.includes(used), `${used} is loaded (the WebSocket client uses it): ${loaded.join(' ')}`);
   for (const unused of ['tls', 'https', '_tls_wrap', 'zlib', 'perf_hooks']) assert.not.ok(loaded.includes(unused), `${unused} is not loaded`);
+});
+
+test('over wss:// the daemon loads tls and https when it dials, and connects through them', async () => {
+  // A TLS front (a self-signed certificate the daemon trusts through NODE_EXTRA_CA_CERTS) piping to the fake server.
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost', '-keyout', join(sb.dir, 'key.pem'), '-out', join(sb.dir, 'cert.pem')], { stdio: 'ignore' });
+  const fakePort = Number(new URL(fake.url).port);
+  const front = tls.createServer({ key: readFileSync(join(sb.dir, 'key.pem')), cert: readFileSync(join(sb.dir, 'cert.pem')) }, (socket) => {
+    const upstream = net.connect(fakePort, '127.0.0.1');
+    socket.pipe(upstream).pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+  });
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  try {
+    const port = (front.address() as net.AddressInfo).port;
+    sb.writeConfig(pairedConfig(`https://localhost:${port}`, { profiles: [] }));
+    const out = join(sb.dir, 'loaded.json');
+    const d = startDaemon(sb, { NODE_OPTIONS: `--require ${loadListHook(out)}`, NODE_EXTRA_CA_CERTS: join(sb.dir, 'cert.pem') });
+    const conn = await fake.waitConns(1);
+    assert.match(String(conn.headers.authorization), /^Bearer /);
+    await d.waitFor(/connected to /);
+    d.proc.kill('SIGUSR2');
+    await waitUntil(() => existsSync(out), 10_000, 'the load list');
+    const loaded: string[] = JSON.parse(readFileSync(out, 'utf8'));
+    for (const used of ['tls', 'https']) assert.ok(loaded.includes(used), `${used} is loaded once the daemon dials wss://`);
+  } finally {
+    await killDaemons();
+    await new Promise((r) => front.close(r));
+  }
 });
 
 test('a command reads built-ins through namespace, named and default imports alike once they are loaded', async () => {
