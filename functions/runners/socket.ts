@@ -83,6 +83,8 @@ export class RunnerSockets {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4 * MAX_FRAME_BYTES });
   private heartbeat?: NodeJS.Timeout;
   private readonly lastTouch = new Map<string, number>();
+  /** Per runner, the last of its row's connect/close writes (rowUpdate). */
+  private readonly rowWrites = new Map<string, Promise<void>>();
 
   constructor(
     private readonly db: Db,
@@ -104,6 +106,20 @@ export class RunnerSockets {
   async stop(): Promise<void> {
     for (const conn of this.conns.values()) conn.ws.close(SERVICE_RESTART, 'server restarting');
     await this.db.query(sql`update runners set connected_instance = null where connected_instance = ${this.instance}`).catch(() => {});
+  }
+
+  /**
+   * A runner's row written when a socket of it is accepted or closed here, in the order those happened: both
+   * writes name this process, so a close's clear that landed after a quick reconnect's update (two pooled
+   * connections keep no order) would leave the row offline while the runner is connected here — and that
+   * socket's own close would then find nothing to clear and send no offline notice.
+   */
+  private rowUpdate<T>(runnerId: string, write: () => Promise<T>): Promise<T> {
+    const next = (this.rowWrites.get(runnerId) ?? Promise.resolve()).then(write);
+    const settled = next.then(() => {}, () => {});
+    this.rowWrites.set(runnerId, settled);
+    void settled.then(() => this.rowWrites.get(runnerId) === settled && this.rowWrites.delete(runnerId));
+    return next;
   }
 
   get(runnerId: string): Conn | undefined {
@@ -172,12 +188,14 @@ export class RunnerSockets {
     // Updates of one row are serialised, so the times they record order the connections of one runner
     // wherever they landed; notices between processes may arrive in any order and late.
     // Back after more than ONLINE_WITHIN_SECONDS without a word (or for the first time): runner.online in the activity feed.
-    const [recorded] = await this.db.query<{ since: string; name: string; back: boolean }>(sql`
-      with prev as (select last_seen_at from runners where id = ${runner.id})
-      update runners set connected_instance = ${this.instance}, last_seen_at = now(), version = ${version}
-       where id = ${runner.id}
-      returning (extract(epoch from clock_timestamp()) * 1000000)::bigint::text as since, name,
-                coalesce((select last_seen_at from prev) < now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS}), true) as back`);
+    const [recorded] = await this.rowUpdate(runner.id, () =>
+      this.db.query<{ since: string; name: string; back: boolean }>(sql`
+        with prev as (select last_seen_at from runners where id = ${runner.id})
+        update runners set connected_instance = ${this.instance}, last_seen_at = now(), version = ${version}
+         where id = ${runner.id}
+        returning (extract(epoch from clock_timestamp()) * 1000000)::bigint::text as since, name,
+                  coalesce((select last_seen_at from prev) < now() - make_interval(secs => ${ONLINE_WITHIN_SECONDS}), true) as back`),
+    );
     conn.since = BigInt(recorded?.since ?? 0);
     if (recorded?.back) await recordActivity(this.db, { kind: 'runner.online', runnerId: runner.id, data: { runnerId: runner.id, name: recorded.name, version: version || undefined }, dedupeKey: `runner.online:${runner.id}:${recorded.since}` });
     await this.hooks.connected(conn);
@@ -289,9 +307,9 @@ export class RunnerSockets {
     this.conns.delete(conn.runnerId);
     this.lastTouch.delete(conn.runnerId);
     this.hooks.closed(conn.runnerId);
-    const gone = await this.db
-      .query(sql`update runners set connected_instance = null, last_seen_at = now() where id = ${conn.runnerId} and connected_instance = ${this.instance} returning 1`)
-      .catch(() => []);
+    const gone = await this.rowUpdate(conn.runnerId, () =>
+      this.db.query(sql`update runners set connected_instance = null, last_seen_at = now() where id = ${conn.runnerId} and connected_instance = ${this.instance} returning 1`),
+    ).catch(() => []);
     // Offline only when no newer socket (here or on another replica) took it over meanwhile.
     if (gone.length) await publish(this.db, { type: 'runner', id: conn.runnerId, online: false }, { runnerId: conn.runnerId }).catch(() => {});
     this.log.info('runner disconnected', { runnerId: conn.runnerId, code });
