@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
+import { lazySchemas } from './scripts/lazy-schemas.mjs';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 
@@ -155,7 +156,8 @@ export const builds = [
     // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
     // A runner copied alone as one file finds neither and works without them.
     external: ['@parcel/watcher', 'bufferutil', 'utf-8-validate'],
-    plugins: [lazyBuiltins],
+    // Module-level zod schemas are built when first used (scripts/lazy-schemas.mjs).
+    plugins: [lazyBuiltins, lazySchemas()],
     // No comments and pure ASCII: V8 keeps a script's source in memory, as one byte per character only
     // when every character fits in Latin-1 — a single `→` in a comment made the 1 MB file a 2 MB string in
     // every daemon's heap. Identifiers are kept (stack traces and CPU profiles name the functions).

@@ -25,6 +25,8 @@
 //                                    [--idle-seconds 10] [--database-url postgres://…]
 //                                    [--profile-dir DIR]   (node --cpu-prof of each daemon run)
 //                                    [--latency-rates 50,1000] [--latency-seconds 4]  (0 seconds: skip (d))
+//                                    [--bundle FILE] [--daemon-node-flags "…"] [--daemon-env "K=V …"]
+//                                    [--heap-snapshot DIR] [--daemon-log FILE]   (the idle daemon: what its memory is)
 //
 // The bundle is copied to a temp dir first (no node_modules near it, and a rebuild by someone else
 // during the run does not change what is measured). The runner runs with HOME, XDG_CONFIG_HOME and
@@ -88,6 +90,8 @@ const { values: opts } = parseArgs({
     'daemon-env': { type: 'string', default: '' },
     /** Write a heap snapshot of the idle daemon here (after its RSS is read) and print its largest parts. */
     'heap-snapshot': { type: 'string' },
+    /** Write the idle daemon's output (stdout and stderr) here after its RSS is read, e.g. with `--trace-opt`. */
+    'daemon-log': { type: 'string' },
   },
   strict: true,
 });
@@ -473,6 +477,7 @@ async function main() {
       mkdirSync(opts['heap-snapshot'], { recursive: true });
       copyFileSync(join(sb.dir, file), heap.file);
     }
+    if (opts['daemon-log']) writeFileSync(opts['daemon-log'], d.log);
     idle = {
       maps,
       heap,

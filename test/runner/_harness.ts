@@ -130,9 +130,9 @@ export async function killDaemons(): Promise<void> {
   await Promise.all(left.map((d) => (d.exitCode === null && d.signalCode === null ? new Promise((r) => d.once('close', r)) : null)));
 }
 
-/** Start `svc-runner run` in the background. */
-export function startDaemon(sb: Sandbox, extraEnv: Record<string, string> = {}): Daemon {
-  const proc = spawn(process.execPath, [BUNDLE, 'run'], { cwd: sb.dir, env: { ...sb.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Start `svc-runner run` in the background; `nodeFlags` go to node before the bundle (e.g. `--trace-opt`). */
+export function startDaemon(sb: Sandbox, extraEnv: Record<string, string> = {}, nodeFlags: string[] = []): Daemon {
+  const proc = spawn(process.execPath, [...nodeFlags, BUNDLE, 'run'], { cwd: sb.dir, env: { ...sb.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   daemons.add(proc);
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
