@@ -8,7 +8,8 @@
 // outermost schema expression evaluated at module level — `z.<factory>(…)` and the chain of schema methods
 // after it — into `lazySchema(() => …)` (protocol/lazy-schema.ts). Expressions inside functions run when
 // called and are left alone; so is a chain that ends in anything but a schema method (`.options`, `.parse(…)`,
-// `.shape`), which may not be a schema. The sources and the tests that import them run unchanged.
+// `.shape`), which may not be a schema, and one that registers its schema (`.meta(…)`, `.describe(…)`).
+// The sources and the tests that import them run unchanged.
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,12 +28,12 @@ const NOT_FACTORIES = new Set([
   'flattenError', 'formatError', 'setErrorMap', 'getErrorMap', 'locales', 'NEVER', 'core', 'util', 'regexes', 'ZodError', 'ZodRealError', 'function',
 ]);
 /** Namespaces of factories: `z.iso.datetime()`, `z.coerce.number()`. */
-const FACTORY_NAMESPACES = new Set(['iso', 'coerce', 'string', 'number']);
+const FACTORY_NAMESPACES = new Set(['iso', 'coerce']);
 /** Methods of a schema that return a schema. */
 const SCHEMA_METHODS = new Set([
   // every schema
-  'check', 'clone', 'brand', 'register', 'refine', 'superRefine', 'overwrite', 'optional', 'exactOptional', 'nonoptional', 'nullable', 'nullish',
-  'default', 'prefault', 'catch', 'pipe', 'readonly', 'transform', 'or', 'and', 'array', 'describe', 'meta', 'with',
+  'check', 'clone', 'brand', 'refine', 'superRefine', 'overwrite', 'optional', 'exactOptional', 'nonoptional', 'nullable', 'nullish',
+  'default', 'prefault', 'catch', 'pipe', 'readonly', 'transform', 'or', 'and', 'array', 'with',
   // strings
   'regex', 'includes', 'startsWith', 'endsWith', 'min', 'max', 'length', 'nonempty', 'lowercase', 'uppercase', 'trim', 'normalize',
   'toLowerCase', 'toUpperCase', 'slugify', 'email', 'url', 'httpUrl', 'jwt', 'emoji', 'guid', 'uuid', 'uuidv4', 'uuidv6', 'uuidv7', 'nanoid',
@@ -43,6 +44,9 @@ const SCHEMA_METHODS = new Set([
   'extend', 'safeExtend', 'merge', 'pick', 'omit', 'partial', 'required', 'strict', 'strip', 'passthrough', 'loose', 'catchall', 'keyof',
   'unwrap', 'extract', 'exclude', 'rest',
 ]);
+
+// Not here, so a chain with one stays as it is: `register`, `meta` and `describe` add the schema to a registry
+// (zod's global one for the last two), a side effect that must not wait for the schema's first use.
 
 /** Whether `node` is a schema built from the zod namespace `z`: a factory call and schema methods after it. */
 function isSchemaChain(node, z) {

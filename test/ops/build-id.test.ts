@@ -54,8 +54,9 @@ test('no git: GIT_DIR pointing nowhere, or a copy of the project outside any rep
   const copy = mkdtempSync(join(tmpdir(), 'svc-nogit-'));
   try {
     for (const f of ['esbuild.config.mjs', 'package.json']) copyFileSync(join(ROOT, f), join(copy, f));
-    // The config builds the runner's usage worker when it loads: it needs the sources and esbuild.
-    for (const d of ['node_modules', 'runner', 'protocol']) symlinkSync(join(ROOT, d), join(copy, d));
+    // The config builds the runner's usage worker when it loads: it needs the sources and esbuild, and the
+    // runner build's plugin (scripts/lazy-schemas.mjs).
+    for (const d of ['node_modules', 'runner', 'protocol', 'scripts']) symlinkSync(join(ROOT, d), join(copy, d));
     // GIT_CEILING_DIRECTORIES: git must not find a repository above the temporary directory either.
     const r = resolveIn(copy, { SVC_BUILD_COMMIT: undefined, GIT_DIR: undefined, GIT_CEILING_DIRECTORIES: tmpdir() });
     assert.is(r.status, 0, r.err);

@@ -40,6 +40,7 @@ test('module-level schema chains are wrapped; schemas inside functions, non-sche
     export const parsed = z.number().parse(3);
     export const make = (max: number) => z.string().max(max);
     export const table = { ping: { args: z.strictObject({}) } };
+    export const described = z.string().describe('a name').optional();
     z.config({});
     export type Entry = z.infer<typeof entry>;
   `);
@@ -47,6 +48,8 @@ test('module-level schema chains are wrapped; schemas inside functions, non-sche
   assert.match(code, /__lazySchema\(\(\) => \(z\.strictObject\(\{\}\)\)\)/);
   assert.match(code, /\(max\) => z\.string\(\)\.max\(max\);/, 'a schema made inside a function is left alone');
   assert.match(code, /z\.config\(\{\}\);/, 'a side effect is not deferred');
+  assert.match(code, /= z\.string\(\)\.describe\("a name"\)\.optional\(\);/, 'nor a registration in zod\'s registry');
+  assert.is(z.globalRegistry.get(mod.described.unwrap())?.description, 'a name');
   assert.equal(mod.kinds, ['a', 'b'], 'a chain that ends in a property is not a schema');
   assert.is(mod.parsed, 3);
   assert.equal(mod.entry.parse({ name: 'x' }), { name: 'x', tags: [] });
