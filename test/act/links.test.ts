@@ -24,6 +24,7 @@ let dbEnv: { env: Record<string, string>; cleanup: () => Promise<void> };
 let fake: ChatFake;
 let ws: Client;
 let project = '';
+let runnerId = '';
 const u: Record<'a1' | 'a2' | 'demoted', TestUser> = {} as never;
 const s: Record<'a1' | 'a2' | 'demoted', Session> = {} as never;
 const call = (path: string, init: { method?: string; json?: unknown; token?: string } = {}) => callAs(server, path, init);
@@ -61,6 +62,7 @@ test.before(async () => {
   assert.is((await call('/api/notifications/channels', { method: 'POST', json: { type: 'slack', name: 'ops', webhookUrl: fake.slackUrl } })).status, 201);
   assert.is((await call('/api/notifications/channels', { method: 'POST', json: { type: 'telegram', botToken: fake.telegramToken, chatId: '-1001', apiBaseUrl: fake.url } })).status, 201);
   const r = await pairRunner(server.api, server.url, 'act-box');
+  runnerId = r.runnerId;
   project = await makeProject(server, r.runnerId);
   for (const key of ['a1', 'a2', 'demoted'] as const) {
     u[key] = await makeUser(server, key);
@@ -181,6 +183,8 @@ test("a channel's link acts as whoever is signed in, with their role then", asyn
     return ws.closed;
   })();
   await runnerOffline;
+  // The socket's close is the server's to take in: until it has, a command waits for the runner to answer.
+  await waitFor('the runner read offline', async () => (await call(`/api/runners/${runnerId}`)).body.status === 'offline');
   const d = await act(server, 'GET', channel, s.a2);
   assert.is(d.status, 200, JSON.stringify(d.body));
   assert.equal([d.body.personal, d.body.source, d.body.facts.title, d.body.facts.checks], [false, 'stored', 'Fix the login', 'passed']);
