@@ -11,7 +11,7 @@
 // `.shape`), which may not be a schema, and one that registers its schema (`.meta(…)`, `.describe(…)`).
 // The sources and the tests that import them run unchanged.
 import { readFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as acorn from 'acorn';
 import * as esbuild from 'esbuild';
@@ -98,17 +98,15 @@ export function lazySchemaSource(source, path, helper = HELPER) {
   return { code: `import { lazySchema as __lazySchema } from ${JSON.stringify(helper)};\n${out}`, wrapped: spans.length };
 }
 
-/** The esbuild plugin: runner/ and protocol/ modules (not the helper itself). `stats` collects per-file counts. */
-export const lazySchemas = (stats = new Map()) => ({
+/** The esbuild plugin: runner/ and protocol/ modules that import zod (not the helper itself). */
+export const lazySchemas = () => ({
   name: 'lazy-schemas',
   setup(build) {
     build.onLoad({ filter: /\/(runner|protocol)\/.*\.ts$/ }, (args) => {
       if (args.path === HELPER || args.path.includes('/node_modules/')) return undefined;
       const source = readFileSync(args.path, 'utf8');
       if (!/from ['"]zod['"]/.test(source)) return undefined;
-      const { code, wrapped } = lazySchemaSource(source, args.path);
-      if (wrapped) stats.set(relative(ROOT, args.path), wrapped);
-      return { contents: code, loader: 'js', resolveDir: dirname(args.path) };
+      return { contents: lazySchemaSource(source, args.path).code, loader: 'js', resolveDir: dirname(args.path) };
     });
   },
 });
