@@ -256,6 +256,8 @@ test('Approve on a PR GitHub does not know: the error is shown as a warning and 
   await page.click('section.slot[data-slot="2"] button:has-text("Approve")');
   const warn = await page.waitForSelector('dialog .inspect-error', { timeout: 30_000 });
   assert.match((await warn.textContent()) ?? '', new RegExp(`Could not read #${MISSING_PR}: .*#${MISSING_PR} of ${REPO} does not exist.*You can still approve`));
+  // The cost is fetched beside the inspection: it may still be reading when the warning shows.
+  await page.waitForFunction(() => !/reading/.test(document.querySelector('dialog .cost')?.textContent ?? 'reading'));
   assert.match((await page.textContent('dialog .cost')) ?? '', /no LLM requests attributed/);
   await page.click('dialog button:has-text("Approve without the inspection")');
   await page.waitForSelector(`p[role=status]:has-text("Approved #${MISSING_PR}: done.")`, { timeout: 30_000 });
