@@ -63,8 +63,9 @@ function isSchemaChain(node, z) {
 const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression', 'ClassDeclaration', 'ClassExpression']);
 
 /**
- * The module's JavaScript with its module-level schemas wrapped, and how many were. `source` is TypeScript
- * or JavaScript; modules that do not import zod as a namespace come back unchanged (`wrapped: 0`).
+ * The module compiled to JavaScript with its module-level schemas wrapped, and how many were. `source` is
+ * TypeScript or JavaScript; a module that does not import zod as a namespace comes back compiled, nothing
+ * wrapped (`wrapped: 0`).
  */
 export function lazySchemaSource(source, path, helper = HELPER) {
   const code = esbuild.transformSync(source, { loader: path.endsWith('.ts') ? 'ts' : 'js', format: 'esm', target: 'es2022', sourcefile: path, tsconfigRaw: TSCONFIG }).code;
