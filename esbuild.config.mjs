@@ -1,5 +1,5 @@
 // Builds the three artifacts: dist/server.mjs (API + jobs + static serving; node_modules beside it),
-// dist/svc-runner.mjs (ONE self-contained file), dist/web/ (the admin pages).
+// dist/svc-runner.mjs (ONE self-contained file: buildRunner), dist/web/ (the admin pages).
 // The admin pages are split and content-hashed: dist/web/assets/<name>-<hash>.js|css — the app's entry
 // (preact, the frame, sign-in, the bell), one chunk per page loaded with import() when its route is
 // opened (web-static/app.ts), shared chunks, and the terminal (xterm.js and its CSS) loaded only when a
@@ -7,13 +7,15 @@
 // (functions/static.ts); dist/web/index.html — written here from web-static/index.html with the hashed
 // names of this build — is served with no-cache, so a deploy takes effect at the next page load.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, relative } from 'node:path';
+import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { lazySchemas } from './scripts/lazy-schemas.mjs';
+import { packFile, shiftMap } from './scripts/runner-pack.mjs';
 
+const ROOT = dirname(fileURLToPath(import.meta.url));
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 
 /**
@@ -143,31 +145,55 @@ export const builds = [
     define,
     banner,
   },
-  {
-    entryPoints: ['runner/cli.ts'],
-    outfile: 'dist/svc-runner.mjs',
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    define: { ...define, __SVC_USAGE_WORKER__: JSON.stringify(usageWorker), __SVC_OTLP_PROTO__: JSON.stringify(otlpProto) },
-    banner: { js: '#!/usr/bin/env node\n' + banner.js },
-    // Optional native modules, loaded only when present beside the runner (an npm install): @parcel/watcher
-    // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
-    // A runner copied alone as one file finds neither and works without them.
-    external: ['@parcel/watcher', 'bufferutil', 'utf-8-validate'],
-    // Module-level zod schemas are built when first used (scripts/lazy-schemas.mjs).
-    plugins: [lazyBuiltins, lazySchemas()],
-    // No comments and pure ASCII: V8 keeps a script's source in memory, as one byte per character only
-    // when every character fits in Latin-1 — a single `→` in a comment made the 1 MB file a 2 MB string in
-    // every daemon's heap. Identifiers are kept (stack traces and CPU profiles name the functions).
-    minifyWhitespace: true,
-    charset: 'ascii',
-    // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
-    // (locales included) and makes this file ~960 KB instead of ~400 KB.
-  },
   web,
 ];
+
+/**
+ * The runner's own code, runner/cli.ts and what it imports, as the body of the one file (scripts/runner-pack.mjs):
+ * CommonJS-style, run by the loader inside a function that is given require, module, exports and the file's URL.
+ */
+export const runnerBody = {
+  entryPoints: ['runner/cli.ts'],
+  outfile: 'dist/svc-runner.mjs',
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  define: { ...define, 'import.meta.url': '__svcUrl', __SVC_USAGE_WORKER__: JSON.stringify(usageWorker), __SVC_OTLP_PROTO__: JSON.stringify(otlpProto) },
+  // Optional native modules, loaded only when present beside the runner (an npm install): @parcel/watcher
+  // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
+  // A runner copied alone as one file finds neither and works without them.
+  external: ['@parcel/watcher', 'bufferutil', 'utf-8-validate'],
+  // Module-level zod schemas are built when first used (scripts/lazy-schemas.mjs).
+  plugins: [lazyBuiltins, lazySchemas()],
+  // No comments and pure ASCII: V8 keeps a script's source in memory, as one byte per character only
+  // when every character fits in Latin-1 — a single `→` in a comment made the 1 MB file a 2 MB string in
+  // every daemon's heap. Identifiers are kept (stack traces and CPU profiles name the functions).
+  minifyWhitespace: true,
+  charset: 'ascii',
+  // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
+  // (locales included) and makes this file ~960 KB instead of ~400 KB.
+  write: false,
+};
+
+/**
+ * dist/svc-runner.mjs (or `outfile`): the body built, packed into the comment of the loader's module
+ * (runner/boot.ts), which compiles it with a V8 code cache. `sourcemap`: `<outfile>.map` of the body's lines,
+ * for CPU profiles (bench/usage.mjs).
+ */
+export async function buildRunner({ outfile = runnerBody.outfile, sourcemap = false } = {}) {
+  const built = await esbuild.build({ logLevel: 'warning', ...runnerBody, absWorkingDir: ROOT, outfile: resolve(ROOT, outfile), sourcemap: sourcemap ? 'external' : false });
+  await writeRunner(built.outputFiles, outfile);
+}
+
+/** Packs the body's build (its output files: the code, and the map when built with one) into `outfile`. */
+export async function writeRunner(outputFiles, outfile = runnerBody.outfile) {
+  const code = outputFiles.find((f) => f.path.endsWith('.mjs')).text;
+  const title = `svc-runner ${pkg.version} (build ${JSON.parse(define.__SVC_BUILD__)}). Its code is the comment of svcRunnerBody below; the loader after it compiles that with a V8 code cache (docs/runner.md, "Compile cache").`;
+  writeFileSync(resolve(ROOT, outfile), await packFile(code, { root: ROOT, title }));
+  const map = outputFiles.find((f) => f.path.endsWith('.map'));
+  if (map) writeFileSync(resolve(ROOT, `${outfile}.map`), JSON.stringify(shiftMap(map.text)));
+}
 
 /** The app's entry output in a metafile of the `web` build, and every chunk it imports statically (to preload). */
 export function entryOf(metafile) {
@@ -223,7 +249,7 @@ export function publishRunner() {
 if (import.meta.url === `file://${process.argv[1]}`) {
   rmSync(WEB_DIR, { recursive: true, force: true }); // hashed files of older builds must not pile up
   for (const f of existsSync('dist') ? readdirSync('dist') : []) if (/^server-.+\.mjs(\.map)?$/.test(f)) rmSync(`dist/${f}`); // the server's chunks too
-  const results = await Promise.all(builds.map((b) => esbuild.build({ logLevel: 'warning', ...b })));
+  const [results] = await Promise.all([Promise.all(builds.map((b) => esbuild.build({ logLevel: 'warning', ...b }))), buildRunner()]);
   writeIndex(results[builds.indexOf(web)].metafile);
   copyStatic();
   publishRunner();

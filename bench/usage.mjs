@@ -516,10 +516,9 @@ async function scanBench() {
     // The same bundle (esbuild.config.mjs's runner build) with a source map, so functions are placed in runner/.
     const dir = opts['profile-dir'] ?? tempDir('svc-bench-cpuprof-');
     mkdirSync(dir, { recursive: true });
-    const [{ builds }, esbuild] = await Promise.all([import('../esbuild.config.mjs'), import('esbuild')]);
-    const config = builds.find((b) => b.outfile === 'dist/svc-runner.mjs');
+    const { buildRunner } = await import('../esbuild.config.mjs');
     const outfile = join(dir, 'svc-runner.mjs');
-    await esbuild.build({ ...config, absWorkingDir: ROOT, outfile, sourcemap: true, logLevel: 'warning' });
+    await buildRunner({ outfile, sourcemap: true });
     log('profile: the source-mapped bundle under --cpu-prof…');
     const p = check('svc-runner --cpu-prof', await runMeasured(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, outfile, 'usage', 'daily', '--json'], { env, cwd: root }));
     // One profile per thread: CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile, the main thread is 0.

@@ -1,6 +1,7 @@
 // Where the runner keeps its files (spec: Runner configuration file, Runner state directory).
 // Config: $XDG_CONFIG_HOME/svc/runner.json (default ~/.config). State: $XDG_STATE_HOME/svc/ (default
-// ~/.local/state). XDG variables that are not absolute paths are ignored, as the XDG spec asks.
+// ~/.local/state). Cache: $XDG_CACHE_HOME/svc/ (default ~/.cache). XDG variables that are not absolute
+// paths are ignored, as the XDG spec asks.
 import { realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
@@ -53,6 +54,8 @@ export const configHome = (env: Env = process.env) => xdg(env, 'XDG_CONFIG_HOME'
 export const configDir = (env: Env = process.env) => join(configHome(env), 'svc');
 export const configPath = (env: Env = process.env) => join(configDir(env), 'runner.json');
 export const stateDir = (env: Env = process.env) => join(xdg(env, 'XDG_STATE_HOME', ['.local', 'state']), 'svc');
+/** What the runner can lose at any time and rebuild: $XDG_CACHE_HOME/svc/ (default ~/.cache/svc). */
+export const cacheDir = (env: Env = process.env) => join(xdg(env, 'XDG_CACHE_HOME', ['.cache']), 'svc');
 export const spoolDir = (env: Env = process.env) => join(stateDir(env), 'spool');
 export const lockPath = (env: Env = process.env) => join(spoolDir(env), 'runner.lock');
 

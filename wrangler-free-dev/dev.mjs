@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { watch } from 'node:fs';
 import * as esbuild from 'esbuild';
-import { builds, copyStatic, publishRunner, web, writeIndex } from '../esbuild.config.mjs';
+import { builds, copyStatic, publishRunner, runnerBody, web, writeIndex, writeRunner } from '../esbuild.config.mjs';
 
 let child;
 let restartTimer;
@@ -31,16 +31,22 @@ const onEnd = (name, after) => ({
   },
 });
 
-const contexts = await Promise.all(
-  builds.map((b, i) =>
+const contexts = await Promise.all([
+  ...builds.map((b, i) =>
     esbuild.context({
       logLevel: 'warning',
       ...b,
       // The admin pages: each rebuild has new hashed names, which index.html must name (older files stay until a full build).
-      plugins: [onEnd(b.outfile ?? b.outdir, i === 0 ? restart : b === web ? (r) => writeIndex(r.metafile) : b.outfile === 'dist/svc-runner.mjs' ? publishRunner : undefined)],
+      plugins: [onEnd(b.outfile ?? b.outdir, i === 0 ? restart : b === web ? (r) => writeIndex(r.metafile) : undefined)],
     }),
   ),
-);
+  // The runner: its body built, then packed with its loader into the one file (esbuild.config.mjs, writeRunner).
+  esbuild.context({
+    logLevel: 'warning',
+    ...runnerBody,
+    plugins: [...runnerBody.plugins, onEnd(runnerBody.outfile, async (r) => (await writeRunner(r.outputFiles), publishRunner()))],
+  }),
+]);
 copyStatic();
 watch('web-static', (_event, file) => (file === 'index.html' ? contexts[builds.indexOf(web)].rebuild() : copyStatic()));
 await Promise.all(contexts.map((c) => c.watch()));

@@ -35,6 +35,7 @@ const EXCEPTIONS: Record<string, string> = {
   SVC_PR_POLL_MS: 'tests and benchmarks only (fleet.prPollSeconds in milliseconds)',
   SVC_QUEUE_POLL_MS: 'tests and benchmarks only (queue.pollSeconds in milliseconds)',
   SVC_CODEHOST_BACKOFF_MS: 'tests only (the first code-host failure backoff)',
+  SVC_RUNNER_COMPILE_CACHE: 'came after the rename, so it never had an AGENT_FLEET_ name; read by the loader (runner/boot.ts) before the runner adopts legacy names',
   SVC_ROLE: 'set by the runner for agents, never read',
   SVC_RUN_ID: 'set by the runner for skill runs, never read from the environment',
   SVC_SKILL: 'set by the runner for skill runs, never read',
