@@ -103,7 +103,7 @@ function run(name, args, limitS) {
   });
 }
 
-const SKIP_KEYS = new Set(['goals', 'machine', 'settings', 'rounds', 'runs', 'problems', 'svcLog', 'profiles', 'command', 'drains', 'outcomes', 'postgres', 'bundle', 'idle', 'latency']);
+const SKIP_KEYS = new Set(['goals', 'machine', 'settings', 'rounds', 'runs', 'problems', 'svcLog', 'profiles', 'command', 'drains', 'outcomes', 'postgres', 'bundle', 'idle', 'latency', 'startup']);
 const RATIO_KEY = /^ratio|Ratio|Over[A-Z]|^x ?bare/; // not 'integrations'
 
 /** Every ratio in a benchmark's JSON: [path, median, min, max]. */

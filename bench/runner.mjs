@@ -19,6 +19,10 @@
 //       transaction time; it commits within the insert) minus the moment it was appended. Both clocks
 //       are this machine's. Five warm-up lines are stored first. p50/p90/p99/max per rate; every line
 //       must be stored exactly once.
+//   (e) start-up of short commands (docs/runner.md, "Compile cache"): `--version` and `usage daily --json`
+//       (no runner.json, no transcripts) with the compile cache in use (after the runs that write it) and
+//       turned off (SVC_RUNNER_COMPILE_CACHE=0), --startup-runs of each, alternated with the baseline, node
+//       running an empty .mjs; median wall ms of each (spawn to exit).
 //
 //   npm run bench:runner -- [options]   (builds, then runs:)
 //   node --import tsx bench/runner.mjs [--events 20000] [--pad 880] [--rounds 3]
@@ -27,6 +31,7 @@
 //                                    [--latency-rates 50,1000] [--latency-seconds 4]  (0 seconds: skip (d))
 //                                    [--bundle FILE] [--daemon-node-flags "…"] [--daemon-env "K=V …"]
 //                                    [--heap-snapshot DIR] [--daemon-log FILE]   (the idle daemon: what its memory is)
+//                                    [--startup-runs 20]   (0: skip (e))
 //
 // The bundle is copied to a temp dir first (no node_modules near it, and a rebuild by someone else
 // during the run does not change what is measured). The runner runs with HOME, XDG_CONFIG_HOME and
@@ -35,7 +40,7 @@
 // the admin makes the pairing code through the API (POST /api/runners) and `svc-runner pair` uses it.
 // Loopback only; every process, temp dir and database it makes is removed at the end, also on error
 // or Ctrl-C. Output: progress on stderr, a table on stdout, then one JSON line with all figures.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, copyFileSync, mkdirSync, opendirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -92,6 +97,7 @@ const { values: opts } = parseArgs({
     'heap-snapshot': { type: 'string' },
     /** Write the idle daemon's output (stdout and stderr) here after its RSS is read, e.g. with `--trace-opt`. */
     'daemon-log': { type: 'string' },
+    'startup-runs': { type: 'string', default: '20' },
   },
   strict: true,
 });
@@ -104,6 +110,7 @@ const PAD = whole('pad', 0, 200_000);
 const ROUNDS = whole('rounds');
 const IDLE_SECONDS = whole('idle-seconds');
 const LATENCY_SECONDS = wholeOption('latency-seconds', opts['latency-seconds'], 0, 600);
+const STARTUP_RUNS = wholeOption('startup-runs', opts['startup-runs'], 0, 1000);
 const LATENCY_RATES = opts['latency-rates'].split(',').map((r, i) => wholeOption(`latency-rates[${i}]`, r, 1, 20_000));
 /** The goal of #17 for an event appended on the runner → stored, p99, at 50 and 1,000 events/s. */
 const LATENCY_GOAL_MS = 250;
@@ -189,6 +196,45 @@ function runBundle(bundle, sb, args, timeoutMs = 120_000) {
 }
 
 /**
+ * (e) Short commands' start-up, cache in use and off, against node running an empty .mjs: alternated runs in
+ * a home of their own, median ms from spawn to exit. The cache is written by the first runs of each command
+ * (runner/boot.ts GENERATIONS), which are not counted.
+ */
+function measureStartup(bundle, runs) {
+  const dir = tempDir('svc-bench-runner-start-');
+  const empty = join(dir, 'empty.mjs');
+  writeFileSync(empty, '');
+  const env = { HOME: join(dir, 'home'), PATH: [dirname(process.execPath), '/usr/bin', '/bin'].join(':'), TZ: 'UTC', LANG: 'C' };
+  mkdirSync(env.HOME);
+  const off = { ...env, SVC_RUNNER_COMPILE_CACHE: '0' };
+  const cases = {
+    emptyModule: [[empty], env],
+    versionCached: [[bundle, '--version'], env],
+    versionUncached: [[bundle, '--version'], off],
+    usageCached: [[bundle, 'usage', 'daily', '--json'], env],
+    usageUncached: [[bundle, 'usage', 'daily', '--json'], off],
+  };
+  const once = ([args, e]) => {
+    const t = performance.now();
+    const r = spawnSync(process.execPath, args, { env: e, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`node ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+    return performance.now() - t;
+  };
+  for (let i = 0; i < 4; i++) for (const c of Object.values(cases)) once(c); // the cache's writes, and warm files
+  const ms = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  for (let i = 0; i < runs; i++) for (const [k, c] of Object.entries(cases)) ms[k].push(once(c));
+  const med = Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, round(median(v), 1)]));
+  return {
+    runs,
+    medianMs: med,
+    cacheFiles: readdirSync(join(env.HOME, '.cache', 'svc', 'compile-cache')).length,
+    versionCachedOverUncached: round(med.versionCached / med.versionUncached, 3),
+    usageCachedOverUncached: round(med.usageCached / med.usageUncached, 3),
+    usageCachedOverEmptyModule: round(med.usageCached / med.emptyModule, 3),
+  };
+}
+
+/**
  * (d) Lines appended to a watched project's .svc/events.jsonl at a steady rate → stored in runner_events.
  * Returns { goalMs, rates: [{ rate, lines, seconds, p50Ms, p90Ms, p99Ms, maxMs }] }.
  */
@@ -269,6 +315,11 @@ async function main() {
   if (!appendCommand) throw new Error(`the runner bundle has neither spool-append nor emit:\n${help}`);
   log(`runner bundle ${bundleInfo.bytes} B (gzip ${bundleInfo.gzipBytes} B), sha256 ${bundleInfo.sha256}; append command: ${appendCommand}`);
   log(`PostgreSQL ${pgVersion}; ${EVENTS} events per round, ${ROUNDS} round(s); idle ${IDLE_SECONDS} s`);
+  let startup = null;
+  if (STARTUP_RUNS > 0) {
+    log(`start-up: ${STARTUP_RUNS} runs of each command, the compile cache in use and off, and of node on an empty .mjs`);
+    startup = measureStartup(bundle, STARTUP_RUNS);
+  }
 
   // The runner's sandbox: nothing of the real home.
   const dir = tempDir('svc-bench-runner-');
@@ -529,6 +580,7 @@ async function main() {
     idleRssOverBareNode: idle.ratio,
     idleRssOverOptimisedNode: idle.overOptimised,
     idleRssOverEmptyModuleNode: idle.overEmptyModule,
+    ...(startup ? { usageStartCachedOverUncached: startup.usageCachedOverUncached, versionStartCachedOverUncached: startup.versionCachedOverUncached } : {}),
   };
   const problems = [...problemLines(output).map((l) => `server: ${l}`), ...daemonLogs.flatMap((l) => problemLines(l).map((x) => `runner: ${x}`))];
   const loadEnd = round(os.loadavg()[0], 2);
@@ -555,6 +607,12 @@ async function main() {
         `goal p99 < ${LATENCY_GOAL_MS}`,
         l.p99Ms < LATENCY_GOAL_MS ? 'met' : 'MISSED',
       ]),
+      ...(startup
+        ? [
+            [`start-up, median of ${startup.runs}: usage daily --json, cache in use / off, ms`, `${fmt(startup.medianMs.usageCached, 1)} / ${fmt(startup.medianMs.usageUncached, 1)}`, `${fmt(startup.medianMs.emptyModule, 1)} node on an empty .mjs`, fmt(startup.usageCachedOverUncached, 3)],
+            ['  --version, cache in use / off, ms', `${fmt(startup.medianMs.versionCached, 1)} / ${fmt(startup.medianMs.versionUncached, 1)}`, '', fmt(startup.versionCachedOverUncached, 3)],
+          ]
+        : []),
       ['dist/svc-runner.mjs, bytes', String(bundleInfo.bytes), '', ''],
       ['  gzip -6 / -9, bytes', `${bundleInfo.gzipBytes} / ${bundleInfo.gzip9Bytes}`, '', ''],
     ]),
@@ -570,12 +628,13 @@ async function main() {
       distChangedDuringRun: distChanged,
       loadavg1End: loadEnd,
       postgres: { version: pgVersion, url: redactUrl(ADMIN_URL) },
-      settings: { events: EVENTS, pad: PAD, eventBytes, rounds: ROUNDS, idleSeconds: IDLE_SECONDS, directBatch: MAX_BATCH, appendCommand, latencyRates: LATENCY_RATES, latencySeconds: LATENCY_SECONDS },
+      settings: { startupRuns: STARTUP_RUNS, events: EVENTS, pad: PAD, eventBytes, rounds: ROUNDS, idleSeconds: IDLE_SECONDS, directBatch: MAX_BATCH, appendCommand, latencyRates: LATENCY_RATES, latencySeconds: LATENCY_SECONDS },
       bundle: bundleInfo,
       summary,
       ratios,
       idle,
       latency,
+      startup,
       rounds,
       directBatchMs: { median: round(median(batchMs), 2), max: round(Math.max(...batchMs), 2) },
       daemonExits,

@@ -50,13 +50,31 @@ export function cachePlan(argv: readonly string[], env: Env, self: string, bodyH
 /** Owned by this user and writable by no one else: V8 runs what a cache file holds as this user's code. */
 const ownOnly = (st: { uid: number; mode: number }) => st.uid === process.getuid!() && (st.mode & 0o022) === 0;
 
-/** The cache's bytes, or undefined when there are none or they cannot be trusted (another owner, writable by others). */
-export function readCache(plan: CachePlan): Buffer | undefined {
+/** A cache file: `svcC`, its generation (0 for the first run's, then one more for each run that added to it),
+ *  three zero bytes, and V8's data (eight bytes in, as V8 wants it aligned). */
+const MAGIC = 0x43637673;
+const HEADER = 8;
+/**
+ * How many runs write the cache: the first, and the next ones add the functions they compiled that it lacked.
+ * A command's paths differ from run to run (`usage`: a full scan the first time, then the index, then an append
+ * merged), and V8 can only save what has been compiled. After that, a run only reads it.
+ */
+export const GENERATIONS = 3;
+
+export interface Cached {
+  data: Buffer;
+  generation: number;
+}
+
+/** The cache, or undefined when there is none or it cannot be trusted (another owner, writable by others). */
+export function readCache(plan: CachePlan): Cached | undefined {
   try {
     if (!ownOnly(statSync(plan.dir))) return undefined;
     const fd = openSync(plan.file, 'r');
     try {
-      return ownOnly(fstatSync(fd)) ? readFileSync(fd) : undefined;
+      if (!ownOnly(fstatSync(fd))) return undefined;
+      const bytes = readFileSync(fd);
+      return bytes.length > HEADER && bytes.readUInt32LE(0) === MAGIC ? { data: bytes.subarray(HEADER), generation: bytes[4] } : undefined;
     } finally {
       closeSync(fd);
     }
@@ -70,12 +88,15 @@ export function readCache(plan: CachePlan): Buffer | undefined {
  * command's older ones. A cache is an optimisation: when it cannot be written (a read-only home, a full disk,
  * a directory someone else owns) the command runs as it would have, and the next run compiles again.
  */
-export function writeCache(plan: CachePlan, data: Buffer): boolean {
+export function writeCache(plan: CachePlan, data: Buffer, generation: number): boolean {
   try {
     mkdirSync(plan.dir, { recursive: true, mode: 0o700 });
     if (!ownOnly(statSync(plan.dir))) return false;
     const tmp = `${plan.file}.${process.pid}.tmp`;
-    writeFileSync(tmp, data, { mode: 0o600 });
+    const header = Buffer.alloc(HEADER);
+    header.writeUInt32LE(MAGIC, 0);
+    header[4] = generation;
+    writeFileSync(tmp, Buffer.concat([header, data]), { mode: 0o600 });
     renameSync(tmp, plan.file);
     const name = basename(plan.file);
     for (const f of readdirSync(plan.dir)) {
@@ -95,23 +116,26 @@ export function writeCache(plan: CachePlan, data: Buffer): boolean {
 /** Compiles `source` (the body, on `line` of `file` after `column` characters) with this command's cache, and runs it. */
 export function boot(opts: { source: string; file: string; url: string; line: number; column: number; hash: string; argv: readonly string[]; env: Env }): void {
   const plan = cachePlan(opts.argv, opts.env, opts.file, opts.hash);
-  const cachedData = plan ? readCache(plan) : undefined;
+  const cached = plan ? readCache(plan) : undefined;
   const script = new vm.Script(opts.source, {
     filename: opts.file,
     lineOffset: opts.line,
     columnOffset: opts.column,
-    cachedData,
+    cachedData: cached?.data,
     // import() in the body (node:sqlite) resolves as in the file itself.
     importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ?? ((specifier: string) => import(specifier)),
   });
-  if (plan && (!cachedData || script.cachedDataRejected)) {
+  // None, or rejected by V8 (another V8, other flags, damaged): written anew. Used: written again by the next
+  // GENERATIONS - 1 runs, with what they compiled besides.
+  const generation = cached && !script.cachedDataRejected ? cached.generation + 1 : 0;
+  if (plan && generation < GENERATIONS) {
     // After the run, so the cache holds the functions it compiled as they were needed, not only the top level;
     // and only after a run that succeeded (`svc-runner frobnicate` exits 2 and leaves no cache behind).
     let saved = false;
     const save = () => {
       if (saved) return;
       saved = true;
-      writeCache(plan, script.createCachedData());
+      writeCache(plan, script.createCachedData(), generation);
     };
     process.once('exit', (code) => code === 0 && save());
     setTimeout(save, SAVE_AFTER_MS).unref();

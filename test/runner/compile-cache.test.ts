@@ -36,7 +36,14 @@ async function usage(s: Sandbox, env: Record<string, string> = {}) {
   return r;
 }
 
-test('a command keeps what V8 compiled for it, 0600 in a 0700 directory, and the next run uses it as it is', async () => {
+/** The generation in a cache file's header (runner/boot.ts): it goes up only when V8 took the cache. */
+const generation = (file: string) => {
+  const b = readFileSync(file);
+  assert.is(b.subarray(0, 4).toString('latin1'), 'svcC');
+  return b[4];
+};
+
+test('a command keeps what V8 compiled for it, 0600 in a 0700 directory; the next two runs add theirs, later runs only read it', async () => {
   await usage(sb);
   const [name, ...more] = files(sb);
   assert.equal(more, [], files(sb).join(' '));
@@ -45,10 +52,16 @@ test('a command keeps what V8 compiled for it, 0600 in a 0700 directory, and the
   assert.is(mode(cacheDirOf(sb)), 0o700);
   assert.is(mode(file), 0o600);
   assert.ok(statSync(file).size > 50_000, `${statSync(file).size} bytes: the functions the run compiled, not only the top level`);
+  assert.is(generation(file), 0);
+  // Taken by V8 and written again with what the run compiled besides.
+  await usage(sb);
+  assert.is(generation(file), 1);
+  await usage(sb);
+  assert.is(generation(file), 2);
   const before = statSync(file);
   await usage(sb);
   await usage(sb);
-  // A cache V8 rejected would have been written again (renamed over: a new inode).
+  // Only read now (a cache V8 rejected would have been written again, renamed over: a new inode).
   const after = statSync(file);
   assert.is(after.ino, before.ino);
   assert.is(after.mtimeMs, before.mtimeMs);
@@ -64,12 +77,17 @@ test('a cache V8 rejects (damaged, cut short) is replaced, and the command runs 
   const [name] = files(sb);
   const file = join(cacheDirOf(sb), name);
   const good = readFileSync(file);
-  for (const bad of [Buffer.from('not a code cache at all'), good.subarray(0, good.length >> 1), Buffer.alloc(good.length, 0xa5)]) {
+  await usage(sb);
+  assert.is(generation(file), 1);
+  // No header; the header and half of V8's data; the header and bytes that are not V8's.
+  const header = good.subarray(0, 8);
+  for (const bad of [Buffer.from('not a code cache at all'), good.subarray(0, good.length >> 1), Buffer.concat([header, Buffer.alloc(good.length - 8, 0xa5)])]) {
     writeFileSync(file, bad, { mode: 0o600 });
     await usage(sb);
     const now = readFileSync(file);
     assert.is.not(Buffer.compare(now, bad), 0, 'replaced');
     assert.ok(now.length > 50_000);
+    assert.is(generation(file), 0, 'written anew, not taken');
     assert.equal(files(sb), [name], 'no temporary file left');
   }
 });
@@ -78,12 +96,16 @@ test('a cache that someone else could have written is not offered to V8; a direc
   await usage(sb);
   const [name] = files(sb);
   const file = join(cacheDirOf(sb), name);
-  // Group-writable file: not read; the run writes its own over it (renamed: 0600 again).
+  await usage(sb);
+  assert.is(generation(file), 1);
+  // Group-writable file: not read (V8 would have taken it: generation 2); the run writes its own over it,
+  // renamed, 0600 again.
   chmodSync(file, 0o620);
   const ino = statSync(file).ino;
   await usage(sb);
   assert.is(mode(file), 0o600);
   assert.is.not(statSync(file).ino, ino);
+  assert.is(generation(file), 0);
   // World-writable directory: nothing in it is read, nothing is written. Garbage there would be rejected and
   // replaced if it were offered to V8 (the test above); it stays as it is.
   chmodSync(cacheDirOf(sb), 0o777);
@@ -131,9 +153,9 @@ test('processes writing the same cache at once leave one whole file, which the n
   assert.is(runs.length, 4);
   const [name, ...more] = files(sb);
   assert.equal(more, [], files(sb).join(' '));
-  const ino = statSync(join(cacheDirOf(sb), name)).ino;
+  assert.is(generation(join(cacheDirOf(sb), name)), 0);
   await usage(sb);
-  assert.is(statSync(join(cacheDirOf(sb), name)).ino, ino, 'accepted, not rewritten');
+  assert.is(generation(join(cacheDirOf(sb), name)), 1, 'taken by V8');
 });
 
 test('a runner file that changed (a new download, an edit by hand) gets a new cache, and the old one is removed', async () => {
