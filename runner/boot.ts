@@ -122,8 +122,9 @@ export function boot(opts: { source: string; file: string; url: string; line: nu
     lineOffset: opts.line,
     columnOffset: opts.column,
     cachedData: cached?.data,
-    // import() in the body (node:sqlite) resolves as in the file itself.
-    importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ?? ((specifier: string) => import(specifier)),
+    // import() in the body (node:sqlite) resolves as in the file itself; before Node 20.12 it rejects, and the
+    // one caller falls back to the sqlite3 shell, as it does where node:sqlite does not exist (Node < 22.5).
+    ...(vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER ? { importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER } : {}),
   });
   // None, or rejected by V8 (another V8, other flags, damaged): written anew. Used: written again by the next
   // GENERATIONS - 1 runs, with what they compiled besides.

@@ -210,8 +210,18 @@ test('the bundle: its code ends the comment only where the loader expects, and i
   assert.is(text.indexOf('*/'), text.indexOf('})*/}\n') + 2, 'the first end of a comment is the body\'s');
   // A small body packed as the build packs the runner: the frame of the throw points at the error in the file.
   const file = join(sb.dir, 'thrower.mjs');
-  writeFileSync(file, await packFile('"use strict";\nconst x = /a*/.test("*/");\nfunction deep() {\n  if (x) throw new Error("boom");\n}\ndeep();\n', { root: ROOT, title: 'a test' }));
+  const body = [
+    '"use strict";',
+    'const x = /a*/.test("*/");',
+    'function deep() {',
+    '  if (x) throw new Error("boom");',
+    '}',
+    // import() inside the body resolves as in an ES module (the OpenCode reader imports node:sqlite so).
+    'import("node:path").then((p) => { console.log(p.basename(__svcUrl), typeof require, module.exports === exports); deep(); });',
+  ].join('\n');
+  writeFileSync(file, await packFile(body, { root: ROOT, title: 'a test' }));
   const r = spawnSync(process.execPath, [file], { env: sb.env, encoding: 'utf8' });
+  assert.is(r.stdout, 'thrower.mjs function true\n');
   assert.is(r.status, 1);
   const frame = /at deep \((.+):(\d+):(\d+)\)/.exec(r.stderr);
   assert.ok(frame, r.stderr);
