@@ -11,6 +11,8 @@
 //              connected and settled: (sum of RSS deltas) / runners, in KB per connected runner;
 //   idle cmd   command round trip (POST /api/runners/:id/commands runner.ping to a random replica, a
 //              random runner) at --commands-per-second for --idle-seconds with no ingest: the baseline;
+//              beside it, at the same rate, the floor: a command's path without svc (two processes of their
+//              own on the same database, a row and a NOTIFY each way), in this phase and the next;
 //   ingest     --rate events/s (~--event-bytes each) arriving at the runners (Poisson per 50 ms tick) for
 //              --seconds, commands as above meanwhile; per --window seconds: events acked/s, lag (arrival
 //              at the runner → ack) p50/p99, backlog (arrived, not acked), replica and PostgreSQL CPU,
@@ -44,7 +46,7 @@ import { runnerPing } from '../runner/commands/ping.ts';
 import { VERSION } from '../protocol/version.ts';
 import { freshPostgres } from '../test/helpers/db.ts';
 import { pairRunner } from '../test/helpers/wsclient.ts';
-import { benchEvents, cpuMs, cpuProfileTop, freePort, installGuards, machine, onCleanup, percentile, requireBuild, round, startSvc, table, tempDir, wholeOption } from './lib.mjs';
+import { benchEvents, cpuMs, cpuProfileTop, freePort, installGuards, machine, onCleanup, percentile, requireBuild, ROOT, round, spawnTracked, startSvc, table, tempDir, wholeOption } from './lib.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -345,24 +347,24 @@ log(`RSS after: ${rssAfter.join(', ')} KB → ${figures.memory.kbPerRunner} KB p
 // ---- commands --------------------------------------------------------------------------------------
 
 const auth = { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' };
-/** Commands at --commands-per-second until stop(): { stop: () => Promise<{latencies, statuses}> }. */
-function commandLoad() {
+
+/**
+ * Requests at --commands-per-second until stop(), each `send()` resolving with its status and, when 200, what
+ * to keep of it: { stop: () => Promise<{count, p50, p99, max, statuses, kept}> } (latencies of the 200s, ms).
+ */
+function rateLoad(send) {
   const latencies = [];
   const statuses = {};
-  const hops = [];
+  const kept = [];
   const pending = new Set();
   const one = async () => {
-    const runner = runners[Math.floor(Math.random() * runners.length)];
-    const { server } = replicas[Math.floor(Math.random() * replicas.length)];
     const t = performance.now();
-    const sentAt = Date.now();
     try {
-      const res = await fetch(`${server.url}/api/runners/${runner.runnerId}/commands`, { method: 'POST', headers: auth, body: '{"name":"runner.ping"}' });
-      const body = await res.text();
-      statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-      if (res.status === 200) {
+      const { status, keep } = await send();
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status === 200) {
         latencies.push(performance.now() - t);
-        hops.push({ runnerId: runner.runnerId, sentAt, runnerTime: JSON.parse(body).data.time, doneAt: Date.now() });
+        if (keep) kept.push(keep);
       }
     } catch (e) {
       statuses[e.cause?.code ?? 'error'] = (statuses[e.cause?.code ?? 'error'] ?? 0) + 1;
@@ -379,15 +381,82 @@ function commandLoad() {
     }
   }, 1000 / N.cps) : null;
   return {
-    latencies,
     stop: async () => {
       clearInterval(timer);
       await Promise.all(pending);
       latencies.sort((a, b) => a - b);
-      return { count: latencies.length, p50: r1(percentile(latencies, 50)), p99: r1(percentile(latencies, 99)), max: r1(latencies.at(-1)), statuses, hops: await hopsOf(hops) };
+      return { count: latencies.length, p50: r1(percentile(latencies, 50)), p99: r1(percentile(latencies, 99)), max: r1(latencies.at(-1)), statuses, kept };
     },
   };
 }
+
+/** svc's commands: runner.ping to a random runner through a random replica; with where each one's time went. */
+function commandLoad() {
+  const load = rateLoad(async () => {
+    const runner = runners[Math.floor(Math.random() * runners.length)];
+    const { server } = replicas[Math.floor(Math.random() * replicas.length)];
+    const sentAt = Date.now();
+    const res = await fetch(`${server.url}/api/runners/${runner.runnerId}/commands`, { method: 'POST', headers: auth, body: '{"name":"runner.ping"}' });
+    const body = await res.text();
+    return { status: res.status, keep: res.status === 200 ? { runnerId: runner.runnerId, sentAt, runnerTime: JSON.parse(body).data.time, doneAt: Date.now() } : null };
+  });
+  return {
+    stop: async () => {
+      const { kept, ...figures } = await load.stop();
+      return { ...figures, hops: await hopsOf(kept) };
+    },
+  };
+}
+
+// ---- the floor: a command's path without svc (what the machine allows it) ---------------------------
+// Two processes of their own on the same database, as the replica asked and the replica holding the runner
+// are: an HTTP request to the first, which inserts a row and its NOTIFY in one statement; the second, listening,
+// answers it (an update and its NOTIFY, one statement); the first, listening, reads the row and answers. No
+// runner hop, no token, no svc code. Sent beside svc's commands, at the same rate, in the same phases: when
+// the floor's p99 is above the goal too, the goal is beyond this machine's cores, not svc's code.
+const FLOOR_ASKED = `
+const http = require('node:http');
+const sql = require('postgres')(process.env.FLOOR_DB, { max: 10, onnotice() {} });
+const waiting = new Map();
+let n = 0;
+sql.listen('bench_floor_done', (id) => { const w = waiting.get(id); if (w) (waiting.delete(id), w()); }).then(() => {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', async () => {
+      const id = process.pid + '.' + n++;
+      try {
+        const done = new Promise((r) => waiting.set(id, r));
+        await sql\`with i as (insert into bench_floor (id) values (\${id}) returning id) select pg_notify('bench_floor_new', id) from i\`;
+        await done;
+        const [row] = await sql\`select result from bench_floor where id = \${id}\`;
+        res.end(JSON.stringify({ result: row.result }));
+      } catch (e) {
+        res.statusCode = 500;
+        res.end(String(e));
+      }
+    });
+  });
+  server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+});`;
+const FLOOR_HOLDER = `
+const sql = require('postgres')(process.env.FLOOR_DB, { max: 10, onnotice() {} });
+sql.listen('bench_floor_new', (id) => {
+  sql\`with u as (update bench_floor set result = \${new Date().toISOString()} where id = \${id} returning id) select pg_notify('bench_floor_done', id) from u\`.catch(() => {});
+}).then(() => process.send({ ready: true }));`;
+await sql`create table bench_floor (id text primary key, result text, created_at timestamptz not null default now())`;
+const floorProcs = [FLOOR_ASKED, FLOOR_HOLDER].map((code) => spawnTracked(process.execPath, ['-e', code], { cwd: ROOT, env: { ...process.env, FLOOR_DB: pg.url }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+onCleanup(() => floorProcs.forEach((c) => c.kill('SIGKILL')));
+const [floorPort] = await Promise.all(floorProcs.map((c) => new Promise((resolve, reject) => (c.once('message', (m) => resolve(m.port)), c.once('exit', (code) => reject(new Error(`a floor process exited ${code}`)))))));
+const floorLoad = () =>
+  rateLoad(async () => {
+    const res = await fetch(`http://127.0.0.1:${floorPort}/`, { method: 'POST', body: '{}' });
+    await res.text();
+    return { status: res.status };
+  });
+const floorFigures = async (load) => {
+  const { kept, ...figures } = await load.stop();
+  return figures;
+};
 
 /**
  * Where a command's time went, p50/p99 of each hop (one clock: all on this machine): `in` request sent →
@@ -423,9 +492,11 @@ async function hopsOf(hops) {
 if (N.idleSeconds > 0 && N.cps > 0) {
   log(`commands without ingest for ${N.idleSeconds} s…`);
   const load = commandLoad();
+  const floor = floorLoad();
   await settle(N.idleSeconds * 1000);
   figures.commandsIdle = await load.stop();
-  log(`  idle: ${JSON.stringify(figures.commandsIdle)}`);
+  figures.floorIdle = await floorFigures(floor);
+  log(`  idle: ${JSON.stringify(figures.commandsIdle)}; the floor: ${JSON.stringify(figures.floorIdle)}`);
 }
 
 // ---- sustained ingest ------------------------------------------------------------------------------
@@ -468,6 +539,7 @@ const cpuOf = () => ({ replicas: replicas.map((r) => cpuMs(r.server.proc.pid) ??
 const commits = async () => Number((await sql`select xact_commit::text as c from pg_stat_database where datname = current_database()`)[0].c);
 const totals = { replicaCpuMs: 0, postgresCpuMs: 0, commits0: await commits() };
 const load = commandLoad();
+const floor = floorLoad();
 const ingestStart = performance.now();
 let pids = (await pgActivity()).map((r) => r.pid);
 let last = { t: performance.now(), acked: stats.acked, cpu: cpuOf(), pg: pgCpu(pids) };
@@ -516,9 +588,11 @@ const ackedInRun = stats.acked;
 const ackedInWindows = sum(windows.map((w) => w.ackedPerSecond * N.window)); // about: the windows' events
 const commitsInRun = (await commits()) - totals.commits0;
 figures.commandsLoaded = await load.stop();
-// The same-run baseline: the round trip without ingest.
+figures.floorLoaded = await floorFigures(floor);
+// The same-run baselines: the round trip without ingest, and the floor's under the same ingest.
 if (figures.commandsIdle) figures.commandP99LoadedOverIdle = round(figures.commandsLoaded.p99 / figures.commandsIdle.p99, 2);
-log(`  commands under load: ${JSON.stringify(figures.commandsLoaded)}`);
+figures.commandP99OverFloorP99 = round(figures.commandsLoaded.p99 / figures.floorLoaded.p99, 2);
+log(`  commands under load: ${JSON.stringify(figures.commandsLoaded)}; the floor: ${JSON.stringify(figures.floorLoaded)}`);
 log('draining the backlog…');
 await until(() => runners.every((r) => r.backlog === 0), 120_000, 'drain');
 const drainSeconds = (performance.now() - arrivalsEnd) / 1000; // from the last arrival
@@ -607,6 +681,8 @@ const goals = [
   { figure: 'replica RSS per connected runner (KB)', value: figures.memory.kbPerRunner, goal: '< 100 (1,000)', met: N.runners >= 1000 ? figures.memory.kbPerRunner < 100 : null },
   { figure: `ingest at ${N.rate}/s: acked ÷ offered; lag growing`, value: `${figures.ingest.ackedOverOffered}; ${figures.ingest.lagGrowing ? 'yes' : 'no'}`, goal: '≈ 1; no', met: figures.ingest.ackedOverOffered >= 0.98 && !figures.ingest.lagGrowing },
   { figure: `command round trip p99 under that load (ms)`, value: figures.commandsLoaded.p99, goal: '< 200', met: figures.commandsLoaded.p99 < 200 },
+  // Not a goal of svc's: what the machine allows a command's path (two processes, PostgreSQL, two NOTIFYs).
+  { figure: `  the floor's round trip p99 under that load (ms)`, value: figures.floorLoaded.p99, goal: '(what the machine allows)', met: null },
 ];
 figures.goals = goals;
 const i = figures.ingest;
@@ -618,6 +694,8 @@ console.log(
     ['replica RSS before / after (KB)', `${sum(rssBefore)} / ${sum(rssAfter)} → ${figures.memory.kbPerRunner} KB per runner`],
     ['commands, no ingest: p50 / p99 / max (ms)', figures.commandsIdle ? `${figures.commandsIdle.p50} / ${figures.commandsIdle.p99} / ${figures.commandsIdle.max} (${figures.commandsIdle.count})` : '—'],
     ['commands under ingest: p50 / p99 / max (ms)', `${figures.commandsLoaded.p50} / ${figures.commandsLoaded.p99} / ${figures.commandsLoaded.max} (${figures.commandsLoaded.count}, ${JSON.stringify(figures.commandsLoaded.statuses)})`],
+    ...['floorIdle', 'floorLoaded'].filter((k) => figures[k]).map((k) => [`the floor (no svc), ${k === 'floorIdle' ? 'no ingest' : 'under ingest'}: p50 / p99 / max (ms)`, `${figures[k].p50} / ${figures[k].p99} / ${figures[k].max} (${figures[k].count}, ${JSON.stringify(figures[k].statuses)})`]),
+    ['command p99 under ingest ÷ the floor\'s', String(figures.commandP99OverFloorP99)],
     ...['commandsIdle', 'commandsLoaded'].filter((k) => figures[k]).map((k) => [`  ${k === 'commandsIdle' ? 'no ingest' : 'under ingest'}: p50/p99 by hop (ms)`, Object.entries(figures[k].hops).map(([h, v]) => `${h} ${v.p50}/${v.p99}`).join(', ')]),
     ['ingest offered / acked (events/s)', `${i.offeredPerSecond} / ${i.ackedPerSecond} (${i.stored} of ${i.offered} stored, drained in ${i.drainSeconds} s)`],
     ['lag p99 first / last third (ms)', `${i.lagP99FirstThirdMs} / ${i.lagP99LastThirdMs}`],
