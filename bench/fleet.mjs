@@ -472,20 +472,22 @@ async function hopsOf(hops) {
       from runner_commands where name = 'runner.ping' and status = 'done'`;
   const byKey = new Map(rows.map((r) => [`${r.runner_id} ${r.time}`, r]));
   const parts = { in: [], toRunner: [], answer: [], out: [] };
+  const each = [];
   for (const h of hops) {
     const row = byKey.get(`${h.runnerId} ${h.runnerTime}`);
     if (!row) continue;
     const ran = Date.parse(h.runnerTime);
-    parts.in.push(Number(row.created) - h.sentAt);
-    parts.toRunner.push(ran - Number(row.created));
-    parts.answer.push(Number(row.finished) - ran);
-    parts.out.push(h.doneAt - Number(row.finished));
+    const one = { in: Number(row.created) - h.sentAt, toRunner: ran - Number(row.created), answer: Number(row.finished) - ran, out: h.doneAt - Number(row.finished) };
+    for (const k of Object.keys(parts)) parts[k].push(one[k]);
+    each.push({ total: h.doneAt - h.sentAt, ...one });
   }
   const out = {};
   for (const [k, xs] of Object.entries(parts)) {
     xs.sort((a, b) => a - b);
     out[k] = { p50: r1(percentile(xs, 50)), p99: r1(percentile(xs, 99)) };
   }
+  // The three slowest commands, hop by hop: where a tail comes from (one hop, or all of them).
+  out.slowest = each.sort((a, b) => b.total - a.total).slice(0, 3).map((e) => Object.fromEntries(Object.entries(e).map(([k, v]) => [k, Math.round(v)])));
   return out;
 }
 
@@ -696,7 +698,10 @@ console.log(
     ['commands under ingest: p50 / p99 / max (ms)', `${figures.commandsLoaded.p50} / ${figures.commandsLoaded.p99} / ${figures.commandsLoaded.max} (${figures.commandsLoaded.count}, ${JSON.stringify(figures.commandsLoaded.statuses)})`],
     ...['floorIdle', 'floorLoaded'].filter((k) => figures[k]).map((k) => [`the floor (no svc), ${k === 'floorIdle' ? 'no ingest' : 'under ingest'}: p50 / p99 / max (ms)`, `${figures[k].p50} / ${figures[k].p99} / ${figures[k].max} (${figures[k].count}, ${JSON.stringify(figures[k].statuses)})`]),
     ['command p99 under ingest ÷ the floor\'s', String(figures.commandP99OverFloorP99)],
-    ...['commandsIdle', 'commandsLoaded'].filter((k) => figures[k]).map((k) => [`  ${k === 'commandsIdle' ? 'no ingest' : 'under ingest'}: p50/p99 by hop (ms)`, Object.entries(figures[k].hops).map(([h, v]) => `${h} ${v.p50}/${v.p99}`).join(', ')]),
+    ...['commandsIdle', 'commandsLoaded'].filter((k) => figures[k]).flatMap((k) => [
+      [`  ${k === 'commandsIdle' ? 'no ingest' : 'under ingest'}: p50/p99 by hop (ms)`, Object.entries(figures[k].hops).filter(([h]) => h !== 'slowest').map(([h, v]) => `${h} ${v.p50}/${v.p99}`).join(', ')],
+      [`  ${k === 'commandsIdle' ? 'no ingest' : 'under ingest'}: the slowest, in/toRunner/answer/out (ms)`, figures[k].hops.slowest.map((e) => `${e.total} = ${e.in}+${e.toRunner}+${e.answer}+${e.out}`).join('; ')],
+    ]),
     ['ingest offered / acked (events/s)', `${i.offeredPerSecond} / ${i.ackedPerSecond} (${i.stored} of ${i.offered} stored, drained in ${i.drainSeconds} s)`],
     ['lag p99 first / last third (ms)', `${i.lagP99FirstThirdMs} / ${i.lagP99LastThirdMs}`],
     ['backlog first / last third (events)', `${i.backlogFirstThird} / ${i.backlogLastThird}${i.lagGrowing ? ' — GROWING' : ''}`],

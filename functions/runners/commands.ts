@@ -104,13 +104,19 @@ export class CommandRelay {
     // The row and its NOTIFY commit together: one commit (one WAL flush) on the command's path, not two.
     const insert = sql`insert into runner_commands (request_id, runner_id, name, args, requested_by, status)
       values (${requestId}, ${runnerId}, ${name}, ${sql.json(args)}, ${userId}, ${local ? 'sent' : 'pending'}) returning request_id`;
-    await this.db.query(local ? insert : sql`with c as (${insert}) select pg_notify(${CMD}, request_id) from c`);
+    // Waiting for the answer from before the row exists: the answer's NOTIFY can be handled here before the
+    // insert's own reply is. They come on two connections (the LISTEN one and a pooled one, which postgres.js
+    // may have pipelined behind other statements), and nothing orders them on the way in: under ingest the
+    // holder had run the command and notified its answer first for a few commands in a thousand. A waiter
+    // set after the insert missed that NOTIFY, and the requester waited for its next check of the row, a
+    // whole REDELIVER_CHECK_MS (bench/fleet.mjs prints the slowest commands by hop: `out` ≈ 1,000 ms).
     let isAnswered = false;
     const answered = new Promise<void>((resolve) => this.waiters.set(requestId, () => ((isAnswered = true), resolve())));
     let timer: NodeJS.Timeout | undefined;
     let nudge = () => {};
     this.nudges.set(requestId, () => nudge());
     try {
+      await this.db.query(local ? insert : sql`with c as (${insert}) select pg_notify(${CMD}, request_id) from c`);
       if (local) this.sockets.send(local, await this.frameOf(runnerId, requestId, name, args));
       const deadline = Date.now() + COMMANDS[name].timeoutMs;
       while (!isAnswered && Date.now() < deadline) {
