@@ -159,6 +159,7 @@ export const runnerBody = {
   platform: 'node',
   format: 'cjs',
   target: 'node20',
+  write: false, // packed with the loader by writeRunner
   define: { ...define, 'import.meta.url': '__svcUrl', __SVC_USAGE_WORKER__: JSON.stringify(usageWorker), __SVC_OTLP_PROTO__: JSON.stringify(otlpProto) },
   // Optional native modules, loaded only when present beside the runner (an npm install): @parcel/watcher
   // for the file watcher, and ws's bufferutil (frame masking in C; ws falls back to its own JavaScript).
@@ -173,7 +174,6 @@ export const runnerBody = {
   charset: 'ascii',
   // Runner code imports zod as `import * as z from 'zod'`: the named `{ z }` export keeps all of zod
   // (locales included) and makes this file ~960 KB instead of ~400 KB.
-  write: false,
 };
 
 /**

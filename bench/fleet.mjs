@@ -447,16 +447,14 @@ await sql`create table bench_floor (id text primary key, result text, created_at
 const floorProcs = [FLOOR_ASKED, FLOOR_HOLDER].map((code) => spawnTracked(process.execPath, ['-e', code], { cwd: ROOT, env: { ...process.env, FLOOR_DB: pg.url }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
 onCleanup(() => floorProcs.forEach((c) => c.kill('SIGKILL')));
 const [floorPort] = await Promise.all(floorProcs.map((c) => new Promise((resolve, reject) => (c.once('message', (m) => resolve(m.port)), c.once('exit', (code) => reject(new Error(`a floor process exited ${code}`)))))));
-const floorLoad = () =>
-  rateLoad(async () => {
+function floorLoad() {
+  const load = rateLoad(async () => {
     const res = await fetch(`http://127.0.0.1:${floorPort}/`, { method: 'POST', body: '{}' });
     await res.text();
     return { status: res.status };
   });
-const floorFigures = async (load) => {
-  const { kept, ...figures } = await load.stop();
-  return figures;
-};
+  return { stop: async () => (({ kept, ...figures }) => figures)(await load.stop()) };
+}
 
 /**
  * Where a command's time went, p50/p99 of each hop (one clock: all on this machine): `in` request sent →
@@ -497,7 +495,7 @@ if (N.idleSeconds > 0 && N.cps > 0) {
   const floor = floorLoad();
   await settle(N.idleSeconds * 1000);
   figures.commandsIdle = await load.stop();
-  figures.floorIdle = await floorFigures(floor);
+  figures.floorIdle = await floor.stop();
   log(`  idle: ${JSON.stringify(figures.commandsIdle)}; the floor: ${JSON.stringify(figures.floorIdle)}`);
 }
 
@@ -590,7 +588,7 @@ const ackedInRun = stats.acked;
 const ackedInWindows = sum(windows.map((w) => w.ackedPerSecond * N.window)); // about: the windows' events
 const commitsInRun = (await commits()) - totals.commits0;
 figures.commandsLoaded = await load.stop();
-figures.floorLoaded = await floorFigures(floor);
+figures.floorLoaded = await floor.stop();
 // The same-run baselines: the round trip without ingest, and the floor's under the same ingest.
 if (figures.commandsIdle) figures.commandP99LoadedOverIdle = round(figures.commandsLoaded.p99 / figures.commandsIdle.p99, 2);
 figures.commandP99OverFloorP99 = round(figures.commandsLoaded.p99 / figures.floorLoaded.p99, 2);

@@ -49,6 +49,7 @@ import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import postgres from 'postgres';
 import { MAX_BATCH } from '../protocol/frames.ts';
+import { compileCacheDir } from '../runner/boot.ts';
 import { startServer } from '../test/helpers/server.ts';
 import {
   alive,
@@ -228,7 +229,7 @@ function measureStartup(bundle, runs) {
     runs,
     medianMs: med,
     // 0: a bundle from before the compile cache (its two kinds of runs are the same).
-    cacheFiles: existsSync(join(env.HOME, '.cache', 'svc', 'compile-cache')) ? readdirSync(join(env.HOME, '.cache', 'svc', 'compile-cache')).length : 0,
+    cacheFiles: existsSync(compileCacheDir(env)) ? readdirSync(compileCacheDir(env)).length : 0,
     versionCachedOverUncached: round(med.versionCached / med.versionUncached, 3),
     usageCachedOverUncached: round(med.usageCached / med.usageUncached, 3),
     usageCachedOverEmptyModule: round(med.usageCached / med.emptyModule, 3),

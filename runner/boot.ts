@@ -17,6 +17,9 @@ const UNCACHED = new Set(['run']);
 /** When a command that runs long (exec-run waits on its agent) writes the cache it lacked, if it has not exited. */
 export const SAVE_AFTER_MS = 1000;
 
+/** Where the commands' compiled code is kept: $XDG_CACHE_HOME/svc/compile-cache/. */
+export const compileCacheDir = (env: Env) => join(cacheDir(env), 'compile-cache');
+
 export interface CachePlan {
   dir: string;
   /** The command's cache files start with this; older ones are removed when a new one is written. */
@@ -41,7 +44,7 @@ export function cachePlan(argv: readonly string[], env: Env, self: string, bodyH
   } catch {
     return null;
   }
-  const dir = join(cacheDir(env), 'compile-cache');
+  const dir = compileCacheDir(env);
   const prefix = `${command}.`;
   const key = [bodyHash, st.size.toString(36), Math.trunc(st.mtimeMs).toString(36), process.version, process.arch].join('.');
   return { dir, prefix, file: join(dir, `${prefix}${key}.bin`) };

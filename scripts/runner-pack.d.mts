@@ -3,7 +3,5 @@ export const BODY_HEAD: string;
 export const BODY_TAIL: string;
 export const BODY_LINE_OFFSET: number;
 export function escapeCommentEnd(code: string): string;
-export function bodyHash(body: string): string;
-export function packBody(code: string): { body: string; hash: string };
 export function packFile(code: string, opts: { root: string; title: string }): Promise<string>;
 export function shiftMap(map: string | object): object;

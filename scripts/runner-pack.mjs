@@ -60,10 +60,10 @@ export function escapeCommentEnd(code) {
 }
 
 /** The hash the loader's cache names carry: a cache made for other code is never offered to V8. */
-export const bodyHash = (body) => createHash('sha256').update(body).digest('hex').slice(0, 16);
+const bodyHash = (body) => createHash('sha256').update(body).digest('hex').slice(0, 16);
 
 /** The body as the file holds it (escaped, wrapped); its hash for the loader's build. */
-export function packBody(code) {
+function packBody(code) {
   const body = WRAP_OPEN + escapeCommentEnd(code) + WRAP_CLOSE;
   return { body, hash: bodyHash(body) };
 }
